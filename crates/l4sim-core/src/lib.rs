@@ -1,0 +1,11 @@
+//! l4sim-core: a packet-level simulator of Linux TCP, ECN/L4S congestion controls and
+//! qdiscs, for studying TCP Prague against classic traffic at a bottleneck.
+
+pub mod cc;
+pub mod metrics;
+pub mod packet;
+pub mod qdisc;
+pub mod rng;
+pub mod scenario;
+pub mod tcp;
+pub mod time;

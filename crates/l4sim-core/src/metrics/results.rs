@@ -1,0 +1,161 @@
+//! What a run returns: per-flow, per-qdisc and per-link summaries plus time series.
+//! Serialized to JSON for Python, where each table becomes a DataFrame.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Summary of one flow (a sender with all its parallel streams).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct FlowResult {
+    pub name: String,
+    pub cc: String,
+    pub streams: u32,
+    /// Negotiated ECN mode of the first stream: "none", "rfc3168", "acc_ecn".
+    pub ecn_mode: String,
+    /// Codepoint of the first stream's new data: "not_ect", "ect0", "ect1".
+    pub data_ecn: String,
+    /// iperf3 receiver-side goodput: payload bytes over the flow's whole run, Mbit/s.
+    pub goodput_mbps: f64,
+    pub bytes_delivered: u64,
+    /// Mean of the once-per-second srtt samples (tcpi_rtt) of the first stream, ms.
+    pub mean_srtt_ms: f64,
+    /// `mean_srtt_ms - base_rtt_ms`: the study's queueing delay.
+    pub qdelay_ms: f64,
+    pub base_rtt_ms: f64,
+    pub retrans: u64,
+    pub rto_count: u64,
+    pub fast_recoveries: u64,
+    /// ECN-triggered reductions (CWR entries).
+    pub cwr_count: u64,
+    /// CE-marked data segments that reached the receiver.
+    pub ce_received: u64,
+    /// CE marks the sender learnt of through feedback (delivered_ce).
+    pub ce_fed_back: u64,
+    pub data_pkts_sent: u64,
+    pub pkts_dropped: u64,
+    pub start_s: f64,
+    /// Completion time of a sized transfer (s after its start), None for bulk flows.
+    pub completion_s: Option<f64>,
+}
+
+/// Summary of one qdisc.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct QdiscResult {
+    /// Where it sits, e.g. "bottleneck".
+    pub name: String,
+    pub kind: String,
+    pub enq_pkts: u64,
+    pub deq_pkts: u64,
+    pub drops: u64,
+    pub drops_by_reason: BTreeMap<String, u64>,
+    pub drops_by_ecn: BTreeMap<String, u64>,
+    pub marks: u64,
+    pub marks_by_ecn: BTreeMap<String, u64>,
+    pub sojourn_mean_ms: f64,
+    pub sojourn_p50_ms: f64,
+    pub sojourn_p90_ms: f64,
+    pub sojourn_p99_ms: f64,
+    pub sojourn_p999_ms: f64,
+    pub max_backlog_pkts: u64,
+    pub max_backlog_bytes: u64,
+    /// Qdisc-specific summaries (e.g. DualPI2 L and C sojourn, mean p').
+    pub extra: BTreeMap<String, f64>,
+}
+
+/// Summary of one shaped link.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LinkResult {
+    pub name: String,
+    pub rate_mbps: f64,
+    /// Fraction of the run's capacity (rate x duration) that carried frames.
+    pub utilisation: f64,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+}
+
+/// Time series of one flow, one value per sample interval.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct FlowSeries {
+    pub name: String,
+    /// Receiver goodput over the interval, Mbit/s (all streams).
+    pub tput_mbps: Vec<f64>,
+    /// First stream's cwnd, segments.
+    pub cwnd: Vec<f64>,
+    /// First stream's srtt, ms.
+    pub srtt_ms: Vec<f64>,
+    /// First stream's pacing rate, Mbit/s (0 = unpaced).
+    pub pacing_mbps: Vec<f64>,
+    /// Cumulative CE marks fed back to the sender (first stream).
+    pub ce_fed_back: Vec<f64>,
+    /// CC internals (e.g. Prague "alpha", "classic_ecn").
+    pub extra: BTreeMap<String, Vec<f64>>,
+}
+
+/// Time series of one qdisc.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct QdiscSeries {
+    pub name: String,
+    pub backlog_pkts: Vec<f64>,
+    pub backlog_bytes: Vec<f64>,
+    /// Mean sojourn of packets dequeued during the interval, ms.
+    pub sojourn_ms: Vec<f64>,
+    /// Cumulative drops and marks.
+    pub drops: Vec<f64>,
+    pub marks: Vec<f64>,
+    pub extra: BTreeMap<String, Vec<f64>>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Series {
+    /// Sample times, s.
+    pub t: Vec<f64>,
+    pub flows: Vec<FlowSeries>,
+    pub qdiscs: Vec<QdiscSeries>,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunResult {
+    pub name: String,
+    pub seed: u64,
+    pub model_version: String,
+    pub sim_seconds: f64,
+    /// Wall-clock seconds the run took (not part of determinism checks).
+    pub wall_seconds: f64,
+    pub events: u64,
+    /// Packets that left the bottleneck qdisc(s).
+    pub bottleneck_pkts: u64,
+    pub flows: Vec<FlowResult>,
+    pub qdiscs: Vec<QdiscResult>,
+    pub links: Vec<LinkResult>,
+    /// Jain's fairness index over the flows' goodputs.
+    pub jain_index: f64,
+    /// The once-per-second srtt samples (ms) of each flow's first stream, iperf3 style.
+    pub rtt_samples: BTreeMap<String, Vec<f64>>,
+    pub series: Series,
+    /// Packet conservation per stream: sent = delivered + dropped + in flight.
+    pub conservation_ok: bool,
+}
+
+/// Jain's fairness index: (sum x)^2 / (n * sum x^2); 1 for equal shares.
+pub fn jain_index(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if n == 0.0 || s2 == 0.0 {
+        return 0.0;
+    }
+    s * s / (n * s2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_is_one_for_equal_shares_and_one_over_n_for_one_hog() {
+        assert!((jain_index(&[5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain_index(&[10.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,318 @@
+//! Scenario configuration: the serde contract between Python (or a TOML file) and the core.
+//!
+//! Units follow the study: rates in Mbit/s, delays and RTTs in ms, durations in s.
+//! Every struct denies unknown keys, and [`Scenario::validate`] checks values, so bad input
+//! is rejected with the field and the value before anything runs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cc::CcSpec;
+use crate::qdisc::QdiscSpec;
+use crate::tcp::TcpSpec;
+
+/// An invalid scenario: `field` is a dotted path such as `flows[1].cc`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    pub field: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+    ScenarioError { field: field.into(), message: message.into() }
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_sample_interval() -> f64 {
+    0.1
+}
+fn default_nic_rate() -> f64 {
+    10_000.0
+}
+
+/// One simulation run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub name: String,
+    /// Seed of every random stream in the run.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Simulated time, s (the iperf3 `-t`).
+    pub duration: f64,
+    /// Resolution of the time series, s.
+    #[serde(default = "default_sample_interval")]
+    pub sample_interval: f64,
+    pub topology: TopologySpec,
+    pub flows: Vec<FlowSpec>,
+}
+
+/// The network.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologySpec {
+    /// The study's testbed: senders -> delay node (netem, half the base RTT each way) ->
+    /// router (HTB shaper at the bottleneck rate, qdisc under test as its child) -> receivers.
+    Dumbbell {
+        /// Base RTT, ms (netem adds half in each direction); flows may override it.
+        base_rtt: f64,
+        bottleneck: BottleneckSpec,
+        /// Line rate of the hosts' and routers' NICs, Mbit/s.
+        #[serde(default = "default_nic_rate")]
+        nic_rate: f64,
+    },
+    /// The multi-bottleneck tree: sender pairs -> group-of-four routers -> root -> mirrored
+    /// toward the receivers. `bottlenecks` places a shaper + qdisc on named links.
+    Tree {
+        base_rtt: f64,
+        /// Number of sender/receiver pairs (a multiple of 4, 12 in the study).
+        pairs: u32,
+        #[serde(default = "default_nic_rate")]
+        nic_rate: f64,
+        bottlenecks: Vec<TreeBottleneck>,
+    },
+}
+
+/// A shaped egress: HTB class at `rate` with `qdisc` as its child.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BottleneckSpec {
+    /// Mbit/s.
+    pub rate: f64,
+    pub qdisc: QdiscSpec,
+    /// HTB burst, bytes. Default: one MTU-sized frame (a constant-rate server).
+    #[serde(default)]
+    pub burst: Option<u32>,
+}
+
+/// A bottleneck on a tree link. `link` names the egress: "root_down", "root_up",
+/// "agg{i}_down" / "agg{i}_up" (group of four i), "pair{j}_down" / "pair{j}_up".
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeBottleneck {
+    pub link: String,
+    #[serde(flatten)]
+    pub spec: BottleneckSpec,
+}
+
+fn default_streams() -> u32 {
+    1
+}
+
+/// One sender (an iperf3 client) with its receiver.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: String,
+    /// Sender's congestion control.
+    pub cc: CcSpec,
+    /// Sender host settings.
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    /// Receiver host settings.
+    #[serde(default)]
+    pub receiver: ReceiverSpec,
+    /// Parallel streams (iperf3 `-P`); goodput is summed over them.
+    #[serde(default = "default_streams")]
+    pub streams: u32,
+    /// Start time, s.
+    #[serde(default)]
+    pub start: f64,
+    /// Bytes per stream; absent: bulk transfer for the whole run.
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Base RTT of this flow, ms (dumbbell: overrides the topology's).
+    #[serde(default)]
+    pub base_rtt: Option<f64>,
+    /// Tree: sender/receiver pair index this flow uses.
+    #[serde(default)]
+    pub pair: Option<u32>,
+}
+
+/// Receiver side of a flow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReceiverSpec {
+    /// The receiving socket's congestion control (decides AccECN acceptance for Prague
+    /// listeners and DCTCP-style CE echo). Default: cubic's flags (plain Linux receiver).
+    pub cc: Option<CcSpec>,
+    pub tcp: TcpSpec,
+}
+
+impl Default for ReceiverSpec {
+    fn default() -> Self {
+        ReceiverSpec { cc: None, tcp: TcpSpec::default() }
+    }
+}
+
+impl Scenario {
+    /// Parse JSON, reporting the path of a bad key or value.
+    pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {
+        let de = &mut serde_json::Deserializer::from_str(s);
+        let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            err(path, e.into_inner().to_string())
+        })?;
+        sc.validate()?;
+        Ok(sc)
+    }
+
+    /// Check every value; the first problem found is returned.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        fn pos(field: &str, v: f64) -> Result<(), ScenarioError> {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(err(field, format!("must be a positive number, got {v}")))
+            }
+        }
+        fn nonneg(field: &str, v: f64) -> Result<(), ScenarioError> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(err(field, format!("must be zero or positive, got {v}")))
+            }
+        }
+        pos("duration", self.duration)?;
+        pos("sample_interval", self.sample_interval)?;
+        let check_btl = |prefix: &str, b: &BottleneckSpec| -> Result<(), ScenarioError> {
+            pos(&format!("{prefix}.rate"), b.rate)?;
+            b.qdisc
+                .validate()
+                .map_err(|(f, m)| err(format!("{prefix}.qdisc.{f}"), m))?;
+            if let Some(burst) = b.burst {
+                if burst < crate::packet::hdr::PSCHED_MTU {
+                    return Err(err(
+                        format!("{prefix}.burst"),
+                        format!("HTB burst {burst} bytes is below one MTU (1514 bytes)"),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        match &self.topology {
+            TopologySpec::Dumbbell { base_rtt, bottleneck, nic_rate } => {
+                nonneg("topology.base_rtt", *base_rtt)?;
+                pos("topology.nic_rate", *nic_rate)?;
+                check_btl("topology.bottleneck", bottleneck)?;
+            }
+            TopologySpec::Tree { base_rtt, pairs, nic_rate, bottlenecks } => {
+                nonneg("topology.base_rtt", *base_rtt)?;
+                pos("topology.nic_rate", *nic_rate)?;
+                if *pairs == 0 || pairs % 4 != 0 {
+                    return Err(err(
+                        "topology.pairs",
+                        format!("must be a positive multiple of 4, got {pairs}"),
+                    ));
+                }
+                for (i, b) in bottlenecks.iter().enumerate() {
+                    check_btl(&format!("topology.bottlenecks[{i}]"), &b.spec)?;
+                }
+            }
+        }
+        if self.flows.is_empty() {
+            return Err(err("flows", "at least one flow is needed"));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            let p = format!("flows[{i}]");
+            if f.name.is_empty() {
+                return Err(err(format!("{p}.name"), "must not be empty"));
+            }
+            if !names.insert(f.name.as_str()) {
+                return Err(err(format!("{p}.name"), format!("duplicate flow name {:?}", f.name)));
+            }
+            if f.streams == 0 {
+                return Err(err(format!("{p}.streams"), "must be at least 1, got 0"));
+            }
+            nonneg(&format!("{p}.start"), f.start)?;
+            if f.start >= self.duration {
+                return Err(err(
+                    format!("{p}.start"),
+                    format!("{} s is not before the end of the run ({} s)", f.start, self.duration),
+                ));
+            }
+            if let Some(r) = f.base_rtt {
+                nonneg(&format!("{p}.base_rtt"), r)?;
+            }
+            if f.size == Some(0) {
+                return Err(err(format!("{p}.size"), "must be at least 1 byte, got 0"));
+            }
+            for (side, t) in [("tcp", &f.tcp), ("receiver.tcp", &f.receiver.tcp)] {
+                if t.init_cwnd == 0 {
+                    return Err(err(format!("{p}.{side}.init_cwnd"), "must be at least 1, got 0"));
+                }
+                pos(&format!("{p}.{side}.rto_min_ms"), t.rto_min_ms)?;
+                if t.mss < 88 || t.mss > 9000 {
+                    return Err(err(format!("{p}.{side}.mss"), format!("must be in 88..=9000, got {}", t.mss)));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"{
+        "duration": 10, "seed": 3,
+        "topology": {"kind": "dumbbell", "base_rtt": 10,
+                     "bottleneck": {"rate": 100, "qdisc": {"kind": "bfifo", "limit": 250000}}},
+        "flows": [{"name": "a", "cc": {"name": "reno"}}]
+    }"#;
+
+    #[test]
+    fn a_valid_scenario_parses() {
+        let s = Scenario::from_json(OK).unwrap();
+        assert_eq!(s.seed, 3);
+        assert_eq!(s.flows[0].streams, 1);
+    }
+
+    #[test]
+    fn unknown_key_names_its_path() {
+        let bad = OK.replace("\"seed\": 3", "\"sed\": 3");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert!(e.message.contains("sed"), "{e}");
+    }
+
+    #[test]
+    fn unknown_cc_names_the_field_and_value() {
+        let bad = OK.replace("\"reno\"", "\"vegas\"");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert!(e.field.starts_with("flows[0].cc"), "{e}");
+        assert!(e.message.contains("vegas"), "{e}");
+    }
+
+    #[test]
+    fn negative_rate_is_rejected() {
+        let bad = OK.replace("\"rate\": 100", "\"rate\": -5");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.rate");
+        assert!(e.message.contains("-5"), "{e}");
+    }
+
+    #[test]
+    fn buffer_below_one_mtu_is_rejected() {
+        let bad = OK.replace("250000", "1000");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.qdisc.limit");
+        assert!(e.message.contains("1000"), "{e}");
+    }
+}

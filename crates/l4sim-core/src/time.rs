@@ -1,0 +1,85 @@
+//! Simulated time and link rates.
+//!
+//! Time is an integer count of nanoseconds since the start of the run, so event ordering
+//! is exact and runs are reproducible bit for bit. Linux keeps TCP clocks in microseconds
+//! (`tcp_mstamp`) and some timers in jiffies; models that depend on that granularity round
+//! explicitly where they use it.
+
+use serde::{Deserialize, Serialize};
+
+/// A point in simulated time, in nanoseconds since the start of the run.
+pub type SimTime = u64;
+/// A span of simulated time, in nanoseconds.
+pub type SimDuration = u64;
+
+pub const NS: SimDuration = 1;
+pub const US: SimDuration = 1_000;
+pub const MS: SimDuration = 1_000_000;
+pub const SEC: SimDuration = 1_000_000_000;
+/// "Never": used for disarmed timers.
+pub const NEVER: SimTime = u64::MAX;
+
+/// Seconds (as used in scenario files) to nanoseconds, rounded to the nearest ns.
+pub fn secs(s: f64) -> SimDuration {
+    (s * 1e9).round() as SimDuration
+}
+
+/// Milliseconds (as used in scenario files) to nanoseconds, rounded to the nearest ns.
+pub fn millis(ms: f64) -> SimDuration {
+    (ms * 1e6).round() as SimDuration
+}
+
+/// Nanoseconds to seconds, for reporting.
+pub fn to_secs(t: SimDuration) -> f64 {
+    t as f64 / 1e9
+}
+
+/// A bit rate. `tx_time` is exact to the nanosecond (rounded up), as a serializer needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Rate {
+    pub bps: u64,
+}
+
+impl Rate {
+    pub const fn bps(bps: u64) -> Rate {
+        Rate { bps }
+    }
+    pub fn mbps(m: f64) -> Rate {
+        Rate { bps: (m * 1e6).round() as u64 }
+    }
+    /// Time to serialize `bytes` at this rate, rounded up to the next nanosecond.
+    pub fn tx_time(&self, bytes: u32) -> SimDuration {
+        let num = bytes as u128 * 8 * 1_000_000_000u128;
+        num.div_ceil(self.bps as u128) as SimDuration
+    }
+    /// Bytes that this rate carries in `d` (rounded down).
+    pub fn bytes_in(&self, d: SimDuration) -> u64 {
+        (self.bps as u128 * d as u128 / 8_000_000_000u128) as u64
+    }
+    pub fn bytes_per_sec(&self) -> u64 {
+        self.bps / 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tx_time_is_exact_for_full_frames() {
+        // 1514 B at 100 Mbit/s = 121.12 us exactly.
+        assert_eq!(Rate::mbps(100.0).tx_time(1514), 121_120);
+        assert_eq!(Rate::mbps(1000.0).tx_time(1514), 12_112);
+    }
+
+    #[test]
+    fn tx_time_rounds_up() {
+        assert_eq!(Rate::bps(3).tx_time(1), 2_666_666_667);
+    }
+
+    #[test]
+    fn bytes_in_inverts_tx_time() {
+        let r = Rate::mbps(100.0);
+        assert_eq!(r.bytes_in(SEC), 12_500_000);
+    }
+}
