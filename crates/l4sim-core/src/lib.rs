@@ -7,5 +7,6 @@ pub mod packet;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;
+pub mod sim;
 pub mod tcp;
 pub mod time;
