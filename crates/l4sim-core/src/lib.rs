@@ -2,6 +2,8 @@
 //! qdiscs, for studying TCP Prague against classic traffic at a bottleneck.
 
 pub mod cc;
+pub mod engine;
+pub mod net;
 pub mod metrics;
 pub mod packet;
 pub mod qdisc;

@@ -54,6 +54,10 @@ impl Histogram {
     pub fn count(&self) -> u64 {
         self.n
     }
+    /// Sum of all recorded values.
+    pub fn sum(&self) -> u128 {
+        self.sum
+    }
     pub fn mean(&self) -> f64 {
         if self.n == 0 {
             0.0

@@ -1,0 +1,155 @@
+//! The network: hosts and routers joined by links with static routes.
+//!
+//! Each direction of a link is an egress: either a plain [`pipe::Pipe`] (line rate +
+//! propagation delay, unlimited queue, as an unshaped NIC) or a shaped [`Port`]: an HTB class
+//! ([`shaper::Shaper`]) with the qdisc under test as its child, feeding the line pipe.
+
+pub mod pipe;
+pub mod shaper;
+pub mod topology;
+
+use std::collections::VecDeque;
+
+use crate::qdisc::Qdisc;
+use crate::time::{SimTime, NEVER};
+use pipe::Pipe;
+use shaper::Shaper;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    Host,
+    Router,
+}
+
+/// Where a node sends a packet next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Egress {
+    Pipe(u32),
+    Port(u32),
+}
+
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    /// Egress toward each destination node, indexed by node id (None: unreachable/self).
+    pub routes: Vec<Option<Egress>>,
+}
+
+/// A shaped egress: HTB class + child qdisc, transmitting into `line`.
+pub struct Port {
+    pub name: String,
+    pub qdisc: Qdisc,
+    pub shaper: Shaper,
+    /// The pipe carrying dequeued packets to the next node.
+    pub line: u32,
+    /// Time of the pending wake event, NEVER when idle.
+    pub wake_at: SimTime,
+    /// Packets and bytes dequeued (sent on the link).
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    /// Data packets inside the qdisc (for packet conservation).
+    pub data_inside: u64,
+    /// Whether this port counts as a bottleneck in the run's summary.
+    pub bottleneck: bool,
+}
+
+/// All nodes, pipes and shaped ports of a run.
+pub struct Network {
+    pub nodes: Vec<Node>,
+    pub pipes: Vec<Pipe>,
+    pub ports: Vec<Port>,
+}
+
+/// One direction of a link as the builder describes it.
+pub struct EgressCfg {
+    pub name: String,
+    pub rate: Option<crate::time::Rate>,
+    pub delay: crate::time::SimDuration,
+    /// Shaper rate, burst and qdisc for a shaped egress.
+    pub shaped: Option<(crate::time::Rate, u32, Qdisc)>,
+}
+
+impl EgressCfg {
+    pub fn plain(name: impl Into<String>, rate: Option<crate::time::Rate>, delay: u64) -> Self {
+        EgressCfg { name: name.into(), rate, delay, shaped: None }
+    }
+}
+
+#[derive(Default)]
+pub struct NetBuilder {
+    nodes: Vec<(String, NodeKind)>,
+    /// (from, to, egress)
+    adj: Vec<(u32, u32, Egress)>,
+    pipes: Vec<Pipe>,
+    ports: Vec<Port>,
+}
+
+impl NetBuilder {
+    pub fn node(&mut self, name: impl Into<String>, kind: NodeKind) -> u32 {
+        self.nodes.push((name.into(), kind));
+        (self.nodes.len() - 1) as u32
+    }
+
+    fn egress(&mut self, from: u32, to: u32, cfg: EgressCfg) {
+        let pipe = self.pipes.len() as u32;
+        self.pipes.push(Pipe::new(cfg.name.clone(), cfg.rate, cfg.delay, to));
+        let e = match cfg.shaped {
+            None => Egress::Pipe(pipe),
+            Some((rate, burst, qdisc)) => {
+                self.ports.push(Port {
+                    name: cfg.name,
+                    qdisc,
+                    shaper: Shaper::new(rate, burst),
+                    line: pipe,
+                    wake_at: NEVER,
+                    tx_pkts: 0,
+                    tx_bytes: 0,
+                    data_inside: 0,
+                    bottleneck: true,
+                });
+                Egress::Port((self.ports.len() - 1) as u32)
+            }
+        };
+        self.adj.push((from, to, e));
+    }
+
+    /// A bidirectional link: `ab` is the egress of `a` toward `b`, `ba` the reverse.
+    pub fn link(&mut self, a: u32, b: u32, ab: EgressCfg, ba: EgressCfg) {
+        self.egress(a, b, ab);
+        self.egress(b, a, ba);
+    }
+
+    /// Compute shortest-hop static routes (BFS from every destination) and finish.
+    pub fn build(self) -> Network {
+        let n = self.nodes.len();
+        let mut out: Vec<Vec<(u32, Egress)>> = vec![Vec::new(); n];
+        for &(from, to, e) in &self.adj {
+            out[from as usize].push((to, e));
+        }
+        let mut nodes: Vec<Node> = self
+            .nodes
+            .into_iter()
+            .map(|(name, kind)| Node { name, kind, routes: vec![None; n] })
+            .collect();
+        // For each destination d, BFS over reversed edges gives each node's next hop.
+        for d in 0..n {
+            let mut dist = vec![usize::MAX; n];
+            dist[d] = 0;
+            let mut q = VecDeque::from([d]);
+            while let Some(v) = q.pop_front() {
+                // Every node u with an edge u -> v is one hop further from d.
+                for (u, edges) in out.iter().enumerate() {
+                    if dist[u] != usize::MAX {
+                        continue;
+                    }
+                    if let Some(&(_, e)) = edges.iter().find(|(to, _)| *to as usize == v) {
+                        dist[u] = dist[v] + 1;
+                        nodes[u].routes[d] = Some(e);
+                        q.push_back(u);
+                    }
+                }
+            }
+        }
+        Network { nodes, pipes: self.pipes, ports: self.ports }
+    }
+}

@@ -1,0 +1,124 @@
+//! A link direction: a serializer at the line rate followed by a propagation delay line.
+//!
+//! Packets leave in FIFO order, each at `max(arrival, previous departure) + len/rate + delay`,
+//! so the pipe needs one pending event (its head packet), not one per packet. A pipe with no
+//! rate and no delay is "instant": packets cross it without an event.
+
+use std::collections::VecDeque;
+
+use crate::packet::Packet;
+use crate::time::{Rate, SimDuration, SimTime};
+
+pub struct Pipe {
+    pub name: String,
+    /// Line rate; None: no serialization delay.
+    pub rate: Option<Rate>,
+    /// Propagation delay (netem `delay` where the dumbbell's delay node sits).
+    pub delay: SimDuration,
+    /// Node at the far end.
+    pub to: u32,
+    busy_until: SimTime,
+    q: VecDeque<(SimTime, Packet)>,
+    /// Data packets currently inside (for packet conservation).
+    pub data_inside: u64,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+}
+
+impl Pipe {
+    pub fn new(name: String, rate: Option<Rate>, delay: SimDuration, to: u32) -> Pipe {
+        Pipe {
+            name,
+            rate,
+            delay,
+            to,
+            busy_until: 0,
+            q: VecDeque::new(),
+            data_inside: 0,
+            tx_pkts: 0,
+            tx_bytes: 0,
+        }
+    }
+
+    pub fn is_instant(&self) -> bool {
+        self.rate.is_none() && self.delay == 0
+    }
+
+    /// Time the packet would finish serializing if sent now (used by shaped ports).
+    pub fn tx_time(&self, len: u32) -> SimDuration {
+        self.rate.map_or(0, |r| r.tx_time(len))
+    }
+
+    /// Accept a packet at `now`. Returns its exit time if the pipe was empty, i.e. when the
+    /// caller must schedule the pipe's exit event.
+    pub fn push(&mut self, pkt: Packet, now: SimTime) -> Option<SimTime> {
+        let start = now.max(self.busy_until);
+        let end = start + self.tx_time(pkt.len);
+        self.busy_until = end;
+        let exit = end + self.delay;
+        self.tx_pkts += 1;
+        self.tx_bytes += pkt.len as u64;
+        if pkt.is_data() {
+            self.data_inside += 1;
+        }
+        let was_empty = self.q.is_empty();
+        self.q.push_back((exit, pkt));
+        was_empty.then_some(exit)
+    }
+
+    /// Remove the head packet if it has arrived by `now`.
+    pub fn pop_due(&mut self, now: SimTime) -> Option<Packet> {
+        match self.q.front() {
+            Some(&(t, _)) if t <= now => {
+                let (_, p) = self.q.pop_front().unwrap();
+                if p.is_data() {
+                    self.data_inside -= 1;
+                }
+                Some(p)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn head_time(&self) -> Option<SimTime> {
+        self.q.front().map(|&(t, _)| t)
+    }
+
+    /// Record a packet that crossed an instant pipe (no queueing).
+    pub fn count_instant(&mut self, pkt: &Packet) {
+        self.tx_pkts += 1;
+        self.tx_bytes += pkt.len as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{hdr, Dir};
+    use crate::time::US;
+
+    fn data() -> Packet {
+        let mut p = Packet::new(0, Dir::Fwd, 0, 1);
+        p.payload = hdr::MSS;
+        p.len = hdr::wire_len(hdr::MSS, 0);
+        p
+    }
+
+    #[test]
+    fn back_to_back_packets_are_spaced_by_serialization() {
+        let mut p = Pipe::new("l".into(), Some(Rate::mbps(100.0)), 5 * US, 1);
+        assert_eq!(p.push(data(), 0), Some(121_120 + 5_000));
+        assert_eq!(p.push(data(), 0), None);
+        assert!(p.pop_due(126_119).is_none());
+        assert!(p.pop_due(126_120).is_some());
+        assert_eq!(p.head_time(), Some(2 * 121_120 + 5_000));
+    }
+
+    #[test]
+    fn idle_pipe_starts_serializing_at_arrival() {
+        let mut p = Pipe::new("l".into(), Some(Rate::mbps(1000.0)), 0, 1);
+        p.push(data(), 0);
+        p.pop_due(20_000);
+        assert_eq!(p.push(data(), 1_000_000), Some(1_000_000 + 12_112));
+    }
+}
