@@ -1,0 +1,669 @@
+//! TCP Prague, following the L4STeam out-of-tree `net/ipv4/tcp_prague.c`.
+//!
+//! Default variant `v0.6`: the v0.6 code with classic-ECN detection and the `cwnd_cnt`
+//! window carry (the "P06-cnt" file, the most likely build in the 5.15.72-prague-43 test
+//! kernel). Selectable `v0.7`: the 2024 rewrite (`L4STeam/linux@893e1479`), window mode.
+//!
+//! v0.6, as in the code:
+//! - owns cwnd and pacing through `cong_control`: per ACK, only segments not reported CE
+//!   (`acked_sacked - ece_delta`) earn an increase of `ai_ack_increase / cwnd` (2^-20
+//!   units) into the carry `cwnd_cnt`; Reno slow start below ssthresh; the real cwnd moves
+//!   by at most one segment per ACK; every step down sets ssthresh = cwnd;
+//! - alpha EWMA with g = 1/16 (upscaled by 16, 2^20 = 1.0, initial 1.0), once per round and
+//!   only after CE was seen; in RTT-independent mode also >= R (25 ms) apart;
+//! - entering CWR: `cwnd_cnt -= alpha*cwnd/2` (rounded), at most once per R when
+//!   RTT-independent; entering Recovery or an RTO: halve via the carry, no increase until
+//!   Open (`in_loss`);
+//! - RTT independence (modes 0-3) once `round >= rtt_transition` post-slow-start rounds;
+//! - classic-ECN detection (`detect.rs`) and, with `ecn_fallback = 1`, an alpha floor of
+//!   0.625*(min(c, 9) - 8) at CWR entry;
+//! - pacing `MTU * max(cwnd, in_flight) / srtt`, 2x while cwnd < ssthresh/2;
+//!   `max_tso_burst` = rate/MTU >> burst_shift.
+//! - `init` with no ECN negotiated swaps to `prague-reno` (Reno ssthresh and cong_avoid with
+//!   the core's PRR, Not-ECT, no pacing request).
+//!
+//! v0.7 (window mode only): alpha with 2^24 resolution starting at 0, the fractional window
+//! `frac_cwnd` halved at the first CE ever, RTT independence always on after
+//! `rtt_transition` (4) rounds with the increase scaled by (srtt/25 ms)^2 and 1500/MTU,
+//! pacing with a 100 kbit/s floor, `NO_FALLBACK_RFC3168` (an RFC 3168 connection is run as
+//! `prague-reno`). Not modelled: the rate-based mode below 4 packets (`cwnd_mode` 2), the
+//! +/-3% pacing wobble of that mode, and the MTU reduction at low rates; undo restores
+//! `max(frac_cwnd, frac_cwnd at loss)` instead of going through the rate.
+
+mod detect;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    reno::Reno, AckSample, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock,
+};
+pub use detect::ClassicEcnDetector;
+
+/// Window fixed point (`CWND_UNIT`).
+const CWND_UNIT: u32 = 20;
+const ONE_CWND: i64 = 1 << CWND_UNIT;
+const MIN_CWND: u32 = 2;
+/// EWMA gain g = 2^-4.
+const SHIFT_G: u32 = 4;
+/// v0.6 internal RTT unit for the target: 128 us.
+const RTT_UNIT: u32 = 7;
+const MAX_SCALED_RTT_US: u64 = 100_000;
+/// v0.7: reference MTU for the increase and the minimum pacing rate (100 kbit/s).
+const MTU_SYS: u64 = 1500;
+const MINIMUM_RATE: u64 = 12_500;
+
+const RTT_CONTROL_NONE: u32 = 0;
+const RTT_CONTROL_RATE: u32 = 1;
+const RTT_CONTROL_SCALABLE: u32 = 2;
+const RTT_CONTROL_ADDITIVE: u32 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum PragueVariant {
+    #[default]
+    #[serde(rename = "v0.6")]
+    V06,
+    #[serde(rename = "v0.7")]
+    V07,
+}
+
+/// Codepoint Prague v0.6 sends when only RFC 3168 ECN was negotiated.
+/// `ect1` is what the P06 code does (TCP_ECN_ECT_1 is honoured on the RFC 3168 path);
+/// `ect0` (default) is what the study reports observing for that case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ClassicEcnEct {
+    #[default]
+    Ect0,
+    Ect1,
+}
+
+/// Module parameters of `tcp_prague` (all optional in a scenario).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PragueParams {
+    pub variant: PragueVariant,
+    /// `prague_rtt_scaling` (v0.6): 0 none, 1 rate, 2 scalable, 3 additive.
+    pub rtt_scaling: u32,
+    /// `prague_rtt_target`, us.
+    pub rtt_target_us: u32,
+    /// `prague_rtt_transition`: post-slow-start rounds before RTT independence
+    /// (default 500 for v0.6, 4 for v0.7).
+    pub rtt_transition: Option<u32>,
+    /// `prague_ecn_fallback` (v0.6): 0 off, 1 detect and floor alpha, 2 detect only.
+    pub ecn_fallback: u32,
+    /// `prague_burst_shift`: TSO burst = pacing_rate * 2^-burst_shift s.
+    pub burst_shift: u32,
+    /// `prague_max_tso_segs` (0 = no cap).
+    pub max_tso_segs: u32,
+    /// Initial alpha (default 1.0 for v0.6, 0.0 for v0.7). For v0.7 setting it selects
+    /// `prague_alpha_mode = 1` behaviour: no halving at the first mark.
+    pub alpha_init: Option<f64>,
+    /// Codepoint in RFC 3168 mode (v0.6).
+    pub classic_ecn_ect: ClassicEcnEct,
+}
+
+impl Default for PragueParams {
+    fn default() -> Self {
+        PragueParams {
+            variant: PragueVariant::V06,
+            rtt_scaling: RTT_CONTROL_RATE,
+            rtt_target_us: 25_000,
+            rtt_transition: None,
+            ecn_fallback: 0,
+            burst_shift: 12,
+            max_tso_segs: 0,
+            alpha_init: None,
+            classic_ecn_ect: ClassicEcnEct::Ect0,
+        }
+    }
+}
+
+/// Per-flow state (`struct prague` plus the detector fields of `tcp_sock`).
+#[derive(Clone, Debug)]
+pub struct Prague {
+    p: PragueParams,
+    v07: bool,
+    /// `prague-reno` after `init` found no (usable) ECN.
+    reno: bool,
+    alpha_bits: u32,
+    /// v0.7 `prague_alpha_mode == 0`: halve the window at the first CE.
+    halve_at_first_mark: bool,
+    cwr_stamp: u64,
+    alpha_stamp: u64,
+    upscaled_alpha: u64,
+    ai_ack_increase: u64,
+    cwnd_cnt: i64,
+    loss_cwnd_cnt: i64,
+    loss_cwnd: u32,
+    frac_cwnd: u64,
+    loss_frac_cwnd: u64,
+    max_tso_burst: u32,
+    old_delivered: u64,
+    old_delivered_ce: u64,
+    next_seq: u32,
+    round: u32,
+    rtt_transition_delay: u32,
+    /// v0.6: in 128 us units.
+    rtt_target: u32,
+    rtt_indep: u32,
+    saw_ce: bool,
+    in_loss: bool,
+    /// `prague_is_rtt_indep` as of the last ACK (for observation).
+    rtt_indep_active: bool,
+    det: ClassicEcnDetector,
+}
+
+fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+impl Prague {
+    pub fn new(p: PragueParams) -> Prague {
+        let v07 = p.variant == PragueVariant::V07;
+        let alpha_bits = if v07 { 24 } else { 20 };
+        let mut c = Prague {
+            v07,
+            reno: false,
+            alpha_bits,
+            halve_at_first_mark: v07 && p.alpha_init.is_none(),
+            cwr_stamp: 0,
+            alpha_stamp: 0,
+            upscaled_alpha: 0,
+            ai_ack_increase: ONE_CWND as u64,
+            cwnd_cnt: 0,
+            loss_cwnd_cnt: 0,
+            loss_cwnd: 0,
+            frac_cwnd: 0,
+            loss_frac_cwnd: 0,
+            max_tso_burst: 1,
+            old_delivered: 0,
+            old_delivered_ce: 0,
+            next_seq: 0,
+            round: 0,
+            rtt_transition_delay: 0,
+            rtt_target: 0,
+            rtt_indep: 0,
+            saw_ce: false,
+            in_loss: false,
+            rtt_indep_active: false,
+            det: ClassicEcnDetector::new(0),
+            p,
+        };
+        c.upscaled_alpha = c.initial_upscaled_alpha();
+        c
+    }
+
+    fn max_alpha(&self) -> u64 {
+        1 << self.alpha_bits
+    }
+
+    fn initial_upscaled_alpha(&self) -> u64 {
+        let a = self
+            .p
+            .alpha_init
+            .unwrap_or(if self.v07 { 0.0 } else { 1.0 })
+            .clamp(0.0, 1.0);
+        ((a * self.max_alpha() as f64).round() as u64) << SHIFT_G
+    }
+
+    /// Alpha as a fraction in [0, 1].
+    pub fn alpha(&self) -> f64 {
+        (self.upscaled_alpha >> SHIFT_G) as f64 / self.max_alpha() as f64
+    }
+    /// Classic-ECN score in [0, 17].
+    pub fn classic_ecn(&self) -> f64 {
+        self.det.score()
+    }
+    /// `prague_tso_segs`: the largest TSO/GSO burst in segments.
+    pub fn tso_segs(&self) -> u32 {
+        let mut segs = if self.v07 {
+            self.max_tso_burst
+        } else {
+            self.max_tso_burst.max(2)
+        };
+        if self.p.max_tso_segs > 0 {
+            segs = segs.min(self.p.max_tso_segs);
+        }
+        segs
+    }
+
+    fn now_us(sk: &Sock) -> u64 {
+        sk.now / 1000
+    }
+    /// Linux `srtt_us`: 8 x smoothed RTT in us.
+    fn srtt8(sk: &Sock) -> u64 {
+        sk.srtt * 8 / 1000
+    }
+
+    /// `prague_is_rtt_indep`.
+    fn is_rtt_indep(&self, sk: &Sock) -> bool {
+        (self.v07 || self.rtt_indep != RTT_CONTROL_NONE)
+            && !sk.in_slow_start()
+            && self.round >= self.rtt_transition_delay
+    }
+
+    /// `prague_target_rtt`, in us.
+    fn target_rtt_us(&self, sk: &Sock) -> u64 {
+        if self.v07 {
+            return self.p.rtt_target_us as u64;
+        }
+        let mut t = self.rtt_target as u64;
+        if self.rtt_indep == RTT_CONTROL_ADDITIVE {
+            t += (sk.srtt / 1000) >> RTT_UNIT;
+        }
+        t << RTT_UNIT
+    }
+
+    fn target_rtt_elapsed(&self, sk: &Sock) -> bool {
+        self.target_rtt_us(sk) <= Self::now_us(sk).saturating_sub(self.alpha_stamp)
+    }
+
+    /// `prague_should_update_ewma`: a round has ended (and, RTT-independent, R elapsed).
+    fn should_update_ewma(&self, sk: &Sock) -> bool {
+        if before(sk.snd_una, self.next_seq) {
+            return false;
+        }
+        let mode_spaces = self.v07 || self.rtt_indep != RTT_CONTROL_NONE;
+        !mode_spaces || !self.is_rtt_indep(sk) || self.target_rtt_elapsed(sk)
+    }
+
+    /// `prague_ai_ack_increase`: per-ACK additive increase, scaled for RTT independence.
+    fn update_ai_ack_increase(&mut self, sk: &Sock) {
+        let one = ONE_CWND as u64;
+        self.ai_ack_increase = if self.v07 {
+            let rtt = Self::srtt8(sk);
+            let target = (self.p.rtt_target_us as u64) << 3;
+            if self.round < self.rtt_transition_delay
+                || rtt == 0
+                || rtt > MAX_SCALED_RTT_US << 3
+                || rtt >= target
+            {
+                one
+            } else {
+                div_round_closest(
+                    (rtt as u128 * rtt as u128) << CWND_UNIT,
+                    target as u128 * target as u128,
+                )
+            }
+        } else if self.rtt_indep == RTT_CONTROL_NONE {
+            one
+        } else {
+            let rtt = (sk.srtt / 1000) >> RTT_UNIT;
+            if self.round < self.rtt_transition_delay || rtt == 0 || rtt > MAX_SCALED_RTT_US {
+                one
+            } else if self.rtt_indep == RTT_CONTROL_SCALABLE {
+                // R0 ~ 16.4 ms, R1 ~ 1.5 ms (128 us units).
+                let r0: i64 = (1 << 14) >> RTT_UNIT;
+                let r1: i64 = ((1 << 10) + (1 << 9)) >> RTT_UNIT;
+                let mut inc = (ONE_CWND >> 3) as u128 * r0 as u128;
+                inc += ONE_CWND as u128 * (rtt as i64 - r1).clamp(0, r0) as u128;
+                inc *= rtt as u128;
+                let div = (r0 * r0) as u128;
+                ((inc + div / 2) / div) as u64
+            } else {
+                let target = self.target_rtt_us(sk) >> RTT_UNIT;
+                if rtt >= target {
+                    one
+                } else {
+                    let div = target as u128 * target as u128;
+                    ((((rtt as u128 * rtt as u128) << CWND_UNIT) + div / 2) / div) as u64
+                }
+            }
+        };
+    }
+
+    fn cwnd_changed(&mut self, sk: &mut Sock) {
+        sk.snd_cwnd_stamp = sk.now;
+        self.update_ai_ack_increase(sk);
+    }
+
+    /// `prague_new_round`.
+    fn new_round(&mut self, sk: &Sock) {
+        self.next_seq = sk.snd_nxt;
+        self.old_delivered_ce = sk.delivered_ce;
+        self.old_delivered = sk.delivered;
+        if !sk.in_slow_start() {
+            self.round = self.round.wrapping_add(1);
+            if self.round == 0 {
+                self.round = self.rtt_transition_delay;
+            }
+        }
+        self.update_ai_ack_increase(sk);
+    }
+
+    /// `prague_update_alpha`: alpha <- (1-g) alpha + g F, once per round after a CE.
+    fn update_alpha(&mut self, sk: &mut Sock) {
+        if self.saw_ce {
+            if !self.v07 && self.p.ecn_fallback > 0 {
+                let min_rtt = (sk.min_rtt != u64::MAX).then(|| sk.min_rtt / 1000);
+                self.det.detect(min_rtt);
+            }
+            let mut ecn_segs = sk.delivered_ce - self.old_delivered_ce;
+            if ecn_segs > 0 {
+                let acked = (sk.delivered - self.old_delivered).max(1);
+                ecn_segs = (ecn_segs << self.alpha_bits) / acked;
+            }
+            let a = self.upscaled_alpha;
+            let a = a - (a >> SHIFT_G) + ecn_segs;
+            self.alpha_stamp = Self::now_us(sk);
+            self.upscaled_alpha = a.min(self.max_alpha() << SHIFT_G);
+        }
+        self.new_round(sk);
+    }
+
+    /// `prague_update_cwnd` (v0.6, `cwnd_cnt` carry).
+    fn update_cwnd_v06(&mut self, sk: &mut Sock, rs: &RateSample) {
+        let mut acked = rs.acked_sacked as i64;
+        if rs.ece_delta > 0 {
+            self.saw_ce = true;
+            acked -= rs.ece_delta as i64;
+        }
+        if acked > 0 && !self.in_loss && sk.cwnd_limited() {
+            if sk.in_slow_start() {
+                acked = sk.slow_start(acked as u32) as i64;
+                if acked == 0 {
+                    self.cwnd_changed(sk);
+                    return;
+                }
+            }
+            let mut inc = acked as u128 * self.ai_ack_increase as u128;
+            let cwnd = sk.snd_cwnd as u128;
+            if cwnd > 0 {
+                inc = (inc + (cwnd >> 1)) / cwnd;
+            }
+            self.cwnd_cnt += (inc as i64).max(acked);
+        }
+        // Move the real window by at most one segment per ACK.
+        if self.cwnd_cnt <= -ONE_CWND {
+            self.cwnd_cnt += ONE_CWND;
+            sk.snd_cwnd -= 1;
+            if sk.snd_cwnd < MIN_CWND {
+                sk.snd_cwnd = MIN_CWND;
+                self.cwnd_cnt = 0;
+            }
+            sk.snd_ssthresh = sk.snd_cwnd;
+            self.cwnd_changed(sk);
+        } else if self.cwnd_cnt >= ONE_CWND {
+            self.cwnd_cnt -= ONE_CWND;
+            sk.snd_cwnd = (sk.snd_cwnd + 1).min(sk.snd_cwnd_clamp);
+            self.cwnd_changed(sk);
+        }
+    }
+
+    /// `prague_frac_cwnd_to_snd_cwnd` (v0.7): ceil, at least 2.
+    fn frac_to_cwnd(&self, sk: &Sock) -> u32 {
+        let c = (self.frac_cwnd + (ONE_CWND as u64 - 1)) >> CWND_UNIT;
+        (c.max(MIN_CWND as u64)).min(sk.snd_cwnd_clamp as u64) as u32
+    }
+
+    /// `prague_update_cwnd` (v0.7, window mode).
+    fn update_cwnd_v07(&mut self, sk: &mut Sock, rs: &RateSample) {
+        let mut acked = rs.acked_sacked as i64;
+        if rs.ece_delta > 0 {
+            if !self.saw_ce && self.halve_at_first_mark {
+                self.frac_cwnd = (self.frac_cwnd + 1) >> 1;
+            }
+            self.saw_ce = true;
+            acked -= rs.ece_delta as i64;
+        }
+        if acked > 0 && !self.in_loss && sk.cwnd_limited() {
+            if sk.in_slow_start() {
+                acked = sk.slow_start(acked as u32) as i64;
+                self.frac_cwnd = (sk.snd_cwnd as u64) << CWND_UNIT;
+                if acked == 0 {
+                    self.cwnd_changed(sk);
+                    return;
+                }
+            }
+            let mut inc = acked as u128 * self.ai_ack_increase as u128;
+            if self.frac_cwnd > 0 {
+                inc = div_round_closest(inc << CWND_UNIT, self.frac_cwnd as u128) as u128;
+            }
+            inc = inc * MTU_SYS as u128 / sk.mtu.max(1) as u128;
+            self.frac_cwnd += (inc as u64).max(acked as u64);
+        }
+        let target = self.frac_to_cwnd(sk);
+        if sk.snd_cwnd > target {
+            sk.snd_cwnd -= 1;
+            sk.snd_ssthresh = sk.snd_cwnd;
+            self.cwnd_changed(sk);
+        } else if sk.snd_cwnd < target {
+            sk.snd_cwnd += 1;
+            self.cwnd_changed(sk);
+        }
+    }
+
+    /// `prague_update_pacing_rate`.
+    fn update_pacing_rate(&mut self, sk: &mut Sock) {
+        let mtu = sk.mtu.max(1) as u64;
+        let srtt8 = Self::srtt8(sk);
+        let inflight = sk.packets_in_flight() as u64;
+        let mut rate = 8_000_000u64 * mtu;
+        if self.v07 {
+            if srtt8 > 0 {
+                rate /= srtt8;
+            }
+            let w = (self.frac_cwnd >> CWND_UNIT).max(inflight);
+            rate = rate.saturating_mul(w).max(MINIMUM_RATE);
+            if sk.snd_cwnd < sk.snd_ssthresh / 2 {
+                rate = rate.saturating_mul(2);
+            }
+        } else {
+            if sk.snd_cwnd < sk.snd_ssthresh / 2 {
+                rate <<= 1;
+            }
+            if srtt8 > 0 {
+                rate /= srtt8;
+            }
+            rate = rate.saturating_mul((sk.snd_cwnd as u64).max(inflight));
+        }
+        rate = rate.min(sk.max_pacing_rate);
+        let burst = rate / mtu;
+        self.max_tso_burst = ((burst >> self.p.burst_shift.min(63)) as u32).max(1);
+        sk.pacing_rate = rate;
+    }
+
+    /// `prague_enter_loss`: halve (through the carry), no increase until Open.
+    fn enter_loss(&mut self, sk: &mut Sock) {
+        self.loss_cwnd = sk.snd_cwnd;
+        if self.v07 {
+            self.loss_frac_cwnd = self.frac_cwnd;
+            self.frac_cwnd -= self.frac_cwnd >> 1;
+        } else {
+            self.loss_cwnd_cnt = self.cwnd_cnt;
+            self.cwnd_cnt -= ((sk.snd_cwnd as i64) << (CWND_UNIT - 1)) + (self.cwnd_cnt >> 1);
+        }
+        self.in_loss = true;
+        if !self.v07 {
+            self.cwnd_changed(sk);
+        }
+    }
+
+    /// `prague_enter_cwr`: reduce by alpha/2 (at most once per R when RTT-independent).
+    fn enter_cwr(&mut self, sk: &mut Sock) {
+        let now = Self::now_us(sk);
+        if self.is_rtt_indep(sk) && self.target_rtt_us(sk) > now.saturating_sub(self.cwr_stamp) {
+            return;
+        }
+        self.cwr_stamp = now;
+        let mut alpha = self.upscaled_alpha >> SHIFT_G;
+        let bits = self.alpha_bits;
+        if self.v07 {
+            let red = (alpha as u128 * self.frac_cwnd as u128 + (1u128 << bits)) >> (bits + 1);
+            self.frac_cwnd -= (red as u64).min(self.frac_cwnd);
+        } else {
+            if self.p.ecn_fallback == 1 {
+                alpha = self.det.floor_alpha(alpha);
+            }
+            let red = (alpha as u128 * ((sk.snd_cwnd as u128) << CWND_UNIT) + (1u128 << bits))
+                >> (bits + 1);
+            self.cwnd_cnt -= red as i64;
+        }
+    }
+}
+
+fn div_round_closest(a: u128, b: u128) -> u64 {
+    ((a + b / 2) / b) as u64
+}
+
+impl Default for Prague {
+    fn default() -> Self {
+        Prague::new(PragueParams::default())
+    }
+}
+
+impl CongestionControl for Prague {
+    fn name(&self) -> &'static str {
+        if self.reno {
+            "prague-reno"
+        } else {
+            "prague"
+        }
+    }
+
+    fn flags(&self) -> CcFlags {
+        if self.reno {
+            return CcFlags::default();
+        }
+        CcFlags {
+            needs_ecn: true,
+            needs_accecn: true,
+            no_fallback_rfc3168: self.v07,
+            dctcp_echo: false,
+        }
+    }
+
+    /// `prague_init`: ECT(1) and a pacing request when ECN was negotiated, else
+    /// `prague-reno` (Not-ECT, no pacing request).
+    fn init(&mut self, sk: &mut Sock) {
+        let usable = match sk.ecn_mode {
+            EcnMode::None => false,
+            EcnMode::Rfc3168 => !self.v07,
+            EcnMode::AccEcn => true,
+        };
+        if !usable {
+            self.reno = true;
+            sk.ect1 = false;
+            sk.pacing_needed = false;
+            return;
+        }
+        self.reno = false;
+        sk.ect1 = match sk.ecn_mode {
+            EcnMode::Rfc3168 => self.p.classic_ecn_ect == ClassicEcnEct::Ect1,
+            _ => true,
+        };
+        sk.pacing_needed = true;
+
+        self.alpha_stamp = Self::now_us(sk);
+        self.upscaled_alpha = self.initial_upscaled_alpha();
+        self.cwnd_cnt = 0;
+        self.loss_cwnd_cnt = 0;
+        self.loss_cwnd = 0;
+        self.frac_cwnd = (sk.snd_cwnd as u64) << CWND_UNIT;
+        self.loss_frac_cwnd = 0;
+        self.max_tso_burst = 1;
+        self.round = 0;
+        self.rtt_transition_delay = self
+            .p
+            .rtt_transition
+            .unwrap_or(if self.v07 { 4 } else { 500 });
+        self.rtt_target = self.p.rtt_target_us >> RTT_UNIT;
+        self.rtt_indep = if self.rtt_target > 0 && self.p.rtt_scaling <= RTT_CONTROL_ADDITIVE {
+            self.p.rtt_scaling
+        } else {
+            RTT_CONTROL_NONE
+        };
+        self.saw_ce = sk.delivered_ce != 0;
+        self.det = ClassicEcnDetector::new(sk.srtt / 1000);
+        if sk.srtt > 0 || self.v07 {
+            self.update_pacing_rate(sk);
+        }
+        self.new_round(sk);
+    }
+
+    /// `prague_ssthresh`: keep ssthresh (Prague reduces its own window); v0.6 retunes the
+    /// detector's gain from it.
+    fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
+        if self.reno {
+            return Reno.ssthresh(sk);
+        }
+        if !self.v07 {
+            self.det.update_rtt_scaling(sk.snd_ssthresh);
+        }
+        sk.snd_ssthresh
+    }
+
+    fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
+        if self.reno {
+            Reno.cong_avoid(sk, ack, acked);
+        }
+    }
+
+    fn has_cong_control(&self) -> bool {
+        !self.reno
+    }
+
+    /// `prague_cong_control`: window, then alpha once per round, then pacing.
+    fn cong_control(&mut self, sk: &mut Sock, rs: &RateSample) {
+        if self.reno {
+            return;
+        }
+        if self.v07 {
+            self.update_cwnd_v07(sk, rs);
+        } else {
+            self.update_cwnd_v06(sk, rs);
+        }
+        if self.should_update_ewma(sk) {
+            self.update_alpha(sk);
+        }
+        self.update_pacing_rate(sk);
+        self.rtt_indep_active = self.is_rtt_indep(sk);
+    }
+
+    /// `prague_state`: called before `sk.ca_state` changes (Linux order).
+    fn set_state(&mut self, sk: &mut Sock, new: CaState) {
+        if self.reno || new == sk.ca_state {
+            return;
+        }
+        match new {
+            CaState::Recovery => self.enter_loss(sk),
+            CaState::Cwr => self.enter_cwr(sk),
+            CaState::Open => self.in_loss = false,
+            _ => {}
+        }
+    }
+
+    fn cwnd_event(&mut self, sk: &mut Sock, ev: CaEvent) {
+        if !self.reno && ev == CaEvent::Loss {
+            self.enter_loss(sk);
+        }
+    }
+
+    fn pkts_acked(&mut self, _sk: &mut Sock, sample: &AckSample) {
+        if !self.reno && !self.v07 && sample.rtt >= 0 {
+            self.det.rtt_sample(sample.rtt / 1000);
+        }
+    }
+
+    /// `prague_cwnd_undo`.
+    fn undo_cwnd(&mut self, sk: &mut Sock) -> u32 {
+        if self.reno {
+            return sk.snd_cwnd.max(sk.prior_cwnd);
+        }
+        if self.v07 {
+            self.in_loss = false;
+            self.frac_cwnd = self.frac_cwnd.max(self.loss_frac_cwnd);
+        } else {
+            // As in the code: progress made since the loss is counted again.
+            self.cwnd_cnt += self.cwnd_cnt - self.loss_cwnd_cnt;
+        }
+        self.loss_cwnd.max(sk.snd_cwnd)
+    }
+
+    fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("alpha", self.alpha()));
+        out.push(("classic_ecn", self.det.score()));
+        out.push(("rtt_indep", f64::from(u8::from(self.rtt_indep_active))));
+        out.push(("ai_increase", self.ai_ack_increase as f64 / ONE_CWND as f64));
+    }
+}
