@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
 
-pub mod reno;
 pub mod cubic;
 pub mod dctcp;
 pub mod prague;
+pub mod reno;
 
 /// Linux `TCP_INFINITE_SSTHRESH`.
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;

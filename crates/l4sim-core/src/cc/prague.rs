@@ -335,7 +335,7 @@ impl Prague {
     fn update_alpha(&mut self, sk: &mut Sock) {
         if self.saw_ce {
             if !self.v07 && self.p.ecn_fallback > 0 {
-                let min_rtt = (sk.min_rtt != u64::MAX).then(|| sk.min_rtt / 1000);
+                let min_rtt = (sk.min_rtt != u64::MAX).then_some(sk.min_rtt / 1000);
                 self.det.detect(min_rtt);
             }
             let mut ecn_segs = sk.delivered_ce - self.old_delivered_ce;
@@ -368,8 +368,8 @@ impl Prague {
             }
             let mut inc = acked as u128 * self.ai_ack_increase as u128;
             let cwnd = sk.snd_cwnd as u128;
-            if cwnd > 0 {
-                inc = (inc + (cwnd >> 1)) / cwnd;
+            if let Some(q) = (inc + (cwnd >> 1)).checked_div(cwnd) {
+                inc = q;
             }
             self.cwnd_cnt += (inc as i64).max(acked);
         }
@@ -440,9 +440,7 @@ impl Prague {
         let inflight = sk.packets_in_flight() as u64;
         let mut rate = 8_000_000u64 * mtu;
         if self.v07 {
-            if srtt8 > 0 {
-                rate /= srtt8;
-            }
+            rate = rate.checked_div(srtt8).unwrap_or(rate);
             let w = (self.frac_cwnd >> CWND_UNIT).max(inflight);
             rate = rate.saturating_mul(w).max(MINIMUM_RATE);
             if sk.snd_cwnd < sk.snd_ssthresh / 2 {
@@ -452,9 +450,7 @@ impl Prague {
             if sk.snd_cwnd < sk.snd_ssthresh / 2 {
                 rate <<= 1;
             }
-            if srtt8 > 0 {
-                rate /= srtt8;
-            }
+            rate = rate.checked_div(srtt8).unwrap_or(rate);
             rate = rate.saturating_mul((sk.snd_cwnd as u64).max(inflight));
         }
         rate = rate.min(sk.max_pacing_rate);
@@ -665,5 +661,443 @@ impl CongestionControl for Prague {
         out.push(("classic_ecn", self.det.score()));
         out.push(("rtt_indep", f64::from(u8::from(self.rtt_indep_active))));
         out.push(("ai_increase", self.ai_ack_increase as f64 / ONE_CWND as f64));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::CcSpec;
+    use crate::time::MS;
+
+    const ONE: u64 = ONE_CWND as u64;
+
+    /// A connected Prague socket in congestion avoidance (cwnd = ssthresh = `cwnd`).
+    fn setup(p: PragueParams, mode: EcnMode, cwnd: u32, srtt: u64) -> (Prague, Sock) {
+        let mut sk = Sock::new(1448);
+        sk.ecn_mode = mode;
+        sk.snd_cwnd = cwnd;
+        sk.srtt = srtt;
+        sk.min_rtt = srtt;
+        sk.is_cwnd_limited = true;
+        sk.snd_nxt = cwnd;
+        sk.packets_out = cwnd;
+        sk.now = 1000 * MS;
+        let mut c = Prague::new(p);
+        c.init(&mut sk);
+        sk.snd_ssthresh = cwnd;
+        c.new_round(&sk);
+        (c, sk)
+    }
+
+    /// One ACK for `acked` segments of which `ce` were CE, run through a minimal Linux-order
+    /// sender: ECN feedback, CWR entry/exit (ssthresh then set_state), cong_control.
+    fn ack(c: &mut Prague, sk: &mut Sock, acked: u32, ce: u32) {
+        sk.snd_una = sk.snd_una.wrapping_add(acked);
+        sk.delivered += acked as u64;
+        sk.delivered_ce += ce as u64;
+        if sk.ca_state == CaState::Cwr && sk.snd_una.wrapping_sub(sk.high_seq) as i32 > 0 {
+            c.set_state(sk, CaState::Open);
+            sk.ca_state = CaState::Open;
+        }
+        if ce > 0 && sk.ca_state < CaState::Cwr {
+            sk.snd_ssthresh = c.ssthresh(sk);
+            sk.high_seq = sk.snd_nxt;
+            c.set_state(sk, CaState::Cwr);
+            sk.ca_state = CaState::Cwr;
+        }
+        let rs = RateSample {
+            acked_sacked: acked,
+            ece_delta: ce,
+            ..Default::default()
+        };
+        c.cong_control(sk, &rs);
+        // Keep the window full.
+        sk.snd_nxt = sk.snd_una.wrapping_add(sk.snd_cwnd);
+        sk.packets_out = sk.snd_cwnd;
+    }
+
+    /// One round trip of per-segment ACKs; every `mark_every`-th segment is CE (0 = none).
+    fn round(c: &mut Prague, sk: &mut Sock, mark_every: u32, rtt: u64, seq: &mut u64) {
+        let n = sk.snd_cwnd;
+        let t0 = sk.now;
+        for i in 0..n {
+            sk.now = t0 + i as u64 * rtt / n as u64;
+            *seq += 1;
+            let ce = u32::from(mark_every > 0 && (*seq).is_multiple_of(mark_every as u64));
+            ack(c, sk, 1, ce);
+        }
+        sk.now = t0 + rtt;
+    }
+
+    fn p06() -> PragueParams {
+        PragueParams::default()
+    }
+
+    #[test]
+    fn alpha_converges_to_marking_fraction() {
+        let (mut c, mut sk) = setup(
+            PragueParams {
+                rtt_scaling: 0,
+                ..p06()
+            },
+            EcnMode::AccEcn,
+            50,
+            10 * MS,
+        );
+        assert_eq!(c.alpha(), 1.0);
+        let mut seq = 0;
+        for _ in 0..200 {
+            round(&mut c, &mut sk, 5, 10 * MS, &mut seq);
+        }
+        assert!((c.alpha() - 0.2).abs() < 0.03, "alpha {}", c.alpha());
+    }
+
+    #[test]
+    fn alpha_not_updated_before_first_ce() {
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 20, 10 * MS);
+        let mut seq = 0;
+        for _ in 0..20 {
+            round(&mut c, &mut sk, 0, 10 * MS, &mut seq);
+        }
+        assert_eq!(c.alpha(), 1.0);
+    }
+
+    #[test]
+    fn cwr_reduction_is_half_alpha_applied_one_segment_per_ack() {
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 100, 10 * MS);
+        c.upscaled_alpha = (ONE / 2) << SHIFT_G;
+        // First marked ACK: enter CWR (cwnd_cnt -= 0.5 * 100 / 2 = 25 segments) and step.
+        ack(&mut c, &mut sk, 1, 1);
+        assert_eq!(sk.snd_cwnd, 99);
+        for i in 2..=25 {
+            ack(&mut c, &mut sk, 1, 1);
+            assert_eq!(sk.snd_cwnd, 100 - i);
+            assert_eq!(sk.snd_ssthresh, sk.snd_cwnd);
+        }
+        for _ in 0..10 {
+            ack(&mut c, &mut sk, 1, 1);
+        }
+        assert_eq!(sk.snd_cwnd, 75);
+    }
+
+    #[test]
+    fn increase_counts_only_non_ce_segments() {
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 100, 10 * MS);
+        let rs = |acked, ce| RateSample {
+            acked_sacked: acked,
+            ece_delta: ce,
+            ..Default::default()
+        };
+        // No marks: +1 segment per window.
+        for _ in 0..100 {
+            c.cong_control(&mut sk, &rs(1, 0));
+        }
+        assert_eq!(sk.snd_cwnd, 101);
+        // All marked: no increase at all.
+        let cnt = c.cwnd_cnt;
+        for _ in 0..300 {
+            c.cong_control(&mut sk, &rs(1, 1));
+        }
+        assert_eq!(sk.snd_cwnd, 101);
+        assert_eq!(c.cwnd_cnt, cnt);
+        // Half marked: half the increase (one window of unmarked segments over two windows).
+        for _ in 0..101 {
+            c.cong_control(&mut sk, &rs(2, 1));
+        }
+        assert_eq!(sk.snd_cwnd, 102);
+    }
+
+    #[test]
+    fn rtt_independence_scales_increase_by_srtt_over_target_squared_after_500_rounds() {
+        let srtt = 5 * MS;
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 10, srtt);
+        let mut seq = 0;
+        while c.round < 499 {
+            assert_eq!(c.ai_ack_increase, ONE, "round {}", c.round);
+            round(&mut c, &mut sk, 0, srtt, &mut seq);
+        }
+        assert_eq!(c.ai_ack_increase, ONE);
+        let mut obs = Vec::new();
+        c.observe(&mut obs);
+        assert!(obs.contains(&("rtt_indep", 0.0)));
+        round(&mut c, &mut sk, 0, srtt, &mut seq);
+        assert_eq!(c.round, 500);
+        // (5000 >> 7)^2 / (25000 >> 7)^2 = (39/195)^2 = 0.04.
+        let expect = (39.0f64 / 195.0).powi(2);
+        let got = c.ai_ack_increase as f64 / ONE as f64;
+        assert!((got - expect).abs() < 1e-4, "ai {got} vs {expect}");
+        let mut obs = Vec::new();
+        c.observe(&mut obs);
+        assert!(obs.contains(&("rtt_indep", 1.0)));
+
+        // Mode 0: never scaled.
+        let (mut c, mut sk) = setup(
+            PragueParams {
+                rtt_scaling: 0,
+                ..p06()
+            },
+            EcnMode::AccEcn,
+            10,
+            srtt,
+        );
+        for _ in 0..510 {
+            round(&mut c, &mut sk, 0, srtt, &mut seq);
+        }
+        assert_eq!(c.ai_ack_increase, ONE);
+    }
+
+    #[test]
+    fn rtt_independent_cwr_reductions_are_spaced_by_target() {
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 100, 5 * MS);
+        c.round = 1000;
+        c.upscaled_alpha = (ONE / 2) << SHIFT_G;
+        sk.now = 2000 * MS;
+        c.set_state(&mut sk, CaState::Cwr);
+        let after_first = c.cwnd_cnt;
+        assert_eq!(after_first, -25 * ONE_CWND);
+        sk.now += 10 * MS;
+        c.set_state(&mut sk, CaState::Cwr);
+        assert_eq!(c.cwnd_cnt, after_first, "second reduction within 25 ms");
+        sk.now += 15 * MS;
+        c.set_state(&mut sk, CaState::Cwr);
+        assert!(c.cwnd_cnt < after_first);
+    }
+
+    /// Rounds with a deep, jittery queue: RTT samples alternate between 30 and 70 ms over a
+    /// 10 ms base RTT, one CE per round.
+    fn jittery_rounds(c: &mut Prague, sk: &mut Sock, rounds: u32) {
+        sk.snd_ssthresh = 100;
+        c.ssthresh(sk); // gain from ssthresh ~100: gs = 10
+        sk.snd_ssthresh = sk.snd_cwnd;
+        for r in 0..rounds {
+            let n = sk.snd_cwnd;
+            for i in 0..n {
+                let rtt = if (i + r) % 2 == 0 { 30 * MS } else { 70 * MS };
+                let s = AckSample {
+                    pkts_acked: 1,
+                    rtt: rtt as i64,
+                    in_flight: n,
+                };
+                c.pkts_acked(sk, &s);
+                sk.now += MS / 2;
+                ack(c, sk, 1, u32::from(i == 0));
+            }
+            // Leave CWR so the next round's mark is a new CWR entry.
+            c.set_state(sk, CaState::Open);
+            sk.ca_state = CaState::Open;
+            sk.snd_cwnd = 100;
+            sk.snd_ssthresh = 100;
+            c.cwnd_cnt = 0;
+        }
+    }
+
+    #[test]
+    fn classic_ecn_score_rises_with_deep_jittery_queue_and_floors_alpha_in_mode_1() {
+        let p = PragueParams {
+            ecn_fallback: 1,
+            rtt_scaling: 0,
+            ..p06()
+        };
+        let (mut c, mut sk) = setup(p, EcnMode::AccEcn, 100, 50 * MS);
+        sk.min_rtt = 10 * MS;
+        jittery_rounds(&mut c, &mut sk, 100);
+        assert!(c.classic_ecn() > 9.0, "score {}", c.classic_ecn());
+        assert!(c.classic_ecn() <= 17.0);
+        // With a tiny alpha the reduction is still 0.625/2 of cwnd.
+        c.upscaled_alpha = (ONE / 100) << SHIFT_G;
+        c.cwnd_cnt = 0;
+        sk.snd_cwnd = 100;
+        c.set_state(&mut sk, CaState::Cwr);
+        let red = -c.cwnd_cnt as f64 / ONE as f64;
+        assert!((red - 31.25).abs() < 0.01, "reduction {red}");
+    }
+
+    #[test]
+    fn classic_ecn_detection_only_mode_2_does_not_floor_alpha() {
+        let p = PragueParams {
+            ecn_fallback: 2,
+            rtt_scaling: 0,
+            ..p06()
+        };
+        let (mut c, mut sk) = setup(p, EcnMode::AccEcn, 100, 50 * MS);
+        sk.min_rtt = 10 * MS;
+        jittery_rounds(&mut c, &mut sk, 100);
+        assert!(c.classic_ecn() > 9.0, "score {}", c.classic_ecn());
+        c.upscaled_alpha = (ONE / 100) << SHIFT_G;
+        c.cwnd_cnt = 0;
+        sk.snd_cwnd = 100;
+        c.set_state(&mut sk, CaState::Cwr);
+        let red = -c.cwnd_cnt as f64 / ONE as f64;
+        assert!((red - 0.5).abs() < 0.01, "reduction {red}");
+    }
+
+    #[test]
+    fn classic_ecn_score_stays_zero_when_fallback_off() {
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 100, 50 * MS);
+        sk.min_rtt = 10 * MS;
+        jittery_rounds(&mut c, &mut sk, 20);
+        assert_eq!(c.classic_ecn(), 0.0);
+    }
+
+    #[test]
+    fn loss_halves_window_one_segment_per_ack_without_increase_until_open() {
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 100, 10 * MS);
+        sk.snd_ssthresh = c.ssthresh(&mut sk);
+        assert_eq!(sk.snd_ssthresh, 100);
+        c.set_state(&mut sk, CaState::Recovery);
+        sk.ca_state = CaState::Recovery;
+        let rs = RateSample {
+            acked_sacked: 1,
+            ..Default::default()
+        };
+        for _ in 0..80 {
+            c.cong_control(&mut sk, &rs);
+        }
+        assert_eq!(sk.snd_cwnd, 50);
+        c.set_state(&mut sk, CaState::Open);
+        sk.ca_state = CaState::Open;
+        for _ in 0..50 {
+            c.cong_control(&mut sk, &rs);
+        }
+        assert_eq!(sk.snd_cwnd, 51);
+        // Undo restores the pre-loss window.
+        assert_eq!(c.undo_cwnd(&mut sk), 100);
+    }
+
+    #[test]
+    fn pacing_is_mtu_times_cwnd_over_srtt_doubled_below_half_ssthresh() {
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 100, 10 * MS);
+        c.update_pacing_rate(&mut sk);
+        let mtu = sk.mtu as u64;
+        assert_eq!(sk.pacing_rate, mtu * 100 * 100);
+        sk.snd_ssthresh = 1000;
+        c.update_pacing_rate(&mut sk);
+        assert_eq!(sk.pacing_rate, 2 * mtu * 100 * 100);
+        // About 244 us of data per TSO burst.
+        let burst = (2 * 100 * 100) >> 12;
+        assert_eq!(c.max_tso_burst, burst as u32);
+        assert!(sk.pacing_needed && sk.ect1);
+    }
+
+    #[test]
+    fn without_ecn_runs_as_prague_reno_not_ect_unpaced() {
+        let mut sk = Sock::new(1448);
+        sk.snd_cwnd = 40;
+        sk.is_cwnd_limited = true;
+        let mut c = Prague::default();
+        c.init(&mut sk);
+        assert_eq!(c.name(), "prague-reno");
+        assert!(!c.has_cong_control());
+        assert!(!sk.ect1 && !sk.pacing_needed);
+        assert_eq!(c.ssthresh(&mut sk), 20);
+        sk.snd_ssthresh = 40;
+        for _ in 0..40 {
+            c.cong_avoid(&mut sk, 0, 1);
+        }
+        assert_eq!(sk.snd_cwnd, 41);
+    }
+
+    #[test]
+    fn rfc3168_mode_codepoint_follows_classic_ecn_ect() {
+        let mut sk = Sock::new(1448);
+        sk.ecn_mode = EcnMode::Rfc3168;
+        let mut c = Prague::default();
+        c.init(&mut sk);
+        assert!(c.has_cong_control());
+        assert!(!sk.ect1, "default: ECT(0) in RFC 3168 mode");
+        let mut c = Prague::new(PragueParams {
+            classic_ecn_ect: ClassicEcnEct::Ect1,
+            ..p06()
+        });
+        c.init(&mut sk);
+        assert!(sk.ect1);
+        // v0.7 has NO_FALLBACK_RFC3168: such a connection is prague-reno.
+        let mut c = Prague::new(PragueParams {
+            variant: PragueVariant::V07,
+            ..p06()
+        });
+        assert!(c.flags().no_fallback_rfc3168);
+        c.init(&mut sk);
+        assert_eq!(c.name(), "prague-reno");
+    }
+
+    #[test]
+    fn v07_halves_window_at_first_mark_with_alpha_zero() {
+        let p = PragueParams {
+            variant: PragueVariant::V07,
+            ..p06()
+        };
+        let (mut c, mut sk) = setup(p, EcnMode::AccEcn, 100, 10 * MS);
+        sk.snd_ssthresh = crate::cc::INFINITE_SSTHRESH;
+        assert_eq!(c.alpha(), 0.0);
+        assert_eq!(c.rtt_transition_delay, 4);
+        let rs = |acked, ce| RateSample {
+            acked_sacked: acked,
+            ece_delta: ce,
+            ..Default::default()
+        };
+        c.cong_control(&mut sk, &rs(1, 1));
+        assert_eq!(c.frac_cwnd, 50 << CWND_UNIT);
+        assert_eq!(sk.snd_cwnd, 99);
+        for _ in 0..60 {
+            c.cong_control(&mut sk, &rs(1, 1));
+        }
+        assert_eq!(sk.snd_cwnd, 50);
+        // Later marks do not halve again; with alpha 0 a CWR entry reduces nothing.
+        c.set_state(&mut sk, CaState::Cwr);
+        assert_eq!(c.frac_cwnd, 50 << CWND_UNIT);
+    }
+
+    #[test]
+    fn v07_rtt_independent_after_four_rounds() {
+        let p = PragueParams {
+            variant: PragueVariant::V07,
+            ..p06()
+        };
+        let srtt = 5 * MS;
+        let (mut c, mut sk) = setup(p, EcnMode::AccEcn, 10, srtt);
+        let mut seq = 0;
+        for _ in 0..6 {
+            round(&mut c, &mut sk, 0, srtt, &mut seq);
+        }
+        // (5 ms / 25 ms)^2 in 2^-20 units.
+        let got = c.ai_ack_increase as f64 / ONE as f64;
+        assert!((got - 0.04).abs() < 1e-3, "ai {got}");
+    }
+
+    #[test]
+    fn cc_spec_parses_defaults_and_rejects_unknown_params() {
+        let s: CcSpec = serde_json::from_str(r#"{"name":"cubic"}"#).unwrap();
+        assert_eq!(s, CcSpec::Cubic(Default::default()));
+        assert_eq!(s.name(), "cubic");
+        let s: CcSpec = serde_json::from_str(r#"{"name":"prague","ecn_fallback":1}"#).unwrap();
+        match &s {
+            CcSpec::Prague(p) => {
+                assert_eq!(p.ecn_fallback, 1);
+                assert_eq!(p.variant, PragueVariant::V06);
+            }
+            _ => panic!("not prague"),
+        }
+        let s: CcSpec =
+            serde_json::from_str(r#"{"name":"prague","variant":"v0.7","classic_ecn_ect":"ect1"}"#)
+                .unwrap();
+        assert_eq!(s.name(), "prague");
+        let s: CcSpec = serde_json::from_str(r#"{"name":"dctcp","shift_g":5}"#).unwrap();
+        assert_eq!(
+            s,
+            CcSpec::Dctcp(crate::cc::dctcp::DctcpParams {
+                shift_g: 5,
+                ..Default::default()
+            })
+        );
+        let e = serde_json::from_str::<CcSpec>(r#"{"name":"cubic","betta":700}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("betta"), "{e}");
+        let e = serde_json::from_str::<CcSpec>(r#"{"name":"prague","ecn_falback":1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ecn_falback"), "{e}");
     }
 }
