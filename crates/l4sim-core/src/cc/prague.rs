@@ -22,13 +22,15 @@
 //! - `init` with no ECN negotiated swaps to `prague-reno` (Reno ssthresh and cong_avoid with
 //!   the core's PRR, Not-ECT, no pacing request).
 //!
-//! v0.7 (window mode only): alpha with 2^24 resolution starting at 0, the fractional window
-//! `frac_cwnd` halved at the first CE ever, RTT independence always on after
-//! `rtt_transition` (4) rounds with the increase scaled by (srtt/25 ms)^2 and 1500/MTU,
-//! pacing with a 100 kbit/s floor, `NO_FALLBACK_RFC3168` (an RFC 3168 connection is run as
-//! `prague-reno`). Not modelled: the rate-based mode below 4 packets (`cwnd_mode` 2), the
-//! +/-3% pacing wobble of that mode, and the MTU reduction at low rates; undo restores
-//! `max(frac_cwnd, frac_cwnd at loss)` instead of going through the rate.
+//! v0.7: alpha with 2^24 resolution starting at 0, the fractional window `frac_cwnd`
+//! halved at the first CE ever, RTT independence always on after `rtt_transition` (4)
+//! rounds with the increase scaled by (srtt/25 ms)^2 and 1500/MTU, pacing with a
+//! 100 kbit/s floor, `NO_FALLBACK_RFC3168` (an RFC 3168 connection is run as
+//! `prague-reno`), and `cwnd_mode` 2: once CE was seen and the window is at most
+//! `cwnd_transit` x 1500 B, a rate-based mode (rate +1500 B per virtual RTT per virtual
+//! RTT, `rate*alpha/2` cut on CWR with a 100 kbit/s floor, halving on loss, window =
+//! rate x hsrtt, pacing +/-3% around the rate in the two halves of each virtual RTT).
+//! Not modelled: the MTU (MSS) reduction at low rates (the sender's MSS is fixed here).
 
 mod detect;
 
@@ -51,6 +53,12 @@ const MAX_SCALED_RTT_US: u64 = 100_000;
 /// v0.7: reference MTU for the increase and the minimum pacing rate (100 kbit/s).
 const MTU_SYS: u64 = 1500;
 const MINIMUM_RATE: u64 = 12_500;
+/// v0.7 rate mode: +/- 4/128 pacing offset, hsrtt EWMA gain 2^-7, and the 2^23 ~ 8e6
+/// approximation Linux uses to turn `srtt_us` (8 x us) into seconds.
+const RATE_OFFSET: u64 = 4;
+const OFFSET_UNIT: u32 = 7;
+const HSRTT_SHIFT: u32 = 7;
+const RTT2SEC_SHIFT: u32 = 23;
 
 const RTT_CONTROL_NONE: u32 = 0;
 const RTT_CONTROL_RATE: u32 = 1;
@@ -100,6 +108,11 @@ pub struct PragueParams {
     pub alpha_init: Option<f64>,
     /// Codepoint in RFC 3168 mode (v0.6).
     pub classic_ecn_ect: ClassicEcnEct,
+    /// `prague_cwnd_mode` (v0.7): 0 fractional window, 1 rate based, 2 switch to rate
+    /// based below `cwnd_transit` x 1500 B once CE was seen.
+    pub cwnd_mode: u32,
+    /// `prague_cwnd_transit` (v0.7), in 1500-byte packets.
+    pub cwnd_transit: u32,
 }
 
 impl Default for PragueParams {
@@ -114,6 +127,8 @@ impl Default for PragueParams {
             max_tso_segs: 0,
             alpha_init: None,
             classic_ecn_ect: ClassicEcnEct::Ect0,
+            cwnd_mode: 2,
+            cwnd_transit: 4,
         }
     }
 }
@@ -137,6 +152,13 @@ pub struct Prague {
     loss_cwnd: u32,
     frac_cwnd: u64,
     loss_frac_cwnd: u64,
+    /// v0.7 rate mode: internal pacing rate (B/s), its value at loss, the slow srtt EWMA
+    /// (upscaled 2^7, in Linux `srtt_us` units), and the mode flags.
+    rate_bytes: u64,
+    loss_rate_bytes: u64,
+    hsrtt: u64,
+    rate_mode: bool,
+    mode_switching: bool,
     max_tso_burst: u32,
     old_delivered: u64,
     old_delivered_ce: u64,
@@ -175,6 +197,11 @@ impl Prague {
             loss_cwnd: 0,
             frac_cwnd: 0,
             loss_frac_cwnd: 0,
+            rate_bytes: 0,
+            loss_rate_bytes: 0,
+            hsrtt: 0,
+            rate_mode: false,
+            mode_switching: false,
             max_tso_burst: 1,
             old_delivered: 0,
             old_delivered_ce: 0,
@@ -348,6 +375,9 @@ impl Prague {
             self.alpha_stamp = Self::now_us(sk);
             self.upscaled_alpha = a.min(self.max_alpha() << SHIFT_G);
         }
+        if self.v07 {
+            self.hsrtt = self.hsrtt + Self::srtt8(sk) - (self.hsrtt >> HSRTT_SHIFT);
+        }
         self.new_round(sk);
     }
 
@@ -396,7 +426,35 @@ impl Prague {
         (c.max(MIN_CWND as u64)).min(sk.snd_cwnd_clamp as u64) as u32
     }
 
-    /// `prague_update_cwnd` (v0.7, window mode).
+    /// v0.7 `prague_virtual_rtt`: max(target, srtt), Linux `srtt_us` units (8 x us).
+    fn virtual_rtt8(&self, sk: &Sock) -> u64 {
+        ((self.p.rtt_target_us as u64) << 3).max(Self::srtt8(sk))
+    }
+
+    /// v0.7: rate-based mode is in force.
+    fn in_rate_mode(&self, sk: &Sock) -> bool {
+        self.v07 && self.rate_mode && self.is_rtt_indep(sk)
+    }
+
+    /// v0.7 `prague_pacing_rate_to_frac_cwnd`: rate x hsrtt / MTU (rounded up).
+    fn rate_to_frac(&self, sk: &Sock) -> u64 {
+        let mtu = sk.mtu.max(1) as u128;
+        let rtt = match self.hsrtt >> HSRTT_SHIFT {
+            0 => Self::srtt8(sk),
+            h => h,
+        };
+        let bytes = (self.rate_bytes as u128 * rtt as u128) >> (RTT2SEC_SHIFT - CWND_UNIT);
+        bytes.div_ceil(mtu) as u64
+    }
+
+    /// v0.7 `prague_frac_cwnd_to_pacing_rate`: MTU x frac / srtt, at least 100 kbit/s.
+    fn frac_to_rate(&self, sk: &Sock) -> u64 {
+        let mut rate = 8_000_000u64 * sk.mtu as u64;
+        rate = rate.checked_div(Self::srtt8(sk)).unwrap_or(rate);
+        (((rate as u128 * self.frac_cwnd as u128) >> CWND_UNIT) as u64).max(MINIMUM_RATE)
+    }
+
+    /// `prague_update_cwnd` (v0.7).
     fn update_cwnd_v07(&mut self, sk: &mut Sock, rs: &RateSample) {
         let mut acked = rs.acked_sacked as i64;
         if rs.ece_delta > 0 {
@@ -415,12 +473,26 @@ impl Prague {
                     return;
                 }
             }
-            let mut inc = acked as u128 * self.ai_ack_increase as u128;
-            if self.frac_cwnd > 0 {
-                inc = div_round_closest(inc << CWND_UNIT, self.frac_cwnd as u128) as u128;
+            if self.in_rate_mode(sk) {
+                // About 1500 B per virtual RTT per virtual RTT.
+                let vrtt = self.virtual_rtt8(sk) as u128;
+                let inc = ((acked as u128 * MTU_SYS as u128) << RTT2SEC_SHIFT) / vrtt;
+                let div = (sk.mtu.max(1) as u128) << RTT2SEC_SHIFT;
+                let w = (self.rate_bytes as u128 * vrtt).div_ceil(div);
+                if w > 0 {
+                    self.rate_bytes += div_round_closest(inc, w);
+                }
+                self.frac_cwnd = (self.frac_cwnd + acked as u64).max(self.rate_to_frac(sk));
+            } else {
+                let mut inc = acked as u128 * self.ai_ack_increase as u128;
+                if self.frac_cwnd > 0 {
+                    inc = div_round_closest(inc << CWND_UNIT, self.frac_cwnd as u128) as u128;
+                }
+                inc = inc * MTU_SYS as u128 / sk.mtu.max(1) as u128;
+                self.frac_cwnd += (inc as u64).max(acked as u64);
+                let rate = self.frac_to_rate(sk);
+                self.rate_bytes = (self.rate_bytes + acked as u64).max(rate);
             }
-            inc = inc * MTU_SYS as u128 / sk.mtu.max(1) as u128;
-            self.frac_cwnd += (inc as u64).max(acked as u64);
         }
         let target = self.frac_to_cwnd(sk);
         if sk.snd_cwnd > target {
@@ -440,9 +512,22 @@ impl Prague {
         let inflight = sk.packets_in_flight() as u64;
         let mut rate = 8_000_000u64 * mtu;
         if self.v07 {
-            rate = rate.checked_div(srtt8).unwrap_or(rate);
-            let w = (self.frac_cwnd >> CWND_UNIT).max(inflight);
-            rate = rate.saturating_mul(w).max(MINIMUM_RATE);
+            if self.in_rate_mode(sk) {
+                // +3% in the first half of each virtual RTT after an alpha update, -3% after.
+                let offset = (RATE_OFFSET * self.rate_bytes) >> OFFSET_UNIT;
+                let half_vrtt_us = self.virtual_rtt8(sk) >> 4;
+                let since = Self::now_us(sk).saturating_sub(self.alpha_stamp);
+                rate = if half_vrtt_us <= since {
+                    self.rate_bytes - offset
+                } else {
+                    self.rate_bytes + offset
+                };
+            } else {
+                rate = rate.checked_div(srtt8).unwrap_or(rate);
+                let w = (self.frac_cwnd >> CWND_UNIT).max(inflight);
+                rate = rate.saturating_mul(w).max(MINIMUM_RATE);
+                self.rate_bytes = rate;
+            }
             if sk.snd_cwnd < sk.snd_ssthresh / 2 {
                 rate = rate.saturating_mul(2);
             }
@@ -464,7 +549,14 @@ impl Prague {
         self.loss_cwnd = sk.snd_cwnd;
         if self.v07 {
             self.loss_frac_cwnd = self.frac_cwnd;
-            self.frac_cwnd -= self.frac_cwnd >> 1;
+            self.loss_rate_bytes = self.rate_bytes;
+            if self.in_rate_mode(sk) {
+                self.rate_bytes -= self.rate_bytes >> 1;
+                self.frac_cwnd = self.rate_to_frac(sk);
+            } else {
+                self.frac_cwnd -= self.frac_cwnd >> 1;
+                self.rate_bytes = self.frac_to_rate(sk);
+            }
         } else {
             self.loss_cwnd_cnt = self.cwnd_cnt;
             self.cwnd_cnt -= ((sk.snd_cwnd as i64) << (CWND_UNIT - 1)) + (self.cwnd_cnt >> 1);
@@ -484,9 +576,14 @@ impl Prague {
         self.cwr_stamp = now;
         let mut alpha = self.upscaled_alpha >> SHIFT_G;
         let bits = self.alpha_bits;
-        if self.v07 {
+        if self.in_rate_mode(sk) {
+            let red = ((self.rate_bytes as u128 * alpha as u128) >> (bits + 1)) as u64;
+            self.rate_bytes = self.rate_bytes.saturating_sub(red).max(MINIMUM_RATE);
+            self.frac_cwnd = self.rate_to_frac(sk);
+        } else if self.v07 {
             let red = (alpha as u128 * self.frac_cwnd as u128 + (1u128 << bits)) >> (bits + 1);
             self.frac_cwnd -= (red as u64).min(self.frac_cwnd);
+            self.rate_bytes = self.frac_to_rate(sk);
         } else {
             if self.p.ecn_fallback == 1 {
                 alpha = self.det.floor_alpha(alpha);
@@ -571,6 +668,23 @@ impl CongestionControl for Prague {
         };
         self.saw_ce = sk.delivered_ce != 0;
         self.det = ClassicEcnDetector::new(sk.srtt / 1000);
+        if self.v07 {
+            let srtt8 = Self::srtt8(sk);
+            self.rate_bytes = if srtt8 > 0 {
+                let w = sk.snd_cwnd.max(sk.packets_in_flight()) as u64;
+                (8_000_000 * sk.mtu as u64 / srtt8 * w).max(MINIMUM_RATE)
+            } else {
+                MINIMUM_RATE
+            };
+            self.loss_rate_bytes = 0;
+            self.hsrtt = if srtt8 > 0 {
+                srtt8 << HSRTT_SHIFT
+            } else {
+                1 << (HSRTT_SHIFT + 3)
+            };
+            self.mode_switching = self.p.cwnd_mode & 2 != 0;
+            self.rate_mode = self.p.cwnd_mode & 1 != 0;
+        }
         if sk.srtt > 0 || self.v07 {
             self.update_pacing_rate(sk);
         }
@@ -613,6 +727,17 @@ impl CongestionControl for Prague {
             self.update_alpha(sk);
         }
         self.update_pacing_rate(sk);
+        if self.v07 && self.mode_switching {
+            let cwnd_bytes = sk.snd_cwnd as u64 * sk.mtu as u64;
+            let transit = self.p.cwnd_transit as u64 * MTU_SYS;
+            if self.saw_ce && cwnd_bytes <= transit {
+                self.rate_mode = true;
+                self.frac_cwnd = self.rate_to_frac(sk);
+            } else {
+                self.rate_mode = false;
+                self.rate_bytes = self.frac_to_rate(sk);
+            }
+        }
         self.rtt_indep_active = self.is_rtt_indep(sk);
     }
 
@@ -648,7 +773,8 @@ impl CongestionControl for Prague {
         }
         if self.v07 {
             self.in_loss = false;
-            self.frac_cwnd = self.frac_cwnd.max(self.loss_frac_cwnd);
+            self.rate_bytes = self.rate_bytes.max(self.loss_rate_bytes);
+            self.frac_cwnd = self.rate_to_frac(sk);
         } else {
             // As in the code: progress made since the loss is counted again.
             self.cwnd_cnt += self.cwnd_cnt - self.loss_cwnd_cnt;
@@ -1064,6 +1190,43 @@ mod tests {
         // (5 ms / 25 ms)^2 in 2^-20 units.
         let got = c.ai_ack_increase as f64 / ONE as f64;
         assert!((got - 0.04).abs() < 1e-3, "ai {got}");
+    }
+
+    #[test]
+    fn v07_switches_to_rate_mode_below_four_packets_and_grows_1500_bytes_per_vrtt() {
+        let p = PragueParams {
+            variant: PragueVariant::V07,
+            ..p06()
+        };
+        let (mut c, mut sk) = setup(p, EcnMode::AccEcn, 3, 5 * MS);
+        c.saw_ce = true;
+        c.round = 10;
+        let rs = |acked| RateSample {
+            acked_sacked: acked,
+            ..Default::default()
+        };
+        c.cong_control(&mut sk, &rs(0));
+        assert!(c.in_rate_mode(&sk));
+        let r0 = c.rate_bytes;
+        // One virtual RTT (25 ms) of ACKs at this rate.
+        let n = (r0 as f64 * 0.025 / sk.mtu as f64).round() as u32;
+        for _ in 0..n {
+            c.cong_control(&mut sk, &rs(1));
+        }
+        assert!(c.in_rate_mode(&sk));
+        // 1500 B per vRTT per vRTT, with Linux's 2^23 ~ 8e6 seconds approximation.
+        let expect = 1500.0 / 0.025 * (8_388_608.0 / 8e6);
+        let grew = (c.rate_bytes - r0) as f64;
+        assert!((grew / expect - 1.0).abs() < 0.1, "grew {grew} vs {expect}");
+        // Pacing is the rate +/- 4/128.
+        let r = c.rate_bytes;
+        assert!(sk.pacing_rate == r + (4 * r >> 7) || sk.pacing_rate == r - (4 * r >> 7));
+        // CWR cuts the rate by alpha/2.
+        c.upscaled_alpha = (1u64 << 23) << SHIFT_G;
+        sk.now += 100 * MS;
+        c.set_state(&mut sk, CaState::Cwr);
+        let cut = c.rate_bytes as f64 / r as f64;
+        assert!((cut - 0.75).abs() < 0.001, "cut {cut}");
     }
 
     #[test]
