@@ -670,12 +670,10 @@ impl CongestionControl for Prague {
         self.det = ClassicEcnDetector::new(sk.srtt / 1000);
         if self.v07 {
             let srtt8 = Self::srtt8(sk);
-            self.rate_bytes = if srtt8 > 0 {
-                let w = sk.snd_cwnd.max(sk.packets_in_flight()) as u64;
-                (8_000_000 * sk.mtu as u64 / srtt8 * w).max(MINIMUM_RATE)
-            } else {
-                MINIMUM_RATE
-            };
+            let w = sk.snd_cwnd.max(sk.packets_in_flight()) as u64;
+            self.rate_bytes = (8_000_000 * sk.mtu as u64)
+                .checked_div(srtt8)
+                .map_or(MINIMUM_RATE, |r| (r * w).max(MINIMUM_RATE));
             self.loss_rate_bytes = 0;
             self.hsrtt = if srtt8 > 0 {
                 srtt8 << HSRTT_SHIFT
@@ -1220,7 +1218,7 @@ mod tests {
         assert!((grew / expect - 1.0).abs() < 0.1, "grew {grew} vs {expect}");
         // Pacing is the rate +/- 4/128.
         let r = c.rate_bytes;
-        assert!(sk.pacing_rate == r + (4 * r >> 7) || sk.pacing_rate == r - (4 * r >> 7));
+        assert!(sk.pacing_rate == r + ((4 * r) >> 7) || sk.pacing_rate == r - ((4 * r) >> 7));
         // CWR cuts the rate by alpha/2.
         c.upscaled_alpha = (1u64 << 23) << SHIFT_G;
         sk.now += 100 * MS;
