@@ -510,7 +510,7 @@ mod tests {
             let w = c_const * (t - k).powi(3) + 1000.0;
             let err = (sk.snd_cwnd as f64 - w).abs();
             assert!(
-                err <= 0.02 * w + 3.0,
+                err <= 0.01 * w + 2.0,
                 "t={t:.2} cwnd {} vs W(t) {w:.1}",
                 sk.snd_cwnd
             );

@@ -988,6 +988,29 @@ mod tests {
         assert!(c.cwnd_cnt < after_first);
     }
 
+    #[test]
+    fn rtt_independent_alpha_updates_are_spaced_by_target_not_per_round() {
+        let srtt = 5 * MS;
+        let (mut c, mut sk) = setup(p06(), EcnMode::AccEcn, 20, srtt);
+        c.round = 1000;
+        c.saw_ce = true;
+        let mut seq = 0;
+        let mut updates = 0;
+        let mut stamp = c.alpha_stamp;
+        // 40 rounds of 5 ms = 200 ms: one alpha update per 25 ms, not one per round.
+        for _ in 0..40 {
+            round(&mut c, &mut sk, 10, srtt, &mut seq);
+            if c.alpha_stamp != stamp {
+                updates += 1;
+                stamp = c.alpha_stamp;
+            }
+        }
+        assert!(
+            (7..=8).contains(&updates),
+            "{updates} alpha updates in 200 ms"
+        );
+    }
+
     /// Rounds with a deep, jittery queue: RTT samples alternate between 30 and 70 ms over a
     /// 10 ms base RTT, one CE per round.
     fn jittery_rounds(c: &mut Prague, sk: &mut Sock, rounds: u32) {
