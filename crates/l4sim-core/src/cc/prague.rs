@@ -1011,6 +1011,48 @@ mod tests {
         );
     }
 
+    #[test]
+    fn step_marking_loop_holds_window_near_bdp_plus_threshold() {
+        // Crude closed loop: every ACK is CE while the window exceeds BDP + K packets.
+        let (bdp, k) = (100u32, 20u32);
+        let (mut c, mut sk) = setup(
+            PragueParams {
+                rtt_scaling: 0,
+                ..p06()
+            },
+            EcnMode::AccEcn,
+            10,
+            10 * MS,
+        );
+        sk.snd_ssthresh = crate::cc::INFINITE_SSTHRESH;
+        let (mut sum, mut n, mut lo, mut hi) = (0u64, 0u64, u32::MAX, 0u32);
+        for r in 0..600 {
+            let t0 = sk.now;
+            let w = sk.snd_cwnd;
+            for i in 0..w {
+                sk.now = t0 + i as u64 * 10 * MS / w as u64;
+                let ce = u32::from(sk.snd_cwnd > bdp + k);
+                ack(&mut c, &mut sk, 1, ce);
+                if r >= 300 {
+                    sum += sk.snd_cwnd as u64;
+                    n += 1;
+                    lo = lo.min(sk.snd_cwnd);
+                    hi = hi.max(sk.snd_cwnd);
+                }
+            }
+        }
+        let mean = sum as f64 / n as f64;
+        assert!(
+            ((bdp + k - 10) as f64..=(bdp + k + 3) as f64).contains(&mean),
+            "mean cwnd {mean}"
+        );
+        assert!(
+            lo >= bdp + k - 15 && hi <= bdp + k + 3,
+            "cwnd range {lo}..{hi}"
+        );
+        assert!(c.alpha() > 0.01 && c.alpha() < 0.2, "alpha {}", c.alpha());
+    }
+
     /// Rounds with a deep, jittery queue: RTT samples alternate between 30 and 70 ms over a
     /// 10 ms base RTT, one CE per round.
     fn jittery_rounds(c: &mut Prague, sk: &mut Sock, rounds: u32) {
