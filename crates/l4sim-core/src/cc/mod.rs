@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
 
+pub mod cubic;
+pub mod dctcp;
+pub mod prague;
 pub mod reno;
 
 /// Linux `TCP_INFINITE_SSTHRESH`.
@@ -125,6 +128,9 @@ pub struct Sock {
     pub ecn_mode: EcnMode,
     /// TCP_ECN_ECT_1: data goes out ECT(1) instead of ECT(0).
     pub ect1: bool,
+    /// Time of the last data transmission (`tp->lsndtime`); Cubic's `TxStart` uses it to
+    /// shift its epoch by the idle time.
+    pub lsndtime: SimTime,
 }
 
 impl Sock {
@@ -163,6 +169,7 @@ impl Sock {
             pacing_needed: false,
             ecn_mode: EcnMode::None,
             ect1: false,
+            lsndtime: 0,
         }
     }
 
@@ -292,12 +299,18 @@ pub trait CongestionControl {
 #[serde(tag = "name", rename_all = "snake_case", deny_unknown_fields)]
 pub enum CcSpec {
     Reno,
+    Cubic(cubic::CubicParams),
+    Dctcp(dctcp::DctcpParams),
+    Prague(prague::PragueParams),
 }
 
 impl CcSpec {
     pub fn name(&self) -> &'static str {
         match self {
             CcSpec::Reno => "reno",
+            CcSpec::Cubic(_) => "cubic",
+            CcSpec::Dctcp(_) => "dctcp",
+            CcSpec::Prague(_) => "prague",
         }
     }
 }
@@ -305,12 +318,18 @@ impl CcSpec {
 /// Static dispatch over the controllers.
 pub enum AnyCc {
     Reno(reno::Reno),
+    Cubic(cubic::Cubic),
+    Dctcp(dctcp::Dctcp),
+    Prague(prague::Prague),
 }
 
 /// Build the controller for a flow. `rng` is the flow's private CC stream.
 pub fn build(spec: &CcSpec, _rng: Rng) -> AnyCc {
     match spec {
         CcSpec::Reno => AnyCc::Reno(reno::Reno::default()),
+        CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::new(p.clone())),
+        CcSpec::Dctcp(p) => AnyCc::Dctcp(dctcp::Dctcp::new(p.clone())),
+        CcSpec::Prague(p) => AnyCc::Prague(prague::Prague::new(p.clone())),
     }
 }
 
@@ -318,6 +337,9 @@ macro_rules! dispatch {
     ($self:ident, $c:ident => $e:expr) => {
         match $self {
             AnyCc::Reno($c) => $e,
+            AnyCc::Cubic($c) => $e,
+            AnyCc::Dctcp($c) => $e,
+            AnyCc::Prague($c) => $e,
         }
     };
 }

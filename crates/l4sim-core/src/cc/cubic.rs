@@ -1,0 +1,690 @@
+//! CUBIC with HyStart, following Linux `net/ipv4/tcp_cubic.c` (v2.3, the same logic in
+//! 5.10-5.15) and RFC 9438 for the model.
+//!
+//! Modelled as in Linux:
+//! - fixed-point cubic: time in 1/1024 s (`BICTCP_HZ` = 10 bit), `C = bic_scale*10/1024`,
+//!   `K = cbrt(cube_factor * (W_max - cwnd))` with `cube_factor = 2^40 / (bic_scale*10)`;
+//! - `epoch_start` and `last_time` in **jiffies** (`hz`, default 250 as in Ubuntu kernels):
+//!   the cubic target is recomputed at most once per jiffy and elapsed time is quantised
+//!   to jiffies; `delay_min` is converted with `usecs_to_jiffies` (rounding up);
+//! - `cnt` (ACKs per +1 cwnd) with the 20 cap before the first loss, the Reno-friendly
+//!   estimate (`beta_scale`) and the `max(cnt, 2)` floor; growth by `tcp_cong_avoid_ai`;
+//! - fast convergence, `ssthresh = max(cwnd*beta/1024, 2)`;
+//! - classic HyStart (ACK train + delay), not HyStart++;
+//! - full reset on entering Loss (RTO), epoch shift on `TxStart` after idle, Reno undo.
+//!
+//! Differences: the cube root is an exact integer cube root (Linux uses a table lookup plus
+//! one Newton step, ~0.2% average error).
+
+use serde::{Deserialize, Serialize};
+
+use super::{AckSample, CaEvent, CaState, CongestionControl, Sock};
+use crate::time::SEC;
+
+/// `BICTCP_BETA_SCALE`.
+const BETA_SCALE: u32 = 1024;
+/// `BICTCP_HZ`: the cubic clock ticks at 2^10 per second.
+const BICTCP_HZ: u32 = 10;
+const HYSTART_ACK_TRAIN: u32 = 0x1;
+const HYSTART_DELAY: u32 = 0x2;
+const HYSTART_MIN_SAMPLES: u32 = 8;
+const HYSTART_DELAY_MIN_US: u32 = 4000;
+const HYSTART_DELAY_MAX_US: u32 = 16000;
+/// `GSO_MAX_SIZE` (64 KB), used by `hystart_ack_delay`.
+const GSO_MAX_SIZE: u64 = 65536;
+
+/// Module parameters of `tcp_cubic` (all optional in a scenario).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CubicParams {
+    /// Multiplicative decrease, /1024.
+    pub beta: u32,
+    /// C = bic_scale * 10 / 1024 (41 gives 0.4).
+    pub bic_scale: u32,
+    pub fast_convergence: bool,
+    pub tcp_friendliness: bool,
+    /// Initial ssthresh when HyStart is off (0 = infinite).
+    pub initial_ssthresh: u32,
+    pub hystart: bool,
+    /// 1 = ACK train, 2 = delay, 3 = both.
+    pub hystart_detect: u32,
+    pub hystart_low_window: u32,
+    pub hystart_ack_delta_us: u32,
+    /// Kernel `CONFIG_HZ` (jiffies per second) used for the epoch clock.
+    pub hz: u32,
+    /// The socket is paced (`sk_pacing_status != SK_PACING_NONE`, i.e. the sender host runs
+    /// the `fq` qdisc). When false (Linux default without fq) HyStart's ACK-train threshold
+    /// is halved. A CC-requested pacing (`sk.pacing_needed`) also counts as paced.
+    pub paced: bool,
+}
+
+impl Default for CubicParams {
+    fn default() -> Self {
+        CubicParams {
+            beta: 717,
+            bic_scale: 41,
+            fast_convergence: true,
+            tcp_friendliness: true,
+            initial_ssthresh: 0,
+            hystart: true,
+            hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
+            hystart_low_window: 16,
+            hystart_ack_delta_us: 2000,
+            hz: 250,
+            paced: false,
+        }
+    }
+}
+
+/// Per-flow state (`struct bictcp`).
+#[derive(Clone, Debug)]
+pub struct Cubic {
+    p: CubicParams,
+    /// Precomputed at module load in Linux.
+    beta_scale: u32,
+    cube_rtt_scale: u64,
+    cube_factor: u64,
+
+    cnt: u32,
+    last_max_cwnd: u32,
+    last_cwnd: u32,
+    /// Jiffies of the last cubic recomputation.
+    last_time: u64,
+    bic_origin_point: u32,
+    /// Time to the origin point, in 1/1024 s.
+    bic_k: u32,
+    /// Minimum RTT seen, us (0 = none).
+    delay_min: u32,
+    /// Epoch start in jiffies; `None` is Linux's `epoch_start == 0`.
+    epoch_start: Option<u64>,
+    ack_cnt: u32,
+    tcp_cwnd: u32,
+    // HyStart
+    sample_cnt: u32,
+    found: bool,
+    round_start: u64,
+    end_seq: u32,
+    last_ack: u64,
+    curr_rtt: u32,
+}
+
+impl Cubic {
+    pub fn new(p: CubicParams) -> Cubic {
+        let beta = p.beta.min(BETA_SCALE - 1);
+        let beta_scale = 8 * (BETA_SCALE + beta) / 3 / (BETA_SCALE - beta);
+        let bic_scale = p.bic_scale.max(1) as u64;
+        let cube_rtt_scale = bic_scale * 10;
+        let cube_factor = (1u64 << (10 + 3 * BICTCP_HZ)) / (bic_scale * 10);
+        Cubic {
+            p,
+            beta_scale,
+            cube_rtt_scale,
+            cube_factor,
+            cnt: 0,
+            last_max_cwnd: 0,
+            last_cwnd: 0,
+            last_time: 0,
+            bic_origin_point: 0,
+            bic_k: 0,
+            delay_min: 0,
+            epoch_start: None,
+            ack_cnt: 0,
+            tcp_cwnd: 0,
+            sample_cnt: 0,
+            found: false,
+            round_start: 0,
+            end_seq: 0,
+            last_ack: 0,
+            curr_rtt: u32::MAX,
+        }
+    }
+
+    /// `tcp_jiffies32` for the simulated time.
+    fn jiffies(&self, now_ns: u64) -> u64 {
+        (now_ns as u128 * self.p.hz as u128 / SEC as u128) as u64
+    }
+
+    /// `usecs_to_jiffies` (rounds up).
+    fn usecs_to_jiffies(&self, us: u32) -> u64 {
+        (us as u64 * self.p.hz as u64).div_ceil(1_000_000)
+    }
+
+    /// `bictcp_reset`.
+    fn reset(&mut self) {
+        self.cnt = 0;
+        self.last_max_cwnd = 0;
+        self.last_cwnd = 0;
+        self.last_time = 0;
+        self.bic_origin_point = 0;
+        self.bic_k = 0;
+        self.delay_min = 0;
+        self.epoch_start = None;
+        self.ack_cnt = 0;
+        self.tcp_cwnd = 0;
+        self.found = false;
+    }
+
+    /// `bictcp_hystart_reset`: start a new HyStart round.
+    fn hystart_reset(&mut self, sk: &Sock) {
+        self.round_start = sk.now / 1000;
+        self.last_ack = self.round_start;
+        self.end_seq = sk.snd_nxt;
+        self.curr_rtt = u32::MAX;
+        self.sample_cnt = 0;
+    }
+
+    /// W_max (`last_max_cwnd`), for tests and observation.
+    pub fn w_max(&self) -> u32 {
+        self.last_max_cwnd
+    }
+    /// K in seconds.
+    pub fn k_secs(&self) -> f64 {
+        self.bic_k as f64 / 1024.0
+    }
+
+    /// `bictcp_update`: compute `cnt` for the current cwnd.
+    fn update(&mut self, sk: &Sock, cwnd: u32, acked: u32) {
+        let now = self.jiffies(sk.now);
+        self.ack_cnt = self.ack_cnt.wrapping_add(acked);
+
+        if self.last_cwnd == cwnd && now.saturating_sub(self.last_time) <= (self.p.hz / 32) as u64 {
+            return;
+        }
+
+        // The cubic part is recomputed at most once per jiffy; a reduction clears the
+        // epoch, which forces a recomputation.
+        let recompute = !(self.epoch_start.is_some() && now == self.last_time);
+        if recompute {
+            self.last_cwnd = cwnd;
+            self.last_time = now;
+
+            if self.epoch_start.is_none() {
+                self.epoch_start = Some(now);
+                self.ack_cnt = acked;
+                self.tcp_cwnd = cwnd;
+                if self.last_max_cwnd <= cwnd {
+                    self.bic_k = 0;
+                    self.bic_origin_point = cwnd;
+                } else {
+                    let a = self.cube_factor as u128 * (self.last_max_cwnd - cwnd) as u128;
+                    self.bic_k = icbrt(a.min(u64::MAX as u128) as u64);
+                    self.bic_origin_point = self.last_max_cwnd;
+                }
+            }
+            let epoch = self.epoch_start.unwrap_or(now);
+            // t in 1/1024 s: elapsed jiffies plus delay_min, then HZ -> BICTCP_HZ.
+            let mut t = now.saturating_sub(epoch) + self.usecs_to_jiffies(self.delay_min);
+            t = (t << BICTCP_HZ) / self.p.hz as u64;
+            let k = self.bic_k as u64;
+            let offs = t.abs_diff(k) as u128;
+            let delta =
+                ((self.cube_rtt_scale as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ)) as u64;
+            let origin = self.bic_origin_point as u64;
+            let bic_target = if t < k {
+                origin.saturating_sub(delta)
+            } else {
+                origin + delta
+            };
+            let cwnd64 = cwnd as u64;
+            self.cnt = if bic_target > cwnd64 {
+                (cwnd64 / (bic_target - cwnd64)) as u32
+            } else {
+                100u32.saturating_mul(cwnd)
+            };
+            // Before the first loss grow at least 5% per RTT.
+            if self.last_max_cwnd == 0 && self.cnt > 20 {
+                self.cnt = 20;
+            }
+        }
+
+        if self.p.tcp_friendliness {
+            // Reno estimate: +1 per cwnd*beta_scale/8 ACKed segments, i.e. 3(1-b)/(1+b)
+            // segments per RTT.
+            let delta = (cwnd * self.beta_scale) >> 3;
+            if delta > 0 {
+                while self.ack_cnt > delta {
+                    self.ack_cnt -= delta;
+                    self.tcp_cwnd += 1;
+                }
+            }
+            if self.tcp_cwnd > cwnd {
+                let max_cnt = cwnd / (self.tcp_cwnd - cwnd);
+                if self.cnt > max_cnt {
+                    self.cnt = max_cnt;
+                }
+            }
+        }
+        // At most +1 per 2 ACKed segments (1.5x per RTT).
+        self.cnt = self.cnt.max(2);
+    }
+
+    /// `hystart_ack_delay`: TSO/GRO cushion, at most 1 ms.
+    fn hystart_ack_delay(sk: &Sock) -> u32 {
+        if sk.pacing_rate == 0 {
+            return 0;
+        }
+        (GSO_MAX_SIZE * 4 * 1_000_000 / sk.pacing_rate).min(1000) as u32
+    }
+
+    /// `hystart_update`, with `delay` in us.
+    fn hystart_update(&mut self, sk: &mut Sock, delay: u32) {
+        if self.p.hystart_detect & HYSTART_ACK_TRAIN != 0 {
+            let now = sk.now / 1000;
+            if now.saturating_sub(self.last_ack) <= self.p.hystart_ack_delta_us as u64 {
+                self.last_ack = now;
+                let mut threshold = self.delay_min + Self::hystart_ack_delay(sk);
+                // Unpaced: packets are not spread, so the train is half as long.
+                if !(self.p.paced || sk.pacing_needed) {
+                    threshold >>= 1;
+                }
+                if now.saturating_sub(self.round_start) > threshold as u64 {
+                    self.found = true;
+                    sk.snd_ssthresh = sk.snd_cwnd;
+                }
+            }
+        }
+        if self.p.hystart_detect & HYSTART_DELAY != 0 {
+            if self.curr_rtt > delay {
+                self.curr_rtt = delay;
+            }
+            if self.sample_cnt < HYSTART_MIN_SAMPLES {
+                self.sample_cnt += 1;
+            } else {
+                let thresh =
+                    (self.delay_min >> 3).clamp(HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US);
+                if self.curr_rtt > self.delay_min + thresh {
+                    self.found = true;
+                    sk.snd_ssthresh = sk.snd_cwnd;
+                }
+            }
+        }
+    }
+}
+
+impl Default for Cubic {
+    fn default() -> Self {
+        Cubic::new(CubicParams::default())
+    }
+}
+
+/// Floor of the cube root.
+fn icbrt(a: u64) -> u32 {
+    if a == 0 {
+        return 0;
+    }
+    let mut x = (a as f64).cbrt().round() as u64;
+    while x > 0 && (x as u128).pow(3) > a as u128 {
+        x -= 1;
+    }
+    while ((x + 1) as u128).pow(3) <= a as u128 {
+        x += 1;
+    }
+    x as u32
+}
+
+impl CongestionControl for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    /// `bictcp_init`.
+    fn init(&mut self, sk: &mut Sock) {
+        self.reset();
+        if self.p.hystart {
+            self.hystart_reset(sk);
+        }
+        if !self.p.hystart && self.p.initial_ssthresh != 0 {
+            sk.snd_ssthresh = self.p.initial_ssthresh;
+        }
+    }
+
+    /// `bictcp_recalc_ssthresh`: end the epoch, update W_max (fast convergence).
+    fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
+        self.epoch_start = None;
+        if sk.snd_cwnd < self.last_max_cwnd && self.p.fast_convergence {
+            self.last_max_cwnd = ((sk.snd_cwnd as u64 * (BETA_SCALE + self.p.beta) as u64)
+                / (2 * BETA_SCALE) as u64) as u32;
+        } else {
+            self.last_max_cwnd = sk.snd_cwnd;
+        }
+        ((sk.snd_cwnd as u64 * self.p.beta as u64 / BETA_SCALE as u64) as u32).max(2)
+    }
+
+    /// `bictcp_cong_avoid`.
+    fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
+        if !sk.cwnd_limited() {
+            return;
+        }
+        let mut acked = acked;
+        if sk.in_slow_start() {
+            if self.p.hystart && (ack.wrapping_sub(self.end_seq) as i32) > 0 {
+                self.hystart_reset(sk);
+            }
+            acked = sk.slow_start(acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let cwnd = sk.snd_cwnd;
+        self.update(sk, cwnd, acked);
+        sk.cong_avoid_ai(self.cnt, acked);
+    }
+
+    /// `bictcp_state`: an RTO resets everything, W_max included.
+    fn set_state(&mut self, sk: &mut Sock, new: CaState) {
+        if new == CaState::Loss {
+            self.reset();
+            self.hystart_reset(sk);
+        }
+    }
+
+    fn cwnd_event(&mut self, sk: &mut Sock, ev: CaEvent) {
+        match ev {
+            // After idle, shift the epoch so the cubic curve continues where it stopped.
+            CaEvent::TxStart => {
+                let now = self.jiffies(sk.now);
+                let last_send = self.jiffies(sk.lsndtime);
+                if let Some(epoch) = self.epoch_start {
+                    if now > last_send {
+                        self.epoch_start = Some((epoch + (now - last_send)).min(now));
+                    }
+                }
+            }
+            // Linux resets in `set_state(Loss)`; the RTO event arrives in the same
+            // `tcp_enter_loss`, so resetting here too is idempotent and keeps the model
+            // right whichever of the two the sender reports first.
+            CaEvent::Loss => {
+                self.reset();
+                self.hystart_reset(sk);
+            }
+            _ => {}
+        }
+    }
+
+    /// `bictcp_acked`: track delay_min and run HyStart.
+    fn pkts_acked(&mut self, sk: &mut Sock, sample: &AckSample) {
+        if sample.rtt < 0 {
+            return;
+        }
+        // Discard delay samples in the first second of an epoch (right after recovery).
+        if let Some(epoch) = self.epoch_start {
+            if self.jiffies(sk.now).saturating_sub(epoch) < self.p.hz as u64 {
+                return;
+            }
+        }
+        let delay = ((sample.rtt / 1000) as u32).max(1);
+        if self.delay_min == 0 || self.delay_min > delay {
+            self.delay_min = delay;
+        }
+        if !self.found
+            && sk.in_slow_start()
+            && self.p.hystart
+            && sk.snd_cwnd >= self.p.hystart_low_window
+        {
+            self.hystart_update(sk, delay);
+        }
+    }
+
+    fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("w_max", self.last_max_cwnd as f64));
+        out.push(("k", self.k_secs()));
+        out.push(("cnt", self.cnt as f64));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MS;
+
+    fn ca_sock(cwnd: u32) -> Sock {
+        let mut sk = Sock::new(1448);
+        sk.is_cwnd_limited = true;
+        sk.snd_cwnd = cwnd;
+        sk.snd_ssthresh = cwnd;
+        sk
+    }
+
+    fn feed_rtt(c: &mut Cubic, sk: &mut Sock, rtt: u64) {
+        let s = AckSample {
+            pkts_acked: 1,
+            rtt: rtt as i64,
+            in_flight: 0,
+        };
+        c.pkts_acked(sk, &s);
+    }
+
+    /// Deliver one RTT's worth of ACKs (one per segment), spread evenly over the RTT.
+    fn one_rtt(c: &mut Cubic, sk: &mut Sock, rtt: u64) {
+        let n = sk.snd_cwnd as u64;
+        let t0 = sk.now;
+        for i in 0..n {
+            sk.now = t0 + i * rtt / n;
+            sk.snd_una = sk.snd_una.wrapping_add(1);
+            let una = sk.snd_una;
+            c.cong_avoid(sk, una, 1);
+        }
+        sk.now = t0 + rtt;
+    }
+
+    #[test]
+    fn k_matches_cube_root_of_wmax_times_one_minus_beta_over_c() {
+        let mut c = Cubic::default();
+        let mut sk = ca_sock(1000);
+        sk.now = 10 * SEC;
+        let ss = c.ssthresh(&mut sk);
+        assert_eq!(ss, 700);
+        sk.snd_cwnd = ss;
+        sk.snd_ssthresh = ss;
+        c.cong_avoid(&mut sk, 1, 1);
+        let c_const: f64 = 41.0 * 10.0 / 1024.0;
+        let expect = (1000.0 * (1.0 - 717.0 / 1024.0) / c_const).cbrt();
+        assert!(
+            (c.k_secs() - expect).abs() < 0.01,
+            "K {} vs {}",
+            c.k_secs(),
+            expect
+        );
+    }
+
+    #[test]
+    fn window_follows_cubic_function_after_loss() {
+        let rtt = 100 * MS;
+        let mut c = Cubic::default();
+        let mut sk = ca_sock(1000);
+        c.init(&mut sk);
+        sk.now = 5 * SEC;
+        feed_rtt(&mut c, &mut sk, rtt);
+        let ss = c.ssthresh(&mut sk);
+        sk.snd_cwnd = ss;
+        sk.snd_ssthresh = ss;
+        let epoch = sk.now;
+        let c_const: f64 = 0.4;
+        let beta = 717.0 / 1024.0;
+        let k = (1000.0 * (1.0 - beta) / c_const).cbrt();
+        for _ in 0..150 {
+            one_rtt(&mut c, &mut sk, rtt);
+            // The window reached at t tracks W(t) (Linux aims one min RTT ahead, so the
+            // curve is evaluated at t, the lag and lead roughly cancelling).
+            let t = (sk.now - epoch) as f64 / 1e9;
+            let w = c_const * (t - k).powi(3) + 1000.0;
+            let err = (sk.snd_cwnd as f64 - w).abs();
+            assert!(
+                err <= 0.01 * w + 2.0,
+                "t={t:.2} cwnd {} vs W(t) {w:.1}",
+                sk.snd_cwnd
+            );
+        }
+    }
+
+    #[test]
+    fn fast_convergence_lowers_wmax_when_cwnd_below_last_wmax() {
+        let mut c = Cubic::default();
+        let mut sk = ca_sock(1000);
+        c.ssthresh(&mut sk);
+        assert_eq!(c.w_max(), 1000);
+        sk.snd_cwnd = 800;
+        c.ssthresh(&mut sk);
+        assert_eq!(c.w_max(), 800 * (1024 + 717) / 2048);
+        let mut c2 = Cubic::new(CubicParams {
+            fast_convergence: false,
+            ..Default::default()
+        });
+        sk.snd_cwnd = 1000;
+        c2.ssthresh(&mut sk);
+        sk.snd_cwnd = 800;
+        c2.ssthresh(&mut sk);
+        assert_eq!(c2.w_max(), 800);
+    }
+
+    #[test]
+    fn reno_friendly_region_grows_about_half_a_segment_per_rtt() {
+        // With a tiny C the cubic curve is flat, so the Reno estimate drives growth at
+        // 3(1-b)/(1+b) ~ 0.53 segments per RTT.
+        let rtt = 10 * MS;
+        let mut c = Cubic::new(CubicParams {
+            bic_scale: 1,
+            ..Default::default()
+        });
+        let mut sk = ca_sock(100);
+        sk.now = 5 * SEC;
+        feed_rtt(&mut c, &mut sk, rtt);
+        let ss = c.ssthresh(&mut sk);
+        sk.snd_cwnd = ss;
+        sk.snd_ssthresh = ss;
+        let start = sk.snd_cwnd;
+        for _ in 0..200 {
+            one_rtt(&mut c, &mut sk, rtt);
+        }
+        let per_rtt = (sk.snd_cwnd - start) as f64 / 200.0;
+        assert!((0.45..0.62).contains(&per_rtt), "growth {per_rtt} per RTT");
+    }
+
+    #[test]
+    fn hystart_delay_detection_sets_ssthresh_when_rtt_rises_by_the_clamp() {
+        let mut c = Cubic::new(CubicParams {
+            hystart_detect: HYSTART_DELAY,
+            ..Default::default()
+        });
+        let mut sk = Sock::new(1448);
+        sk.snd_cwnd = 32;
+        c.init(&mut sk);
+        // Base RTT 20 ms: threshold clamp(20/8 = 2.5 ms) = 4 ms.
+        for _ in 0..9 {
+            feed_rtt(&mut c, &mut sk, 20 * MS);
+        }
+        assert!(!c.found);
+        // New round whose RTTs are 3.9 ms higher: not enough.
+        c.hystart_reset(&sk);
+        for _ in 0..9 {
+            feed_rtt(&mut c, &mut sk, 23_900_000);
+        }
+        assert!(!c.found);
+        assert_eq!(sk.snd_ssthresh, crate::cc::INFINITE_SSTHRESH);
+        // 4.1 ms higher: exit slow start at the current cwnd.
+        c.hystart_reset(&sk);
+        for _ in 0..9 {
+            feed_rtt(&mut c, &mut sk, 24_100_000);
+        }
+        assert!(c.found);
+        assert_eq!(sk.snd_ssthresh, 32);
+    }
+
+    #[test]
+    fn hystart_ack_train_exits_when_train_exceeds_half_min_rtt_unpaced() {
+        let mut c = Cubic::new(CubicParams {
+            hystart_detect: HYSTART_ACK_TRAIN,
+            ..Default::default()
+        });
+        let mut sk = Sock::new(1448);
+        sk.snd_cwnd = 64;
+        sk.now = 1000 * MS;
+        c.init(&mut sk);
+        // ACKs 1 ms apart, min RTT 10 ms, unpaced: threshold 5 ms.
+        for i in 0..5 {
+            sk.now = 1000 * MS + i * MS;
+            feed_rtt(&mut c, &mut sk, 10 * MS);
+        }
+        assert!(!c.found, "5 ms train must not trigger (needs > 5 ms)");
+        sk.now = 1000 * MS + 6 * MS;
+        feed_rtt(&mut c, &mut sk, 10 * MS);
+        assert!(c.found);
+        assert_eq!(sk.snd_ssthresh, 64);
+
+        // Paced: the threshold is the full min RTT.
+        let mut c = Cubic::new(CubicParams {
+            hystart_detect: HYSTART_ACK_TRAIN,
+            paced: true,
+            ..Default::default()
+        });
+        let mut sk = Sock::new(1448);
+        sk.snd_cwnd = 64;
+        sk.now = 1000 * MS;
+        c.init(&mut sk);
+        for i in 0..8 {
+            sk.now = 1000 * MS + i * MS;
+            feed_rtt(&mut c, &mut sk, 10 * MS);
+        }
+        assert!(!c.found);
+    }
+
+    #[test]
+    fn hystart_ack_train_ignores_spaced_acks() {
+        let mut c = Cubic::new(CubicParams {
+            hystart_detect: HYSTART_ACK_TRAIN,
+            ..Default::default()
+        });
+        let mut sk = Sock::new(1448);
+        sk.snd_cwnd = 64;
+        sk.now = 1000 * MS;
+        c.init(&mut sk);
+        for i in 0..10 {
+            sk.now = 1000 * MS + i * 3 * MS;
+            feed_rtt(&mut c, &mut sk, 10 * MS);
+        }
+        assert!(!c.found);
+    }
+
+    #[test]
+    fn cnt_capped_at_twenty_before_first_loss_and_floored_at_two() {
+        let mut c = Cubic::new(CubicParams {
+            tcp_friendliness: false,
+            ..Default::default()
+        });
+        let mut sk = ca_sock(100);
+        sk.now = SEC;
+        c.cong_avoid(&mut sk, 1, 1);
+        assert_eq!(c.cnt, 20);
+        // Ten seconds into an epoch the cubic target is ~400 segments above cwnd: cnt
+        // would be 0, the floor keeps it at 2 (at most 1.5x per RTT).
+        let mut c = Cubic::default();
+        let mut sk = ca_sock(101);
+        c.ssthresh(&mut sk);
+        sk.snd_cwnd = 100;
+        sk.snd_ssthresh = 100;
+        sk.now = SEC;
+        c.cong_avoid(&mut sk, 1, 1);
+        assert!(c.cnt > 2);
+        sk.now = 11 * SEC;
+        c.cong_avoid(&mut sk, 1, 1);
+        assert_eq!(c.cnt, 2);
+    }
+
+    #[test]
+    fn rto_resets_wmax_and_idle_shifts_epoch() {
+        let mut c = Cubic::default();
+        let mut sk = ca_sock(100);
+        sk.now = SEC;
+        c.ssthresh(&mut sk);
+        c.set_state(&mut sk, CaState::Loss);
+        assert_eq!(c.w_max(), 0);
+        sk.snd_cwnd = 70;
+        sk.snd_ssthresh = 70;
+        c.cong_avoid(&mut sk, 1, 1);
+        let e0 = c.epoch_start.unwrap();
+        sk.lsndtime = 2 * SEC;
+        sk.now = 3 * SEC;
+        c.cwnd_event(&mut sk, CaEvent::TxStart);
+        assert_eq!(c.epoch_start.unwrap(), e0 + 250);
+    }
+}
