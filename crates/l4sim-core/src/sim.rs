@@ -73,7 +73,7 @@ impl World {
         for (fi, f) in sc.flows.iter().enumerate() {
             let (snd, rcv) = built.hosts[fi];
             let mut ids = Vec::new();
-            let rcv_cc_spec = f.receiver.cc.clone().unwrap_or(CcSpec::Reno);
+            let rcv_cc_spec = f.receiver.cc.clone().unwrap_or_else(|| CcSpec::Cubic(Default::default()));
             for _ in 0..f.streams {
                 let id = streams.len() as u32;
                 let mut hrng = Rng::new(sc.seed, stream::TCP + 2 * id as u64);

@@ -326,7 +326,7 @@ pub enum AnyCc {
 /// Build the controller for a flow. `rng` is the flow's private CC stream.
 pub fn build(spec: &CcSpec, _rng: Rng) -> AnyCc {
     match spec {
-        CcSpec::Reno => AnyCc::Reno(reno::Reno::default()),
+        CcSpec::Reno => AnyCc::Reno(reno::Reno),
         CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::new(p.clone())),
         CcSpec::Dctcp(p) => AnyCc::Dctcp(dctcp::Dctcp::new(p.clone())),
         CcSpec::Prague(p) => AnyCc::Prague(prague::Prague::new(p.clone())),
