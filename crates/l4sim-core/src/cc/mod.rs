@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
 
+pub mod bbr1;
+pub mod bbr2;
 pub mod reno;
 
 /// Linux `TCP_INFINITE_SSTHRESH`.
@@ -292,12 +294,18 @@ pub trait CongestionControl {
 #[serde(tag = "name", rename_all = "snake_case", deny_unknown_fields)]
 pub enum CcSpec {
     Reno,
+    /// BBR v1 (mainline tcp_bbr.c).
+    Bbr(bbr1::Bbr1Params),
+    /// BBR v2 (google/bbr v2alpha tcp_bbr2.c, or the L4STeam variant).
+    Bbr2(bbr2::Bbr2Params),
 }
 
 impl CcSpec {
     pub fn name(&self) -> &'static str {
         match self {
             CcSpec::Reno => "reno",
+            CcSpec::Bbr(_) => "bbr",
+            CcSpec::Bbr2(_) => "bbr2",
         }
     }
 }
@@ -305,12 +313,16 @@ impl CcSpec {
 /// Static dispatch over the controllers.
 pub enum AnyCc {
     Reno(reno::Reno),
+    Bbr(bbr1::Bbr1),
+    Bbr2(bbr2::Bbr2),
 }
 
 /// Build the controller for a flow. `rng` is the flow's private CC stream.
 pub fn build(spec: &CcSpec, _rng: Rng) -> AnyCc {
     match spec {
         CcSpec::Reno => AnyCc::Reno(reno::Reno::default()),
+        CcSpec::Bbr(p) => AnyCc::Bbr(bbr1::Bbr1::new(p.clone(), _rng)),
+        CcSpec::Bbr2(p) => AnyCc::Bbr2(bbr2::Bbr2::new(p.clone(), _rng)),
     }
 }
 
@@ -318,6 +330,8 @@ macro_rules! dispatch {
     ($self:ident, $c:ident => $e:expr) => {
         match $self {
             AnyCc::Reno($c) => $e,
+            AnyCc::Bbr($c) => $e,
+            AnyCc::Bbr2($c) => $e,
         }
     };
 }
