@@ -373,8 +373,8 @@ impl Bbr1 {
         if self.p.extra_acked_gain == 0 || !self.full_bw_reached {
             return 0;
         }
-        let max_aggr = (self.bw() as u128 * self.p.extra_acked_max_us as u128 / BW_UNIT as u128)
-            as u64;
+        let max_aggr =
+            (self.bw() as u128 * self.p.extra_acked_max_us as u128 / BW_UNIT as u128) as u64;
         let aggr = (self.p.extra_acked_gain as u64 * self.extra_acked() as u64) >> BBR_SCALE;
         aggr.min(max_aggr) as u32
     }
@@ -440,7 +440,8 @@ impl Bbr1 {
         let inflight = self.packets_in_net_at_edt(sk, rs.prior_in_flight);
         if self.pacing_gain > BBR_UNIT {
             return is_full_length
-                && (rs.losses > 0 || inflight >= self.inflight(sk, self.max_bw(), self.pacing_gain));
+                && (rs.losses > 0
+                    || inflight >= self.inflight(sk, self.max_bw(), self.pacing_gain));
         }
         is_full_length || inflight <= self.inflight(sk, self.max_bw(), BBR_UNIT)
     }
@@ -600,9 +601,7 @@ impl Bbr1 {
         }
         let epoch_us = us_delta(sk.delivered_mstamp, self.ack_epoch_mstamp).max(0) as u64;
         let mut expected = (self.bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u32;
-        if self.ack_epoch_acked <= expected
-            || self.ack_epoch_acked + rs.acked_sacked >= (1 << 20)
-        {
+        if self.ack_epoch_acked <= expected || self.ack_epoch_acked + rs.acked_sacked >= (1 << 20) {
             self.ack_epoch_acked = 0;
             self.ack_epoch_mstamp = sk.delivered_mstamp;
             expected = 0;
@@ -673,10 +672,8 @@ impl Bbr1 {
             // Ignore low-rate samples during PROBE_RTT.
             let v = sk.delivered + sk.packets_in_flight() as u64;
             sk.app_limited = if v > 0 { v } else { 1 };
-            if self.probe_rtt_done_stamp == 0 && sk.packets_in_flight() <= self.p.cwnd_min_target
-            {
-                self.probe_rtt_done_stamp =
-                    sk.now + self.p.probe_rtt_mode_ms as u64 * 1_000_000;
+            if self.probe_rtt_done_stamp == 0 && sk.packets_in_flight() <= self.p.cwnd_min_target {
+                self.probe_rtt_done_stamp = sk.now + self.p.probe_rtt_mode_ms as u64 * 1_000_000;
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = sk.delivered;
             } else if self.probe_rtt_done_stamp != 0 {
@@ -838,4 +835,434 @@ impl CongestionControl for Bbr1 {
 /// Bandwidth (pkts/us << 24) as Mbit/s of `mss`-byte segments (payload rate).
 pub(crate) fn bw_to_mbps(bw: u64, mss: u32) -> f64 {
     bw as f64 / BW_UNIT as f64 * 1e6 * mss as f64 * 8.0 / 1e6
+}
+
+/// A tiny event-driven path for tests: one bottleneck of fixed rate (FIFO, unlimited buffer),
+/// fixed base RTT, optional CE marking above a queue-delay threshold, and a sender that
+/// follows cwnd and the pacing rate and produces `tcp_rate.c`-style rate samples.
+#[cfg(test)]
+pub(crate) mod testpath {
+    use std::collections::VecDeque;
+
+    use crate::cc::{AckSample, CongestionControl, RateSample, Sock};
+    use crate::time::{SimTime, MS, SEC};
+
+    #[derive(Clone, Copy, Debug)]
+    struct Pkt {
+        sent: SimTime,
+        ack_at: SimTime,
+        ce: bool,
+        delivered: u64,
+        delivered_ce: u64,
+        delivered_mstamp: SimTime,
+        first_tx_mstamp: SimTime,
+        is_app_limited: bool,
+        tx_in_flight: u32,
+    }
+
+    pub struct Path {
+        pub sk: Sock,
+        /// Bottleneck service time per packet, ns.
+        pub pkt_time: u64,
+        pub base_rtt: u64,
+        /// Mark CE when the queueing delay seen at enqueue exceeds this (ns); None = no ECN.
+        pub ce_thresh: Option<u64>,
+        last_departure: SimTime,
+        last_send: SimTime,
+        first_tx_mstamp: SimTime,
+        flight: VecDeque<Pkt>,
+        pub acks: u64,
+    }
+
+    impl Path {
+        /// `mbps` bottleneck, `rtt_ms` base RTT, 1448-byte segments.
+        pub fn new(mbps: f64, rtt_ms: u64) -> Path {
+            let sk = Sock::new(1448);
+            let pkt_time = (1514.0 * 8.0 / (mbps * 1e6) * 1e9) as u64;
+            Path {
+                sk,
+                pkt_time,
+                base_rtt: rtt_ms * MS,
+                ce_thresh: None,
+                last_departure: 0,
+                last_send: 0,
+                first_tx_mstamp: 0,
+                flight: VecDeque::new(),
+                acks: 0,
+            }
+        }
+
+        /// Bottleneck rate in packets per second.
+        pub fn pps(&self) -> f64 {
+            SEC as f64 / self.pkt_time as f64
+        }
+        pub fn bdp_pkts(&self) -> f64 {
+            self.pps() * self.base_rtt as f64 / SEC as f64
+        }
+
+        fn send(&mut self, now: SimTime) {
+            let sk = &mut self.sk;
+            if sk.packets_out == 0 {
+                self.first_tx_mstamp = now;
+                sk.delivered_mstamp = now;
+            }
+            let start = now.max(self.last_departure);
+            let qdelay = start - now;
+            let departure = start + self.pkt_time;
+            self.last_departure = departure;
+            let ce = matches!(self.ce_thresh, Some(k) if qdelay > k);
+            sk.packets_out += 1;
+            sk.snd_nxt += 1;
+            self.flight.push_back(Pkt {
+                sent: now,
+                ack_at: departure + self.base_rtt,
+                ce,
+                delivered: sk.delivered,
+                delivered_ce: sk.delivered_ce,
+                delivered_mstamp: sk.delivered_mstamp,
+                first_tx_mstamp: self.first_tx_mstamp,
+                is_app_limited: sk.app_limited != 0,
+                tx_in_flight: sk.packets_out,
+            });
+            self.last_send = now;
+        }
+
+        fn ack(&mut self, cc: &mut dyn CongestionControl, p: Pkt) {
+            let now = p.ack_at;
+            let sk = &mut self.sk;
+            sk.now = now;
+            let prior_in_flight = sk.packets_in_flight();
+            sk.packets_out -= 1;
+            sk.snd_una += 1;
+            sk.delivered += 1;
+            if p.ce {
+                sk.delivered_ce += 1;
+            }
+            sk.delivered_mstamp = now;
+            self.first_tx_mstamp = self.first_tx_mstamp.max(p.sent);
+            let rtt = now - p.sent;
+            sk.min_rtt = sk.min_rtt.min(rtt);
+            sk.srtt = if sk.srtt == 0 {
+                rtt
+            } else {
+                (7 * sk.srtt + rtt) / 8
+            };
+            if sk.app_limited != 0 && sk.delivered > sk.app_limited {
+                sk.app_limited = 0;
+            }
+            let snd_int = p.sent as i64 - p.first_tx_mstamp as i64;
+            let ack_int = now as i64 - p.delivered_mstamp as i64;
+            let mut interval = snd_int.max(ack_int);
+            if interval < sk.min_rtt as i64 {
+                interval = -1;
+            }
+            let rs = RateSample {
+                prior_mstamp: p.delivered_mstamp,
+                prior_delivered: p.delivered,
+                prior_delivered_ce: p.delivered_ce,
+                delivered: (sk.delivered - p.delivered) as i64,
+                delivered_ce: (sk.delivered_ce - p.delivered_ce) as i64,
+                interval,
+                snd_interval: snd_int,
+                rcv_interval: ack_int,
+                rtt: rtt as i64,
+                losses: 0,
+                acked_sacked: 1,
+                prior_in_flight,
+                is_app_limited: p.is_app_limited,
+                ece_delta: p.ce as u32,
+                tx_in_flight: p.tx_in_flight,
+                lost: 0,
+                ..Default::default()
+            };
+            self.acks += 1;
+            cc.pkts_acked(
+                sk,
+                &AckSample {
+                    pkts_acked: 1,
+                    rtt: rtt as i64,
+                    in_flight: prior_in_flight,
+                },
+            );
+            cc.in_ack_event(sk, p.ce);
+            cc.cong_control(sk, &rs);
+        }
+
+        /// Run until `until`, calling `probe` after every ACK.
+        pub fn run(
+            &mut self,
+            cc: &mut dyn CongestionControl,
+            until: SimTime,
+            probe: &mut dyn FnMut(&Sock, &dyn CongestionControl),
+        ) {
+            loop {
+                let can_send = self.sk.packets_in_flight() < self.sk.snd_cwnd;
+                self.sk.is_cwnd_limited = !can_send;
+                let next_send = if can_send {
+                    let gap = if self.sk.pacing_rate > 0 {
+                        (self.sk.mss as u128 * SEC as u128 / self.sk.pacing_rate as u128) as u64
+                    } else {
+                        0
+                    };
+                    Some((self.last_send + gap).max(self.sk.now))
+                } else {
+                    None
+                };
+                let next_ack = self.flight.front().map(|p| p.ack_at);
+                let t = match (next_send, next_ack) {
+                    (Some(s), Some(a)) if s < a => s,
+                    (_, Some(a)) => a,
+                    (Some(s), None) => s,
+                    (None, None) => break,
+                };
+                if t > until {
+                    break;
+                }
+                if Some(t) == next_ack && next_send.is_none_or(|s| s >= t) {
+                    let p = self.flight.pop_front().unwrap();
+                    self.ack(cc, p);
+                    probe(&self.sk, cc);
+                } else {
+                    self.sk.now = t;
+                    self.send(t);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testpath::Path;
+    use super::*;
+    use crate::cc::{CcSpec, CongestionControl};
+    use crate::time::{MS, SEC};
+
+    fn bbr(seed: u64) -> Bbr1 {
+        Bbr1::new(
+            Bbr1Params::default(),
+            Rng::new(seed, crate::rng::stream::CC),
+        )
+    }
+
+    /// One hand-made round: `n` packets delivered over `interval_us`, ending the round.
+    fn round(b: &mut Bbr1, sk: &mut Sock, n: u64, interval_us: i64) {
+        let prior = sk.delivered;
+        sk.delivered += n;
+        sk.now += interval_us as u64 * 1000;
+        sk.delivered_mstamp = sk.now;
+        let rs = RateSample {
+            prior_delivered: prior,
+            delivered: n as i64,
+            interval: interval_us * 1000,
+            rtt: 20_000_000,
+            acked_sacked: n as u32,
+            prior_in_flight: sk.packets_out,
+            ..Default::default()
+        };
+        b.cong_control(sk, &rs);
+    }
+
+    #[test]
+    fn startup_exits_after_three_rounds_without_25pct_bw_growth() {
+        let mut b = bbr(1);
+        let mut sk = Sock::new(1448);
+        sk.packets_out = 1000; // keep DRAIN from ending at once
+        b.init(&mut sk);
+        // Growing rounds: bw doubles each round.
+        for n in [10, 20, 40, 80] {
+            round(&mut b, &mut sk, n, 20_000);
+            assert_eq!(b.mode(), BbrMode::Startup);
+        }
+        // Plateau: +10% per round is below the 25% threshold.
+        round(&mut b, &mut sk, 88, 20_000);
+        assert_eq!(b.mode(), BbrMode::Startup);
+        round(&mut b, &mut sk, 96, 20_000);
+        assert_eq!(b.mode(), BbrMode::Startup);
+        round(&mut b, &mut sk, 99, 20_000);
+        assert!(b.full_bw_reached());
+        assert_eq!(b.mode(), BbrMode::Drain);
+        // DRAIN sets ssthresh to the BDP-based inflight.
+        assert!(sk.snd_ssthresh < 200, "{}", sk.snd_ssthresh);
+    }
+
+    #[test]
+    fn startup_growth_of_25pct_restarts_the_plateau_count() {
+        let mut b = bbr(1);
+        let mut sk = Sock::new(1448);
+        sk.packets_out = 1000;
+        b.init(&mut sk);
+        round(&mut b, &mut sk, 100, 20_000);
+        round(&mut b, &mut sk, 100, 20_000);
+        round(&mut b, &mut sk, 100, 20_000);
+        round(&mut b, &mut sk, 130, 20_000); // +30%: new plateau reference
+        round(&mut b, &mut sk, 130, 20_000);
+        round(&mut b, &mut sk, 130, 20_000);
+        assert_eq!(b.mode(), BbrMode::Startup);
+        round(&mut b, &mut sk, 130, 20_000);
+        assert_eq!(b.mode(), BbrMode::Drain);
+    }
+
+    #[test]
+    fn drain_drains_inflight_to_the_estimated_bdp_then_enters_probe_bw() {
+        let mut p = Path::new(12.0, 20);
+        let mut b = bbr(3);
+        b.init(&mut p.sk);
+        let mut prev = BbrMode::Startup;
+        let mut saw_drain = false;
+        let mut exit = None;
+        p.run(&mut b, 2 * SEC, &mut |sk, cc| {
+            let mut o = Vec::new();
+            cc.observe(&mut o);
+            let mode = o[0].1 as u32;
+            if mode == BbrMode::Drain as u32 {
+                saw_drain = true;
+                assert!((o[1].1 - 88.0 / 256.0).abs() < 1e-9, "drain pacing gain");
+            }
+            if prev == BbrMode::Drain && mode == BbrMode::ProbeBw as u32 && exit.is_none() {
+                // estimated BDP in packets from the model's bw (Mbit/s of payload) and min_rtt
+                let est_bdp = o[4].1 * 1e6 / 8.0 / 1448.0 * o[5].1 / 1000.0;
+                exit = Some((sk.packets_in_flight() as f64, est_bdp));
+            }
+            prev = match mode {
+                0 => BbrMode::Startup,
+                1 => BbrMode::Drain,
+                2 => BbrMode::ProbeBw,
+                _ => BbrMode::ProbeRtt,
+            };
+        });
+        assert!(saw_drain);
+        let (inflight, est_bdp) = exit.expect("left DRAIN");
+        let bdp = p.bdp_pkts();
+        assert!(
+            (est_bdp - bdp).abs() < 0.15 * bdp,
+            "est {est_bdp} true {bdp}"
+        );
+        // At most the estimated BDP plus the quantization budget (3 bursts of 2 segments,
+        // rounded up to even), and well below the STARTUP inflight (2.885 BDP).
+        assert!(
+            inflight <= est_bdp.ceil() + 7.0,
+            "inflight {inflight} bdp {est_bdp}"
+        );
+        assert!(
+            inflight >= est_bdp * 0.8,
+            "inflight {inflight} bdp {est_bdp}"
+        );
+    }
+
+    #[test]
+    fn probe_bw_gain_cycle_follows_125_075_then_six_unity_phases_one_per_min_rtt() {
+        let mut p = Path::new(12.0, 20);
+        let mut b = bbr(5);
+        b.init(&mut p.sk);
+        let mut phases: Vec<(u64, u32, f64)> = Vec::new();
+        p.run(&mut b, 3 * SEC, &mut |sk, cc| {
+            let mut o = Vec::new();
+            cc.observe(&mut o);
+            if o[0].1 as u32 != BbrMode::ProbeBw as u32 {
+                return;
+            }
+            let idx = o[3].1 as u32;
+            if phases.last().is_none_or(|l| l.1 != idx) {
+                phases.push((sk.now, idx, o[1].1));
+            }
+        });
+        assert!(phases.len() > 20);
+        assert_ne!(phases[0].1, 1, "never starts in the 0.75 phase");
+        let expect = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+        for w in phases.windows(2) {
+            assert_eq!(w[1].1, (w[0].1 + 1) % 8, "phases advance one at a time");
+            assert_eq!(w[0].2, expect[w[0].1 as usize]);
+            let dur = w[1].0 - w[0].0;
+            if w[0].1 >= 2 {
+                // unity phases last one min_rtt (advance on the first ACK after it)
+                assert!(
+                    dur > 20 * MS && dur < 23 * MS,
+                    "phase {} lasted {dur}",
+                    w[0].1
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn random_start_phase_excludes_the_075_phase() {
+        let mut seen = [false; 8];
+        for seed in 0..200 {
+            let mut b = bbr(seed);
+            let sk = Sock::new(1448);
+            b.reset_probe_bw_mode(&sk);
+            seen[b.cycle_idx() as usize] = true;
+        }
+        assert!(!seen[1]);
+        assert_eq!(seen.iter().filter(|s| **s).count(), 7);
+    }
+
+    #[test]
+    fn probe_rtt_entered_when_min_rtt_not_refreshed_for_10s_and_holds_cwnd_4_for_200ms() {
+        let mut p = Path::new(12.0, 20);
+        let mut b = bbr(7);
+        b.init(&mut p.sk);
+        let mut enter = None;
+        let mut leave = None;
+        let mut max_cwnd_in = 0;
+        p.run(&mut b, 11 * SEC, &mut |sk, cc| {
+            let mut o = Vec::new();
+            cc.observe(&mut o);
+            let in_rtt = o[0].1 as u32 == BbrMode::ProbeRtt as u32;
+            if in_rtt && enter.is_none() {
+                enter = Some(sk.now);
+            }
+            if in_rtt {
+                max_cwnd_in = max_cwnd_in.max(sk.snd_cwnd);
+            }
+            if !in_rtt && enter.is_some() && leave.is_none() {
+                leave = Some(sk.now);
+            }
+        });
+        let enter = enter.expect("entered PROBE_RTT");
+        let leave = leave.expect("left PROBE_RTT");
+        // The first RTT sample arrives after ~20 ms; the filter expires 10 s later.
+        assert!(enter > 10 * SEC && enter < 10 * SEC + 100 * MS, "{enter}");
+        assert_eq!(max_cwnd_in, 4);
+        let held = leave - enter;
+        assert!(held >= 200 * MS && held < 300 * MS, "{held}");
+    }
+
+    #[test]
+    fn bbr1_ignores_ecn() {
+        let trace = |ce: Option<u64>| {
+            let mut p = Path::new(12.0, 20);
+            p.ce_thresh = ce;
+            p.sk.ecn_mode = crate::cc::EcnMode::Rfc3168;
+            let mut b = bbr(9);
+            b.init(&mut p.sk);
+            let mut v = Vec::new();
+            let mut ce_acks = 0u64;
+            p.run(&mut b, SEC, &mut |sk, _| {
+                v.push((sk.snd_cwnd, sk.pacing_rate));
+                ce_acks = sk.delivered_ce;
+            });
+            (v, ce_acks)
+        };
+        let (plain, _) = trace(None);
+        let (marked, ce) = trace(Some(0));
+        assert!(ce > 100, "the path did mark CE ({ce})");
+        assert_eq!(plain, marked);
+    }
+
+    #[test]
+    fn spec_bbr_gets_defaults_and_rejects_unknown_keys() {
+        let s: CcSpec = serde_json::from_str(r#"{"name":"bbr"}"#).unwrap();
+        assert_eq!(s, CcSpec::Bbr(Bbr1Params::default()));
+        let s: CcSpec = serde_json::from_str(r#"{"name":"bbr","cwnd_gain":640}"#).unwrap();
+        match s {
+            CcSpec::Bbr(p) => assert_eq!(p.cwnd_gain, 640),
+            _ => panic!(),
+        }
+        let e = serde_json::from_str::<CcSpec>(r#"{"name":"bbr","cwnd_gian":2}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cwnd_gian"), "{e}");
+    }
 }
