@@ -164,8 +164,8 @@ impl Minmax {
 /// `bbr_rate_bytes_per_sec`: bw (pkts/us << 24) times gain, minus margin, in bytes/s.
 pub(crate) fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32, margin: u32) -> u64 {
     let mut r = rate as u128 * mss as u128;
-    r = r * gain as u128 >> BBR_SCALE;
-    r *= (1_000_000 / 100 * (100 - margin as u128)) as u128;
+    r = (r * gain as u128) >> BBR_SCALE;
+    r *= 1_000_000 / 100 * (100 - margin as u128);
     r >>= BW_SCALE;
     (r as u64).max(1)
 }
@@ -617,7 +617,7 @@ impl Bbr1 {
         if self.full_bw_reached || !self.round_start || rs.is_app_limited {
             return;
         }
-        let thresh = self.full_bw * self.p.full_bw_thresh as u64 >> BBR_SCALE;
+        let thresh = (self.full_bw * self.p.full_bw_thresh as u64) >> BBR_SCALE;
         if self.max_bw() >= thresh {
             self.full_bw = self.max_bw();
             self.full_bw_cnt = 0;
@@ -1226,7 +1226,7 @@ mod tests {
         assert!(enter > 10 * SEC && enter < 10 * SEC + 100 * MS, "{enter}");
         assert_eq!(max_cwnd_in, 4);
         let held = leave - enter;
-        assert!(held >= 200 * MS && held < 300 * MS, "{held}");
+        assert!((200 * MS..300 * MS).contains(&held), "{held}");
     }
 
     #[test]

@@ -232,11 +232,10 @@ impl Bbr2 {
             BW_PROBE_CRUISE => {
                 self.check_time_to_probe_bw(sk);
             }
-            BW_PROBE_REFILL => {
-                if self.round_start {
-                    self.bw_probe_samples = true;
-                    self.start_bw_probe_up(sk, ctx);
-                }
+            // After one round of REFILL, samples reflect the refilled pipe: probe UP.
+            BW_PROBE_REFILL if self.round_start => {
+                self.bw_probe_samples = true;
+                self.start_bw_probe_up(sk, ctx);
             }
             BW_PROBE_UP => {
                 let mut done = false;

@@ -1,1 +1,321 @@
+//! Behaviour tests of BBRv2 against tcp_bbr2.c (v2alpha and L4STeam).
 
+use super::*;
+use crate::cc::bbr1::testpath::Path;
+use crate::cc::bbr1::BW_UNIT;
+use crate::cc::{CcSpec, CongestionControl, EcnMode};
+use crate::rng::{stream, Rng};
+use crate::time::{MS, SEC};
+
+fn bbr2(p: Bbr2Params) -> Bbr2 {
+    Bbr2::new(p, Rng::new(11, stream::CC))
+}
+
+/// A flow in steady PROBE_BW with a known model: bw 50000 pkt/s (so that cwnd 100 is below
+/// the BDP-based target), min_rtt `rtt_us`, cwnd 100.
+fn steady(p: Bbr2Params, cycle_idx: u32, rtt_us: u32) -> (Bbr2, Sock) {
+    steady_bw(p, cycle_idx, rtt_us, 50_000)
+}
+
+fn steady_bw(p: Bbr2Params, cycle_idx: u32, rtt_us: u32, pps: u64) -> (Bbr2, Sock) {
+    let mut b = bbr2(p);
+    let mut sk = Sock::new(1448);
+    sk.now = 10 * SEC;
+    sk.delivered = 10_000;
+    sk.delivered_ce = 0;
+    b.init(&mut sk);
+    sk.snd_cwnd = 100;
+    sk.packets_out = 100;
+    b.mode = BbrMode::ProbeBw;
+    b.full_bw_reached = true;
+    b.cycle_idx = cycle_idx;
+    b.cycle_mstamp = sk.now;
+    b.probe_wait_us = 10_000_000;
+    b.min_rtt_us = rtt_us;
+    b.min_rtt_stamp = sk.now;
+    b.probe_rtt_min_us = rtt_us;
+    b.probe_rtt_min_stamp = sk.now;
+    b.max_bw = [pps * BW_UNIT / 1_000_000; 2];
+    b.loss_round_delivered = 0;
+    b.next_rtt_delivered = 0;
+    b.alpha_last_delivered = sk.delivered;
+    b.alpha_last_delivered_ce = sk.delivered_ce;
+    (b, sk)
+}
+
+/// One ACK ending a round: `n` delivered (`ce` of them CE-marked), `lost` lost out of
+/// `tx_in_flight`.
+fn ack_round(b: &mut Bbr2, sk: &mut Sock, n: u64, ce: u64, lost: u64, tx_in_flight: u32) {
+    let prior = sk.delivered;
+    sk.delivered += n;
+    sk.delivered_ce += ce;
+    sk.lost += lost;
+    sk.now += 20 * MS;
+    sk.delivered_mstamp = sk.now;
+    let rs = RateSample {
+        prior_delivered: prior,
+        delivered: n as i64,
+        delivered_ce: ce as i64,
+        interval: 20 * MS as i64,
+        rtt: b.min_rtt_us as i64 * 1000,
+        acked_sacked: n as u32,
+        losses: lost as u32,
+        lost,
+        tx_in_flight,
+        prior_in_flight: sk.packets_out,
+        ece_delta: ce as u32,
+        ..Default::default()
+    };
+    b.in_ack_event(sk, ce > 0);
+    b.cong_control(sk, &rs);
+}
+
+#[test]
+fn loss_above_2pct_while_probing_cuts_inflight_hi_to_max_of_tx_inflight_and_07_target() {
+    let (mut b, mut sk) = steady(Bbr2Params::default(), BW_PROBE_UP, 20_000);
+    b.bw_probe_samples = true;
+    let target = b.target_inflight(&sk);
+    // 3 lost of 60 in flight = 5% > 2%: inflight_hi = max(60, 0.7 * target).
+    ack_round(&mut b, &mut sk, 20, 0, 3, 60);
+    let floor = ((target as u64 * (256 - 76)) >> 8) as u32;
+    assert_eq!(b.inflight_hi(), 60.max(floor));
+    assert_eq!(b.cycle_idx(), BW_PROBE_DOWN, "probe stops: go DOWN");
+    assert!(b.prev_probe_too_high);
+
+    // With a small tx_in_flight, the 0.7 * target floor wins.
+    let (mut b, mut sk) = steady(Bbr2Params::default(), BW_PROBE_UP, 20_000);
+    b.bw_probe_samples = true;
+    let target = b.target_inflight(&sk);
+    ack_round(&mut b, &mut sk, 20, 0, 2, 10);
+    assert_eq!(b.inflight_hi(), ((target as u64 * 180) >> 8) as u32);
+    assert!(b.inflight_hi() > 10);
+}
+
+#[test]
+fn loss_below_2pct_does_not_cut_inflight_hi() {
+    let (mut b, mut sk) = steady(Bbr2Params::default(), BW_PROBE_UP, 20_000);
+    b.bw_probe_samples = true;
+    ack_round(&mut b, &mut sk, 20, 0, 1, 100); // 1% loss
+    assert_eq!(b.inflight_hi(), UNSET32);
+    assert_eq!(b.cycle_idx(), BW_PROBE_UP);
+}
+
+#[test]
+fn loss_outside_probing_cuts_inflight_lo_by_beta_once_per_round() {
+    let (mut b, mut sk) = steady(Bbr2Params::default(), BW_PROBE_CRUISE, 20_000);
+    // The first loss starts a loss round; the response comes at its end.
+    ack_round(&mut b, &mut sk, 20, 0, 1, 100);
+    assert_eq!(b.inflight_lo(), UNSET32);
+    let cwnd = sk.snd_cwnd;
+    ack_round(&mut b, &mut sk, 20, 0, 0, 100);
+    // inflight_lo = max(inflight_latest, 0.7 * cwnd) (0.7 is 180/256 in fixed point).
+    assert_eq!(b.inflight_lo(), cwnd * 180 / 256);
+    assert!(sk.snd_cwnd <= b.inflight_lo());
+    // No further cut in a loss-free round.
+    let lo = b.inflight_lo();
+    ack_round(&mut b, &mut sk, 20, 0, 0, 100);
+    assert_eq!(b.inflight_lo(), lo);
+}
+
+fn ecn_params(enable: bool) -> Bbr2Params {
+    Bbr2Params {
+        ecn_enable: Some(enable),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn ecn_enabled_cuts_inflight_lo_by_alpha_times_ecn_factor_on_a_ce_round() {
+    let (mut b, mut sk) = steady(ecn_params(true), BW_PROBE_CRUISE, 2_000);
+    ack_round(&mut b, &mut sk, 20, 20, 0, 100);
+    assert!(b.ecn_eligible());
+    assert_eq!(
+        b.ecn_alpha(),
+        256,
+        "alpha starts at 1 and a full-CE round keeps it"
+    );
+    // inflight_lo = cwnd * (1 - 1.0/3) in 1/256 units: 100 * (256 - 85) / 256.
+    assert_eq!(b.inflight_lo(), 100 * 171 / 256);
+    assert_eq!(sk.snd_cwnd, 100 * 171 / 256);
+    // A second CE round with alpha decaying toward the CE fraction (half marked).
+    let lo = b.inflight_lo();
+    ack_round(&mut b, &mut sk, 20, 10, 0, 100);
+    let alpha = b.ecn_alpha();
+    assert_eq!(alpha, ((240 * 256) >> 8) + ((16 * 128) >> 8));
+    let cut = 256 - ((alpha * 85) >> 8);
+    assert_eq!(b.inflight_lo(), ((lo as u64 * cut as u64) >> 8) as u32);
+}
+
+#[test]
+fn ecn_alpha_follows_the_ce_fraction_with_gain_one_sixteenth() {
+    let (mut b, mut sk) = steady(ecn_params(true), BW_PROBE_CRUISE, 2_000);
+    for _ in 0..200 {
+        ack_round(&mut b, &mut sk, 20, 0, 0, 100);
+    }
+    assert!(b.ecn_alpha() < 5, "{}", b.ecn_alpha());
+}
+
+#[test]
+fn ce_is_ignored_when_ecn_is_disabled_or_min_rtt_exceeds_ecn_max_rtt() {
+    // v2alpha default: ecn_enable = false.
+    let (mut b, mut sk) = steady(Bbr2Params::default(), BW_PROBE_CRUISE, 2_000);
+    ack_round(&mut b, &mut sk, 20, 20, 0, 100);
+    assert!(!b.ecn_eligible());
+    assert_eq!(b.inflight_lo(), UNSET32);
+    assert_eq!(sk.snd_cwnd, 120, "cwnd grows by the 20 acked");
+    // Enabled, but min_rtt 10 ms > ecn_max_rtt_us 5 ms.
+    let (mut b, mut sk) = steady(ecn_params(true), BW_PROBE_CRUISE, 10_000);
+    ack_round(&mut b, &mut sk, 20, 20, 0, 100);
+    assert!(!b.ecn_eligible());
+    assert_eq!(b.inflight_lo(), UNSET32);
+    // The L4S variant uses ECN at any RTT (ecn_max_rtt_us = 0).
+    let l4s = Bbr2Params {
+        variant: Bbr2Variant::L4s,
+        ..Default::default()
+    };
+    let (mut b, mut sk) = steady(l4s, BW_PROBE_CRUISE, 10_000);
+    ack_round(&mut b, &mut sk, 20, 20, 0, 100);
+    assert!(b.ecn_eligible());
+    assert_eq!(b.inflight_lo(), 100 * 171 / 256);
+}
+
+#[test]
+fn high_ce_fraction_while_probing_cuts_inflight_hi_like_loss() {
+    let (mut b, mut sk) = steady(ecn_params(true), BW_PROBE_UP, 2_000);
+    b.bw_probe_samples = true;
+    b.ecn_eligible = true;
+    ack_round(&mut b, &mut sk, 20, 10, 0, 80); // 50% CE >= ecn_thresh
+    assert!(b.inflight_hi() != UNSET32);
+    assert_eq!(b.cycle_idx(), BW_PROBE_DOWN);
+}
+
+#[test]
+fn l4s_variant_sets_ect1_only_with_accecn() {
+    let l4s = Bbr2Params {
+        variant: Bbr2Variant::L4s,
+        ..Default::default()
+    };
+    for (mode, ect1) in [
+        (EcnMode::None, false),
+        (EcnMode::Rfc3168, false),
+        (EcnMode::AccEcn, true),
+    ] {
+        let mut b = bbr2(l4s.clone());
+        let mut sk = Sock::new(1448);
+        sk.ecn_mode = mode;
+        b.init(&mut sk);
+        assert_eq!(sk.ect1, ect1, "{mode:?}");
+        assert!(sk.pacing_needed);
+    }
+    let mut b = bbr2(Bbr2Params::default());
+    let mut sk = Sock::new(1448);
+    sk.ecn_mode = EcnMode::AccEcn;
+    b.init(&mut sk);
+    assert!(!sk.ect1, "v2alpha never uses ECT(1)");
+}
+
+#[test]
+fn l4s_variant_uses_down_gain_091_and_cwnd_gain_225_in_up() {
+    let l4s = Bbr2Params {
+        variant: Bbr2Variant::L4s,
+        ..Default::default()
+    };
+    let (mut b, _) = steady(l4s, BW_PROBE_DOWN, 2_000);
+    b.update_gains();
+    assert_eq!(b.pacing_gain, 256 * 91 / 100);
+    b.cycle_idx = BW_PROBE_UP;
+    b.update_gains();
+    assert_eq!(b.cwnd_gain, 512 + 64);
+    let (mut b, _) = steady(Bbr2Params::default(), BW_PROBE_DOWN, 2_000);
+    b.update_gains();
+    assert_eq!(b.pacing_gain, 192);
+    b.cycle_idx = BW_PROBE_UP;
+    b.update_gains();
+    assert_eq!(b.cwnd_gain, 512);
+}
+
+#[test]
+fn probe_bw_cycles_down_cruise_refill_up_on_a_path() {
+    let mut p = Path::new(12.0, 20);
+    let mut b = bbr2(Bbr2Params::default());
+    b.init(&mut p.sk);
+    let mut seq: Vec<(u64, u32)> = Vec::new();
+    p.run(&mut b, 4 * SEC, &mut |sk, cc| {
+        let mut o = Vec::new();
+        cc.observe(&mut o);
+        if o[0].1 as u32 != BbrMode::ProbeBw as u32 {
+            return;
+        }
+        let idx = o[1].1 as u32;
+        if seq.last().is_none_or(|l| l.1 != idx) {
+            seq.push((sk.now, idx));
+        }
+    });
+    assert_eq!(seq[0].1, BW_PROBE_DOWN, "DRAIN leads to DOWN");
+    assert!(seq.len() >= 8, "{seq:?}");
+    for w in seq.windows(2) {
+        let next = match w[0].1 {
+            BW_PROBE_DOWN => BW_PROBE_CRUISE,
+            BW_PROBE_CRUISE => BW_PROBE_REFILL,
+            BW_PROBE_REFILL => BW_PROBE_UP,
+            _ => BW_PROBE_DOWN,
+        };
+        assert_eq!(w[1].1, next, "{seq:?}");
+        if w[0].1 == BW_PROBE_REFILL {
+            // REFILL lasts one round.
+            let d = w[1].0 - w[0].0;
+            assert!((19 * MS..30 * MS).contains(&d), "refill {d}");
+        }
+    }
+    // Reno-coexistence timing: a probe every ~BDP (about 20-30) rounds, well below 2 s.
+    let downs: Vec<u64> = seq
+        .iter()
+        .filter(|s| s.1 == BW_PROBE_REFILL)
+        .map(|s| s.0)
+        .collect();
+    for w in downs.windows(2) {
+        let gap = w[1] - w[0];
+        assert!(gap > 300 * MS && gap < 1500 * MS, "gap {gap}");
+    }
+}
+
+#[test]
+fn probe_rtt_holds_cwnd_at_half_bdp_when_the_5s_filter_expires() {
+    let (mut b, mut sk) = steady_bw(Bbr2Params::default(), BW_PROBE_CRUISE, 20_000, 1000);
+    b.inflight_hi = 200;
+    // RTT samples above the 5 s-old minimum do not refresh probe_rtt_min.
+    b.probe_rtt_min_stamp = sk.now - 5 * SEC - MS;
+    b.probe_rtt_min_us = 10_000;
+    sk.packets_out = 100;
+    ack_round(&mut b, &mut sk, 20, 0, 0, 100);
+    assert_eq!(b.mode(), BbrMode::ProbeRtt);
+    // bdp = 1000 pkt/s * 20 ms = 20 pkts; half of it is 10, rounded up to 11 because the
+    // bw sample is rounded up (DIV_ROUND_UP) and the BDP too, as in Linux.
+    assert_eq!(b.probe_rtt_cwnd(), 11);
+    assert_eq!(sk.snd_cwnd, 11);
+}
+
+#[test]
+fn spec_bbr2_parses_variant_and_params_and_rejects_unknown_keys() {
+    let s: CcSpec =
+        serde_json::from_str(r#"{"name":"bbr2","variant":"l4s","ecn_enable":true}"#).unwrap();
+    match &s {
+        CcSpec::Bbr2(p) => {
+            assert_eq!(p.variant, Bbr2Variant::L4s);
+            assert_eq!(p.ecn_enable, Some(true));
+        }
+        _ => panic!(),
+    }
+    let s: CcSpec = serde_json::from_str(r#"{"name":"bbr2"}"#).unwrap();
+    assert_eq!(s, CcSpec::Bbr2(Bbr2Params::default()));
+    let e = serde_json::from_str::<CcSpec>(r#"{"name":"bbr2","ecn_enabled":true}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ecn_enabled"), "{e}");
+}
+
+#[test]
+fn receiver_echo_is_dctcp_style_only_with_ecn_enabled() {
+    assert!(!bbr2(Bbr2Params::default()).flags().dctcp_echo);
+    assert!(bbr2(ecn_params(true)).flags().dctcp_echo);
+}
