@@ -13,6 +13,7 @@ use crate::time::{SimDuration, SimTime};
 
 pub mod bbr1;
 pub mod bbr2;
+pub mod bbr3;
 pub mod reno;
 
 /// Linux `TCP_INFINITE_SSTHRESH`.
@@ -298,6 +299,8 @@ pub enum CcSpec {
     Bbr(bbr1::Bbr1Params),
     /// BBR v2 (google/bbr v2alpha tcp_bbr2.c, or the L4STeam variant).
     Bbr2(bbr2::Bbr2Params),
+    /// BBR v3 (google/bbr v3 tcp_bbr.c).
+    Bbr3(bbr3::Bbr3Params),
 }
 
 impl CcSpec {
@@ -306,6 +309,7 @@ impl CcSpec {
             CcSpec::Reno => "reno",
             CcSpec::Bbr(_) => "bbr",
             CcSpec::Bbr2(_) => "bbr2",
+            CcSpec::Bbr3(_) => "bbr3",
         }
     }
 }
@@ -315,6 +319,7 @@ pub enum AnyCc {
     Reno(reno::Reno),
     Bbr(bbr1::Bbr1),
     Bbr2(bbr2::Bbr2),
+    Bbr3(bbr3::Bbr3),
 }
 
 /// Build the controller for a flow. `rng` is the flow's private CC stream.
@@ -323,6 +328,7 @@ pub fn build(spec: &CcSpec, _rng: Rng) -> AnyCc {
         CcSpec::Reno => AnyCc::Reno(reno::Reno::default()),
         CcSpec::Bbr(p) => AnyCc::Bbr(bbr1::Bbr1::new(p.clone(), _rng)),
         CcSpec::Bbr2(p) => AnyCc::Bbr2(bbr2::Bbr2::new(p.clone(), _rng)),
+        CcSpec::Bbr3(p) => AnyCc::Bbr3(bbr3::Bbr3::new(p.clone(), _rng)),
     }
 }
 
@@ -332,6 +338,7 @@ macro_rules! dispatch {
             AnyCc::Reno($c) => $e,
             AnyCc::Bbr($c) => $e,
             AnyCc::Bbr2($c) => $e,
+            AnyCc::Bbr3($c) => $e,
         }
     };
 }

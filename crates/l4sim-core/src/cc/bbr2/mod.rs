@@ -63,6 +63,9 @@ pub enum Bbr2Variant {
     V2alpha,
     /// L4STeam/linux tcp_bbr2.c.
     L4s,
+    /// google/bbr v3 (only reachable through the `bbr3` spec, see `bbr3.rs`).
+    #[serde(skip)]
+    V3,
 }
 
 /// Module parameters (gains and fractions in 1/256 as in the module; `None` = the variant's
@@ -186,6 +189,12 @@ impl Default for Bbr2Params {
 #[derive(Clone, Debug)]
 pub(crate) struct Resolved {
     pub l4s: bool,
+    /// google/bbr v3 behaviour (see `bbr3.rs`).
+    pub v3: bool,
+    /// The later code lineage shared by the L4STeam tree and v3: max filter named
+    /// `bw_hi[2]`, `bw = min(max_bw, bw_lo)`, no ECN cut of bw_lo/bw_hi, plateau detector
+    /// `full_bw_now`, +cwnd gain in UP.
+    pub newer: bool,
     pub pacing_gain: [u32; 4],
     pub ecn_enable: bool,
     pub ecn_max_rtt_us: u32,
@@ -196,8 +205,11 @@ impl Bbr2Params {
     fn resolve(&self) -> Resolved {
         let u = BBR_UNIT;
         let l4s = self.variant == Bbr2Variant::L4s;
+        let v3 = self.variant == Bbr2Variant::V3;
         Resolved {
             l4s,
+            v3,
+            newer: l4s || v3,
             pacing_gain: self.pacing_gain.unwrap_or(if l4s {
                 [u * 5 / 4, u * 91 / 100, u, u]
             } else {
@@ -541,6 +553,10 @@ impl CongestionControl for Bbr2 {
                 EcnMode::Rfc3168 => {}
             }
         }
+        if self.r.v3 {
+            // bbr_can_use_ecn: ECN negotiated and the route marked ECN "low" (shallow-threshold).
+            self.r.ecn_enable = self.p.ecn_enable.unwrap_or(false) && sk.ecn_mode != EcnMode::None;
+        }
     }
     /// `bbr2_ssthresh`: save cwnd and the loss-adapted bounds for undo.
     fn ssthresh(&mut self, sk: &mut Sock) -> u32 {
@@ -572,9 +588,16 @@ impl CongestionControl for Bbr2 {
             self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xff);
             self.update_ecn_alpha(sk);
         }
-        self.ecn_in_round |= self.ack_ece || rs.ece_delta > 0;
+        let is_ece = self.ack_ece || rs.ece_delta > 0;
         self.ack_ece = false;
+        // v3 only counts ECE once the flow is ECN-eligible.
+        if !self.r.v3 || self.ecn_eligible {
+            self.ecn_in_round |= is_ece;
+        }
         self.calculate_bw_sample(rs, &mut ctx);
+        if self.r.v3 {
+            self.update_latest_delivery_signals(sk, rs, &ctx);
+        }
 
         if !self.fast_path(sk, &mut update_model, rs, &ctx) {
             if update_model {
@@ -585,6 +608,9 @@ impl CongestionControl for Bbr2 {
             self.set_pacing_rate(sk, bw, self.pacing_gain);
             self.set_cwnd(sk, rs.acked_sacked, bw, self.cwnd_gain);
             self.bound_cwnd_for_inflight_model(sk);
+        }
+        if self.r.v3 {
+            self.advance_latest_delivery_signals(rs, &ctx);
         }
         self.prev_ca_state = sk.ca_state;
         self.loss_in_cycle |= rs.lost > 0;
@@ -597,7 +623,7 @@ impl CongestionControl for Bbr2 {
             self.prev_ca_state = CaState::Loss;
             self.reset_full_bw();
             if !self.is_probing_bandwidth() && self.inflight_lo == UNSET32 {
-                self.inflight_lo = if self.r.l4s {
+                self.inflight_lo = if self.r.newer {
                     sk.snd_cwnd.max(self.prior_cwnd)
                 } else {
                     self.prior_cwnd

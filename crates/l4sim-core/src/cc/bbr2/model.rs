@@ -21,7 +21,7 @@ impl Bbr2 {
     /// `bbr_bw`: v2alpha `min(max_bw, bw_lo, bw_hi)`; L4S `min(max_bw, bw_lo)`.
     pub(crate) fn bw(&self) -> u64 {
         let b = self.max_bw().min(self.bw_lo);
-        if self.r.l4s {
+        if self.r.newer {
             b
         } else {
             b.min(self.bw_hi)
@@ -246,7 +246,19 @@ impl Bbr2 {
 
     /// Once per round: EWMA of the CE fraction (g = 1/16); also decides ECN eligibility.
     pub(crate) fn update_ecn_alpha(&mut self, sk: &Sock) {
-        if self.p.ecn_factor == 0 {
+        if self.r.v3 {
+            // v3: decide eligibility first; the EWMA only runs for eligible flows.
+            if !self.ecn_eligible
+                && self.r.ecn_enable
+                && self.p.ecn_factor > 0
+                && (self.min_rtt_us <= self.r.ecn_max_rtt_us || self.r.ecn_max_rtt_us == 0)
+            {
+                self.ecn_eligible = true;
+            }
+            if !self.ecn_eligible {
+                return;
+            }
+        } else if self.p.ecn_factor == 0 {
             return;
         }
         let delivered = sk.delivered.wrapping_sub(self.alpha_last_delivered) as i64;
@@ -280,7 +292,8 @@ impl Bbr2 {
         }
         if rs.delivered_ce > 0 && rs.delivered > 0 && self.ecn_eligible && self.p.ecn_thresh > 0 {
             let ecn_thresh = (rs.delivered as u64 * self.p.ecn_thresh as u64) >> BBR_SCALE;
-            if rs.delivered_ce as u64 >= ecn_thresh {
+            let ce = rs.delivered_ce as u64;
+            if ce > ecn_thresh || (!self.r.v3 && ce == ecn_thresh) {
                 return true;
             }
         }
@@ -324,10 +337,11 @@ impl Bbr2 {
         if self.is_probing_bandwidth() {
             return;
         }
-        let ecn_bw_lo_on = self.p.ecn_bw_lo && !self.r.l4s;
+        let ecn_bw_lo_on = self.p.ecn_bw_lo && !self.r.newer;
         let mut ecn_inflight_lo = UNSET32;
         let mut ecn_bw_lo = UNSET_BW;
-        if self.ecn_in_round && self.ecn_eligible && self.p.ecn_factor > 0 {
+        // (v3 folds eligibility into ecn_in_round.)
+        if self.ecn_in_round && (self.ecn_eligible || self.r.v3) && self.p.ecn_factor > 0 {
             let cut = self.ecn_cut() as u64;
             if ecn_bw_lo_on && self.bw_lo == UNSET_BW {
                 self.bw_lo = self.max_bw();
@@ -357,6 +371,9 @@ impl Bbr2 {
         if ecn_bw_lo_on {
             self.bw_lo = self.bw_lo.min(ecn_bw_lo);
         }
+        if self.r.v3 {
+            self.bw_lo = self.bw_lo.max(1);
+        }
     }
 
     pub(crate) fn reset_lower_bounds(&mut self) {
@@ -376,6 +393,25 @@ impl Bbr2 {
     /// Track the latest round's delivery rate and volume, loss presence, and once per
     /// (loss-)round adapt the lower bounds.
     pub(crate) fn update_congestion_signals(&mut self, sk: &Sock, rs: &RateSample, ctx: &Ctx) {
+        if self.r.v3 {
+            // v3: the latest-delivery filters and loss rounds are kept by
+            // update/advance_latest_delivery_signals around the model update.
+            if rs.interval / 1000 <= 0 || rs.acked_sacked == 0 {
+                return;
+            }
+            let bw = ctx.sample_bw;
+            if !rs.is_app_limited || bw >= self.max_bw() {
+                self.max_bw[1] = self.max_bw[1].max(bw);
+            }
+            self.loss_in_round |= rs.losses > 0;
+            if !self.loss_round_start {
+                return;
+            }
+            self.adapt_lower_bounds(sk);
+            self.loss_in_round = false;
+            self.ecn_in_round = false;
+            return;
+        }
         self.loss_round_start = false;
         if rs.interval / 1000 <= 0 || rs.acked_sacked == 0 {
             return;
@@ -397,5 +433,28 @@ impl Bbr2 {
         self.ecn_in_round = false;
         self.bw_latest = bw;
         self.inflight_latest = rs.delivered.max(0) as u32;
+    }
+
+    /// v3 `bbr_update_latest_delivery_signals`: max rate and volume delivered in the latest
+    /// round, and the loss-round clock.
+    pub(crate) fn update_latest_delivery_signals(&mut self, sk: &Sock, rs: &RateSample, ctx: &Ctx) {
+        self.loss_round_start = false;
+        if rs.interval / 1000 <= 0 || rs.acked_sacked == 0 {
+            return;
+        }
+        self.bw_latest = self.bw_latest.max(ctx.sample_bw);
+        self.inflight_latest = self.inflight_latest.max(rs.delivered.max(0) as u32);
+        if rs.prior_delivered >= self.loss_round_delivered {
+            self.loss_round_delivered = sk.delivered;
+            self.loss_round_start = true;
+        }
+    }
+
+    /// v3 `bbr_advance_latest_delivery_signals`: restart the one-round filters.
+    pub(crate) fn advance_latest_delivery_signals(&mut self, rs: &RateSample, ctx: &Ctx) {
+        if self.loss_round_start {
+            self.bw_latest = ctx.sample_bw;
+            self.inflight_latest = rs.delivered.max(0) as u32;
+        }
     }
 }

@@ -19,7 +19,9 @@ impl Bbr2 {
 
     fn probe_inflight_hi_upward(&mut self, sk: &Sock, rs: &RateSample) {
         if !sk.is_cwnd_limited || sk.snd_cwnd < self.inflight_hi {
-            self.bw_probe_up_acks = 0;
+            if !self.r.v3 {
+                self.bw_probe_up_acks = 0; // v2: don't accumulate unused credits
+            }
             return;
         }
         self.bw_probe_up_acks += rs.acked_sacked;
@@ -43,7 +45,10 @@ impl Bbr2 {
             let floor = ((self.target_inflight(sk) as u64 * keep) >> BBR_SCALE) as u32;
             self.inflight_hi = rs.tx_in_flight.max(floor);
             // v2alpha: ECN also cuts bw_hi (bbr2_handle_inflight_too_high_via_ecn).
-            if !self.r.l4s && self.p.ecn_bw_hi && self.ecn_eligible && !self.got_ok_bw_probe_sample
+            if !self.r.newer
+                && self.p.ecn_bw_hi
+                && self.ecn_eligible
+                && !self.got_ok_bw_probe_sample
             {
                 let cut = self.ecn_cut() as u64;
                 if self.bw_hi == UNSET_BW {
@@ -81,10 +86,10 @@ impl Bbr2 {
                 self.handle_inflight_too_high(sk, rs);
             }
         } else {
-            if !self.r.l4s {
+            if !self.r.newer {
                 self.got_ok_bw_probe_sample |= self.bw_probe_samples;
             }
-            let no_signals = if self.r.l4s {
+            let no_signals = if self.r.newer {
                 self.inflight_hi == UNSET32
             } else {
                 self.inflight_hi == UNSET32 && self.bw_hi == UNSET_BW
@@ -95,7 +100,7 @@ impl Bbr2 {
             if rs.tx_in_flight > self.inflight_hi {
                 self.inflight_hi = rs.tx_in_flight;
             }
-            if !self.r.l4s && ctx.sample_bw > self.bw_hi {
+            if !self.r.newer && ctx.sample_bw > self.bw_hi {
                 self.bw_hi = ctx.sample_bw;
             }
             if self.mode == BbrMode::ProbeBw && self.cycle_idx == BW_PROBE_UP {
@@ -145,7 +150,7 @@ impl Bbr2 {
         self.bw_probe_up_rounds = bw_probe_up_rounds;
         self.bw_probe_up_acks = 0;
         self.stopped_risky_probe = false;
-        if !self.r.l4s {
+        if !self.r.newer {
             self.got_ok_bw_probe_sample = false;
         }
         self.ack_phase = AckPhase::Refilling;
@@ -157,7 +162,7 @@ impl Bbr2 {
         self.ack_phase = AckPhase::ProbeStarting;
         self.next_rtt_delivered = sk.delivered;
         self.cycle_mstamp = sk.now;
-        if self.r.l4s {
+        if self.r.newer {
             self.reset_full_bw();
             self.full_bw = ctx.sample_bw;
         }
@@ -242,7 +247,7 @@ impl Bbr2 {
                 if self.prev_probe_too_high && inflight >= self.inflight_hi {
                     self.stopped_risky_probe = true;
                     done = true;
-                } else if self.r.l4s && self.p.bw_probe_exit == 1 {
+                } else if self.r.newer && self.p.bw_probe_exit == 1 {
                     if sk.is_cwnd_limited && sk.snd_cwnd >= self.inflight_hi {
                         // inflight_hi limits bw growth: restart plateau detection.
                         self.reset_full_bw();

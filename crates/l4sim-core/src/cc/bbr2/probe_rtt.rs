@@ -33,7 +33,13 @@ impl Bbr2 {
             sk.now > self.probe_rtt_min_stamp + self.p.probe_rtt_win_ms as u64 * 1_000_000;
         if rs.rtt >= 0 {
             let rtt_us = (rs.rtt / 1000).min(u32::MAX as i64) as u32;
-            if rtt_us <= self.probe_rtt_min_us || (probe_rtt_expired && !rs.is_ack_delayed) {
+            // v2 refreshes on an equal sample, v3 only on a lower one.
+            let lower = if self.r.v3 {
+                rtt_us < self.probe_rtt_min_us
+            } else {
+                rtt_us <= self.probe_rtt_min_us
+            };
+            if lower || (probe_rtt_expired && !rs.is_ack_delayed) {
                 self.probe_rtt_min_us = rtt_us;
                 self.probe_rtt_min_stamp = sk.now;
             }

@@ -11,7 +11,12 @@ impl Bbr2 {
     /// the estimated BDP.
     fn handle_queue_too_high_in_startup(&mut self, sk: &Sock) {
         self.full_bw_reached = true;
-        self.inflight_hi = self.inflight(sk, self.max_bw(), BBR_UNIT);
+        let bdp = self.inflight(sk, self.max_bw(), BBR_UNIT);
+        self.inflight_hi = if self.r.v3 {
+            bdp.max(self.inflight_latest)
+        } else {
+            bdp
+        };
     }
 
     /// Called from the once-per-round alpha update: `full_ecn_cnt` consecutive rounds with a
@@ -61,7 +66,7 @@ impl Bbr2 {
     /// L4S: per-sample plateau detector `full_bw_now`, also used in PROBE_UP with
     /// `full_bw_thresh_up` / `full_bw_cnt_up`.
     pub(crate) fn check_full_bw_reached(&mut self, rs: &RateSample, ctx: &Ctx) {
-        if self.r.l4s {
+        if self.r.newer {
             if self.full_bw_now || rs.is_app_limited {
                 return;
             }

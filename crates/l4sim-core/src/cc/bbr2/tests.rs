@@ -319,3 +319,188 @@ fn receiver_echo_is_dctcp_style_only_with_ecn_enabled() {
     assert!(!bbr2(Bbr2Params::default()).flags().dctcp_echo);
     assert!(bbr2(ecn_params(true)).flags().dctcp_echo);
 }
+
+// ---- BBR v3 (the same engine with the v3 switches, see bbr3.rs) ----
+
+use crate::cc::bbr3::{Bbr3, Bbr3Params};
+
+fn v3(ecn_low: bool) -> Bbr2Params {
+    Bbr3Params {
+        ecn_low,
+        ..Default::default()
+    }
+    .engine()
+}
+
+/// `steady` with the ECN mode negotiated before `init`.
+fn steady_ecn(p: Bbr2Params, cycle_idx: u32, rtt_us: u32, mode: EcnMode) -> (Bbr2, Sock) {
+    let (mut b, mut sk) = steady(p, cycle_idx, rtt_us);
+    sk.ecn_mode = mode;
+    let keep = (b.clone(), sk.clone());
+    b.init(&mut sk);
+    // init resets the model; restore the steady state but keep the ECN decision.
+    let ecn = b.r.ecn_enable;
+    let (mut b, mut sk2) = keep;
+    b.r.ecn_enable = ecn;
+    sk2.ecn_mode = mode;
+    (b, sk2)
+}
+
+#[test]
+fn v3_uses_startup_gain_277_cwnd_gain_2_and_225_in_up_091_in_down() {
+    let mut b = bbr2(v3(false));
+    let mut sk = Sock::new(1448);
+    b.init(&mut sk);
+    b.update_gains();
+    assert_eq!((b.pacing_gain, b.cwnd_gain), (710, 512));
+    b.mode = BbrMode::ProbeBw;
+    b.cycle_idx = BW_PROBE_UP;
+    b.update_gains();
+    assert_eq!((b.pacing_gain, b.cwnd_gain), (320, 576));
+    b.cycle_idx = BW_PROBE_DOWN;
+    b.update_gains();
+    assert_eq!((b.pacing_gain, b.cwnd_gain), (232, 512));
+    assert_eq!(
+        Bbr3::new(Bbr3Params::default(), Rng::new(1, 0)).name(),
+        "bbr3"
+    );
+}
+
+#[test]
+fn v3_uses_ce_only_with_negotiated_ecn_on_an_ecn_low_route() {
+    // Default: no ecn_low -> CE ignored even with AccECN.
+    let (mut b, mut sk) = steady_ecn(v3(false), BW_PROBE_CRUISE, 2_000, EcnMode::AccEcn);
+    ack_round(&mut b, &mut sk, 20, 20, 0, 100);
+    assert!(!b.ecn_eligible());
+    assert_eq!(b.inflight_lo(), UNSET32);
+    // ecn_low but ECN not negotiated -> ignored.
+    let (mut b, mut sk) = steady_ecn(v3(true), BW_PROBE_CRUISE, 2_000, EcnMode::None);
+    ack_round(&mut b, &mut sk, 20, 20, 0, 100);
+    assert!(!b.ecn_eligible());
+    // ecn_low and ECN negotiated -> eligible at the round start, so this round's CE counts
+    // and cuts inflight_lo by alpha/3.
+    let (mut b, mut sk) = steady_ecn(v3(true), BW_PROBE_CRUISE, 2_000, EcnMode::AccEcn);
+    ack_round(&mut b, &mut sk, 20, 20, 0, 100);
+    assert!(b.ecn_eligible());
+    assert_eq!(b.inflight_lo(), 100 * 171 / 256);
+    // ECN seen in this cycle without loss: ecn_reprobe_gain (0.5) starts a new probe (REFILL)
+    // from CRUISE, which resets the lower bounds.
+    ack_round(&mut b, &mut sk, 20, 0, 0, 100);
+    assert_eq!(b.cycle_idx(), BW_PROBE_REFILL);
+    assert_eq!(b.inflight_lo(), UNSET32);
+    // min_rtt above ecn_max_rtt_us (5 ms) -> not eligible.
+    let (mut b, mut sk) = steady_ecn(v3(true), BW_PROBE_CRUISE, 10_000, EcnMode::AccEcn);
+    ack_round(&mut b, &mut sk, 20, 20, 0, 100);
+    assert!(!b.ecn_eligible());
+}
+
+#[test]
+fn v3_ce_fraction_must_exceed_half_to_stop_a_probe() {
+    let (mut b, mut sk) = steady_ecn(v3(true), BW_PROBE_UP, 2_000, EcnMode::AccEcn);
+    b.ecn_eligible = true;
+    b.bw_probe_samples = true;
+    ack_round(&mut b, &mut sk, 20, 10, 0, 80); // exactly 50%: not too high in v3
+    assert_eq!(b.inflight_hi(), UNSET32);
+    b.bw_probe_samples = true;
+    ack_round(&mut b, &mut sk, 20, 11, 0, 80); // 55%
+    assert_ne!(b.inflight_hi(), UNSET32);
+    assert_eq!(b.cycle_idx(), BW_PROBE_DOWN);
+}
+
+/// STARTUP in Recovery: `k` ACKs each marking one loss within a loss round, then the ACK that
+/// ends the round with 5% loss of tx_in_flight. Returns whether STARTUP ended.
+fn startup_loss_exit(p: Bbr2Params, k: u32) -> bool {
+    let mut b = bbr2(p);
+    let mut sk = Sock::new(1448);
+    sk.now = SEC;
+    sk.delivered = 1000;
+    b.init(&mut sk);
+    b.min_rtt_us = 20_000;
+    b.max_bw = [1000 * BW_UNIT / 1_000_000; 2];
+    sk.ca_state = CaState::Recovery;
+    sk.packets_out = 100;
+    let start = sk.delivered;
+    for _ in 0..k {
+        sk.delivered += 1;
+        sk.now += MS;
+        let rs = RateSample {
+            prior_delivered: start - 50,
+            delivered: 50,
+            interval: 20 * MS as i64,
+            acked_sacked: 1,
+            losses: 1,
+            rtt: 20 * MS as i64,
+            ..Default::default()
+        };
+        b.cong_control(&mut sk, &rs);
+    }
+    sk.delivered += 1;
+    sk.now += MS;
+    let rs = RateSample {
+        prior_delivered: start + k as u64,
+        delivered: 50,
+        interval: 20 * MS as i64,
+        acked_sacked: 1,
+        lost: 5,
+        tx_in_flight: 100,
+        rtt: 20 * MS as i64,
+        ..Default::default()
+    };
+    b.cong_control(&mut sk, &rs);
+    b.full_bw_reached() && b.inflight_hi() != UNSET32
+}
+
+#[test]
+fn startup_exits_on_loss_after_full_loss_cnt_events_8_in_v2_6_in_v3() {
+    assert!(!startup_loss_exit(Bbr2Params::default(), 7));
+    assert!(startup_loss_exit(Bbr2Params::default(), 8));
+    assert!(!startup_loss_exit(v3(false), 5));
+    assert!(startup_loss_exit(v3(false), 6));
+}
+
+#[test]
+fn v3_probe_bw_cycles_and_ends_probe_up_on_a_bw_plateau() {
+    let mut p = Path::new(12.0, 20);
+    let mut b = Bbr3::new(Bbr3Params::default(), Rng::new(3, stream::CC));
+    b.init(&mut p.sk);
+    let mut seq: Vec<(u64, u32)> = Vec::new();
+    p.run(&mut b, 4 * SEC, &mut |sk, cc| {
+        let mut o = Vec::new();
+        cc.observe(&mut o);
+        if o[0].1 as u32 != BbrMode::ProbeBw as u32 {
+            return;
+        }
+        let idx = o[1].1 as u32;
+        if seq.last().is_none_or(|l| l.1 != idx) {
+            seq.push((sk.now, idx));
+        }
+    });
+    assert_eq!(seq[0].1, BW_PROBE_DOWN);
+    assert!(seq.len() >= 8, "{seq:?}");
+    for w in seq.windows(2) {
+        let next = match w[0].1 {
+            BW_PROBE_DOWN => BW_PROBE_CRUISE,
+            BW_PROBE_CRUISE => BW_PROBE_REFILL,
+            BW_PROBE_REFILL => BW_PROBE_UP,
+            _ => BW_PROBE_DOWN,
+        };
+        assert_eq!(w[1].1, next, "{seq:?}");
+        if w[0].1 == BW_PROBE_UP {
+            // The plateau detector needs 3 rounds without 25% growth.
+            let d = w[1].0 - w[0].0;
+            assert!((40 * MS..200 * MS).contains(&d), "UP lasted {d}");
+        }
+    }
+}
+
+#[test]
+fn spec_bbr3_gets_defaults_and_rejects_unknown_keys() {
+    let s: CcSpec = serde_json::from_str(r#"{"name":"bbr3"}"#).unwrap();
+    assert_eq!(s, CcSpec::Bbr3(Bbr3Params::default()));
+    let s: CcSpec = serde_json::from_str(r#"{"name":"bbr3","ecn_low":true}"#).unwrap();
+    assert!(matches!(s, CcSpec::Bbr3(ref p) if p.ecn_low));
+    let e = serde_json::from_str::<CcSpec>(r#"{"name":"bbr3","variant":"l4s"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("variant"), "{e}");
+}
