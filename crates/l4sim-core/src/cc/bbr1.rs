@@ -587,7 +587,7 @@ impl Bbr1 {
         if self.p.extra_acked_gain == 0
             || rs.acked_sacked == 0
             || rs.delivered < 0
-            || rs.interval <= 0
+            || rs.interval / 1000 <= 0
         {
             return;
         }

@@ -485,7 +485,8 @@ impl CongestionControl for Bbr2 {
         self.init_cwnd = sk.snd_cwnd.min(0x7f);
         self.prior_cwnd = sk.prior_cwnd;
         sk.snd_ssthresh = super::INFINITE_SSTHRESH;
-        self.next_rtt_delivered = 0;
+        // v2 starts counting rounds from 0, v3 from the current delivered count.
+        self.next_rtt_delivered = if self.r.v3 { sk.delivered } else { 0 };
         self.prev_ca_state = CaState::Open;
         self.probe_rtt_done_stamp = 0;
         self.probe_rtt_round_done = false;
@@ -621,7 +622,11 @@ impl CongestionControl for Bbr2 {
     fn set_state(&mut self, sk: &mut Sock, new: CaState) {
         if new == CaState::Loss {
             self.prev_ca_state = CaState::Loss;
-            self.reset_full_bw();
+            if self.r.newer {
+                self.reset_full_bw();
+            } else {
+                self.full_bw = 0; // v2alpha only clears the reference bw
+            }
             if !self.is_probing_bandwidth() && self.inflight_lo == UNSET32 {
                 self.inflight_lo = if self.r.newer {
                     sk.snd_cwnd.max(self.prior_cwnd)

@@ -504,3 +504,62 @@ fn spec_bbr3_gets_defaults_and_rejects_unknown_keys() {
         .to_string();
     assert!(e.contains("variant"), "{e}");
 }
+
+/// Utilization and mean RTT over [2 s, 6 s] on a 12 Mbit/s, 20 ms path marking CE above a
+/// 1 ms queue delay.
+fn ce_path_run(cc: &mut dyn CongestionControl, ecn: EcnMode) -> (f64, f64) {
+    let mut p = Path::new(12.0, 20);
+    p.ce_thresh = Some(MS);
+    p.sk.ecn_mode = ecn;
+    cc.init(&mut p.sk);
+    let mut d0 = 0;
+    let mut rtt_sum = 0u64;
+    let mut n = 0u64;
+    let pps = p.pps();
+    p.run(cc, 6 * SEC, &mut |sk, _| {
+        if sk.now < 2 * SEC {
+            d0 = sk.delivered;
+        } else {
+            rtt_sum += sk.srtt;
+            n += 1;
+        }
+    });
+    let util = (p.sk.delivered - d0) as f64 / (4.0 * pps);
+    (util, rtt_sum as f64 / n as f64 / 1e6)
+}
+
+#[test]
+fn all_variants_on_a_ce_marking_path_keep_utilization_high_and_queue_short() {
+    let mut b = bbr2(Bbr2Params {
+        variant: Bbr2Variant::L4s,
+        ..Default::default()
+    });
+    let (util, rtt_ms) = ce_path_run(&mut b, EcnMode::AccEcn);
+    assert!(util > 0.85, "util {util}");
+    assert!(rtt_ms < 26.0, "srtt {rtt_ms}");
+    let mut b = bbr2(Bbr2Params::default());
+    let (util, rtt_ms) = ce_path_run(&mut b, EcnMode::AccEcn);
+    assert!(
+        util > 0.85 && rtt_ms < 30.0,
+        "v2alpha: util {util} srtt {rtt_ms}"
+    );
+    let mut b = Bbr3::new(Bbr3Params::default(), Rng::new(5, stream::CC));
+    let (util, rtt_ms) = ce_path_run(&mut b, EcnMode::AccEcn);
+    assert!(
+        util > 0.85 && rtt_ms < 30.0,
+        "v3: util {util} srtt {rtt_ms}"
+    );
+    let mut b = Bbr3::new(
+        Bbr3Params {
+            ecn_low: true,
+            ecn_max_rtt_us: 0,
+            ..Default::default()
+        },
+        Rng::new(5, stream::CC),
+    );
+    let (util, rtt_ms) = ce_path_run(&mut b, EcnMode::AccEcn);
+    assert!(
+        util > 0.85 && rtt_ms < 30.0,
+        "v3 ecn_low: util {util} srtt {rtt_ms}"
+    );
+}
