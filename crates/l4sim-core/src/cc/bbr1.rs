@@ -1230,6 +1230,50 @@ mod tests {
     }
 
     #[test]
+    fn recovery_uses_packet_conservation_then_restores_the_prior_cwnd() {
+        let mut b = bbr(1);
+        let mut sk = Sock::new(1448);
+        b.init(&mut sk);
+        sk.snd_cwnd = 50;
+        sk.packets_out = 40;
+        sk.delivered = 100;
+        b.ssthresh(&mut sk); // entering Recovery: remember cwnd 50
+        sk.ca_state = CaState::Recovery;
+        b.set_state(&mut sk, CaState::Recovery);
+        // ACKs for segments sent before the episode (prior_delivered 90): same round.
+        let ack = |b: &mut Bbr1, sk: &mut Sock, losses: u32| {
+            sk.packets_out -= 2;
+            sk.delivered += 2;
+            sk.now += MS;
+            let rs = RateSample {
+                prior_delivered: 90,
+                delivered: 2,
+                interval: 20 * MS as i64,
+                acked_sacked: 2,
+                losses,
+                rtt: 20 * MS as i64,
+                ..Default::default()
+            };
+            b.cong_control(sk, &rs);
+        };
+        ack(&mut b, &mut sk, 1);
+        // cwnd = in flight + newly acked.
+        assert_eq!(sk.snd_cwnd, 38 + 2);
+        ack(&mut b, &mut sk, 0);
+        assert_eq!(
+            sk.snd_cwnd, 40,
+            "conservation: no growth beyond inflight + acked"
+        );
+        sk.ca_state = CaState::Open;
+        ack(&mut b, &mut sk, 0);
+        assert!(
+            sk.snd_cwnd >= 50,
+            "restored to the prior cwnd: {}",
+            sk.snd_cwnd
+        );
+    }
+
+    #[test]
     fn bbr1_ignores_ecn() {
         let trace = |ce: Option<u64>| {
             let mut p = Path::new(12.0, 20);

@@ -403,6 +403,16 @@ impl Bbr2 {
         self.full_bw_reached
     }
 
+    /// `bbr_note_loss` (the round bookkeeping of `skb_marked_lost`): the first loss of a
+    /// round starts a loss round ending at the current delivered count.
+    fn note_loss(&mut self, sk: &Sock) {
+        if !self.loss_in_round {
+            self.loss_round_delivered = sk.delivered;
+        }
+        self.loss_in_round = true;
+        self.loss_in_cycle = true;
+    }
+
     fn update_gains(&mut self) {
         match self.mode {
             BbrMode::Startup => {
@@ -575,11 +585,7 @@ impl CongestionControl for Bbr2 {
         self.mss = sk.mss;
         // skb_marked_lost bookkeeping for the segments newly marked lost on this ACK.
         if rs.losses > 0 {
-            if !self.loss_in_round {
-                self.loss_round_delivered = sk.delivered;
-            }
-            self.loss_in_round = true;
-            self.loss_in_cycle = true;
+            self.note_loss(sk);
         }
         let mut ctx = Ctx::default();
         let mut update_model = true;
@@ -621,6 +627,10 @@ impl CongestionControl for Bbr2 {
     /// leaving Loss.
     fn set_state(&mut self, sk: &mut Sock, new: CaState) {
         if new == CaState::Loss {
+            // tcp_enter_loss marks the flight lost (skb_marked_lost) before the state change.
+            if sk.packets_out > 0 {
+                self.note_loss(sk);
+            }
             self.prev_ca_state = CaState::Loss;
             if self.r.newer {
                 self.reset_full_bw();

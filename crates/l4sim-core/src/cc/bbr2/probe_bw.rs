@@ -12,7 +12,7 @@ use super::{
 impl Bbr2 {
     /// Each round of UP, double the growth of inflight_hi: +1 per `cwnd / 2^rounds` acked.
     fn raise_inflight_hi_slope(&mut self, sk: &Sock) {
-        let growth_this_round = 1u32 << self.bw_probe_up_rounds;
+        let growth_this_round = 1u32 << self.bw_probe_up_rounds.min(31);
         self.bw_probe_up_rounds = (self.bw_probe_up_rounds + 1).min(30);
         self.bw_probe_up_cnt = (sk.snd_cwnd / growth_this_round).max(1);
     }
@@ -147,7 +147,7 @@ impl Bbr2 {
         if self.inflight_hi != UNSET32 {
             self.inflight_hi += self.p.refill_add_inc;
         }
-        self.bw_probe_up_rounds = bw_probe_up_rounds;
+        self.bw_probe_up_rounds = bw_probe_up_rounds & 0x1f; // a 5-bit field in Linux
         self.bw_probe_up_acks = 0;
         self.stopped_risky_probe = false;
         if !self.r.newer {

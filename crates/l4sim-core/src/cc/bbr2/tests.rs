@@ -563,3 +563,17 @@ fn all_variants_on_a_ce_marking_path_keep_utilization_high_and_queue_short() {
         "v3 ecn_low: util {util} srtt {rtt_ms}"
     );
 }
+
+#[test]
+fn rto_outside_probing_seeds_inflight_lo_with_the_pre_rto_cwnd() {
+    let (mut b, mut sk) = steady(Bbr2Params::default(), BW_PROBE_CRUISE, 20_000);
+    b.ssthresh(&mut sk); // prior_cwnd = 100
+    sk.snd_cwnd = 1; // the core's RTO response
+    b.cwnd_event(&mut sk, CaEvent::Loss);
+    b.set_state(&mut sk, CaState::Loss);
+    assert_eq!(b.inflight_lo(), 100);
+    assert!(b.loss_in_round, "RTO marks the flight lost");
+    // Leaving Loss restores the prior cwnd.
+    b.set_state(&mut sk, CaState::Open);
+    assert_eq!(sk.snd_cwnd, 100);
+}
