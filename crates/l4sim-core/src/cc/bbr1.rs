@@ -814,6 +814,9 @@ impl CongestionControl for Bbr1 {
         self.reset_lt_bw_sampling(sk);
         sk.snd_cwnd
     }
+    /// "state": 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT; "cycle_idx": PROBE_BW phase
+    /// (0 = the 1.25 phase, 1 = the 0.75 phase); gains as factors; "bw_mbps": bw estimate
+    /// (payload); "min_rtt_ms" (-1 before a sample); "lt_use_bw": 1 when policed.
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("state", self.mode as u32 as f64));
         out.push(("pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64));
@@ -823,7 +826,7 @@ impl CongestionControl for Bbr1 {
         out.push((
             "min_rtt_ms",
             if self.min_rtt_us == u32::MAX {
-                f64::NAN
+                -1.0
             } else {
                 self.min_rtt_us as f64 / 1000.0
             },

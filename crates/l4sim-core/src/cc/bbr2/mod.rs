@@ -678,8 +678,11 @@ impl CongestionControl for Bbr2 {
         self.inflight_hi = self.inflight_hi.max(self.undo_inflight_hi);
         self.prior_cwnd
     }
+    /// "state": 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT; "cycle_idx": 0 UP, 1 DOWN,
+    /// 2 CRUISE, 3 REFILL; gains as factors; "bw_mbps" (payload); "min_rtt_ms";
+    /// "inflight_hi"/"inflight_lo" in segments; "ecn_alpha" in [0, 1]. -1 = unset.
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
-        let opt32 = |v: u32| if v == UNSET32 { f64::NAN } else { v as f64 };
+        let opt32 = |v: u32| if v == UNSET32 { -1.0 } else { v as f64 };
         out.push(("state", self.mode as u32 as f64));
         out.push(("cycle_idx", self.cycle_idx as f64));
         out.push(("pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64));
@@ -688,7 +691,7 @@ impl CongestionControl for Bbr2 {
         out.push((
             "min_rtt_ms",
             if self.min_rtt_us == u32::MAX {
-                f64::NAN
+                -1.0
             } else {
                 self.min_rtt_us as f64 / 1000.0
             },
