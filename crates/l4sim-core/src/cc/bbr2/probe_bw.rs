@@ -11,7 +11,7 @@ use super::{
 
 impl Bbr2 {
     /// Each round of UP, double the growth of inflight_hi: +1 per `cwnd / 2^rounds` acked.
-    fn raise_inflight_hi_slope(&mut self, sk: &Sock) {
+    pub(crate) fn raise_inflight_hi_slope(&mut self, sk: &Sock) {
         let growth_this_round = 1u32 << self.bw_probe_up_rounds.min(31);
         self.bw_probe_up_rounds = (self.bw_probe_up_rounds + 1).min(30);
         self.bw_probe_up_cnt = (sk.snd_cwnd / growth_this_round).max(1);
@@ -111,7 +111,7 @@ impl Bbr2 {
     }
 
     /// Reno-coexistence probe time: rounds since the last probe >= min(63, BDP).
-    fn is_reno_coexistence_probe_time(&self, sk: &Sock) -> bool {
+    pub(crate) fn is_reno_coexistence_probe_time(&self, sk: &Sock) -> bool {
         let mut rounds = self.p.bw_probe_max_rounds;
         if self.p.bw_probe_reno_gain > 0 {
             let inflight = self.target_inflight(sk) as u64;
@@ -123,7 +123,7 @@ impl Bbr2 {
 
     /// Random wait before the next probe: 0..rand_rounds rounds of offset, and a wall clock
     /// of base + rand(0..rand_us) (2-3 s).
-    fn pick_probe_wait(&mut self) {
+    pub(crate) fn pick_probe_wait(&mut self) {
         self.rounds_since_probe = if self.p.bw_probe_rand_rounds > 0 {
             self.rng.below(self.p.bw_probe_rand_rounds)
         } else {
@@ -208,7 +208,7 @@ impl Bbr2 {
         false
     }
 
-    fn check_time_to_cruise(&self, sk: &Sock, inflight: u32, bw: u64) -> bool {
+    pub(crate) fn check_time_to_cruise(&self, sk: &Sock, inflight: u32, bw: u64) -> bool {
         if inflight > self.inflight_with_headroom() {
             return false;
         }

@@ -36,6 +36,7 @@ fn steady_bw(p: Bbr2Params, cycle_idx: u32, rtt_us: u32, pps: u64) -> (Bbr2, Soc
     b.probe_rtt_min_us = rtt_us;
     b.probe_rtt_min_stamp = sk.now;
     b.max_bw = [pps * BW_UNIT / 1_000_000; 2];
+    sk.pacing_rate = pps * 1448;
     b.loss_round_delivered = 0;
     b.next_rtt_delivered = 0;
     b.alpha_last_delivered = sk.delivered;
@@ -576,4 +577,55 @@ fn rto_outside_probing_seeds_inflight_lo_with_the_pre_rto_cwnd() {
     // Leaving Loss restores the prior cwnd.
     b.set_state(&mut sk, CaState::Open);
     assert_eq!(sk.snd_cwnd, 100);
+}
+
+#[test]
+fn probe_wait_is_2_to_3_s_and_reno_rounds_start_at_0_or_1() {
+    let mut b = bbr2(Bbr2Params::default());
+    for _ in 0..200 {
+        b.pick_probe_wait();
+        assert!((2_000_000..3_000_000).contains(&b.probe_wait_us));
+        assert!(b.rounds_since_probe < 2);
+    }
+}
+
+#[test]
+fn reno_coexistence_probes_after_min_63_bdp_rounds() {
+    // BDP-based: 1000 pkt/s x 20 ms = 20 pkts (+ quantization floor) of rounds.
+    let (mut b, sk) = steady_bw(Bbr2Params::default(), BW_PROBE_CRUISE, 20_000, 1000);
+    let rounds = b.target_inflight(&sk);
+    assert!((20..=22).contains(&rounds), "{rounds}");
+    b.rounds_since_probe = rounds - 1;
+    assert!(!b.is_reno_coexistence_probe_time(&sk));
+    b.rounds_since_probe = rounds;
+    assert!(b.is_reno_coexistence_probe_time(&sk));
+    // Large BDP: capped at 63 rounds.
+    let (mut b, sk) = steady_bw(Bbr2Params::default(), BW_PROBE_CRUISE, 20_000, 50_000);
+    b.rounds_since_probe = 62;
+    assert!(!b.is_reno_coexistence_probe_time(&sk));
+    b.rounds_since_probe = 63;
+    assert!(b.is_reno_coexistence_probe_time(&sk));
+}
+
+#[test]
+fn probe_up_doubles_inflight_hi_growth_each_round() {
+    let (mut b, mut sk) = steady(Bbr2Params::default(), BW_PROBE_UP, 20_000);
+    sk.snd_cwnd = 64;
+    b.bw_probe_up_rounds = 0;
+    b.raise_inflight_hi_slope(&sk);
+    assert_eq!(b.bw_probe_up_cnt, 64); // +1 per cwnd acked in the first round
+    b.raise_inflight_hi_slope(&sk);
+    assert_eq!(b.bw_probe_up_cnt, 32);
+    b.raise_inflight_hi_slope(&sk);
+    assert_eq!(b.bw_probe_up_cnt, 16);
+}
+
+#[test]
+fn down_holds_until_inflight_leaves_15pct_headroom_below_inflight_hi() {
+    let (mut b, sk) = steady(Bbr2Params::default(), BW_PROBE_DOWN, 20_000);
+    b.inflight_hi = 100;
+    let bw = b.max_bw();
+    // headroom = 15% of 100 (38/256 -> 14 segments): cruise only at <= 86.
+    assert!(!b.check_time_to_cruise(&sk, 87, bw));
+    assert!(b.check_time_to_cruise(&sk, 86, bw));
 }
