@@ -847,7 +847,7 @@ pub(crate) fn bw_to_mbps(bw: u64, mss: u32) -> f64 {
 pub(crate) mod testpath {
     use std::collections::VecDeque;
 
-    use crate::cc::{AckSample, CongestionControl, RateSample, Sock};
+    use crate::cc::{AckSample, CaState, CongestionControl, RateSample, Sock};
     use crate::time::{SimTime, MS, SEC};
 
     #[derive(Clone, Copy, Debug)]
@@ -861,6 +861,10 @@ pub(crate) mod testpath {
         first_tx_mstamp: SimTime,
         is_app_limited: bool,
         tx_in_flight: u32,
+        /// `tp->lost` when sent (`tx.lost`).
+        lost: u64,
+        /// Dropped at the bottleneck (tail drop); detected lost when a later packet is ACKed.
+        dropped: bool,
     }
 
     pub struct Path {
@@ -870,6 +874,10 @@ pub(crate) mod testpath {
         pub base_rtt: u64,
         /// Mark CE when the queueing delay seen at enqueue exceeds this (ns); None = no ECN.
         pub ce_thresh: Option<u64>,
+        /// Tail-drop buffer in packets (None = unlimited). Lost segments are not
+        /// retransmitted; Recovery lasts until the flight sent before the loss is ACKed.
+        pub buffer: Option<u32>,
+        pub drops: u64,
         last_departure: SimTime,
         last_send: SimTime,
         first_tx_mstamp: SimTime,
@@ -887,6 +895,8 @@ pub(crate) mod testpath {
                 pkt_time,
                 base_rtt: rtt_ms * MS,
                 ce_thresh: None,
+                buffer: None,
+                drops: 0,
                 last_departure: 0,
                 last_send: 0,
                 first_tx_mstamp: 0,
@@ -911,8 +921,14 @@ pub(crate) mod testpath {
             }
             let start = now.max(self.last_departure);
             let qdelay = start - now;
+            let queued = qdelay / self.pkt_time;
+            let dropped = matches!(self.buffer, Some(b) if queued >= b as u64);
             let departure = start + self.pkt_time;
-            self.last_departure = departure;
+            if !dropped {
+                self.last_departure = departure;
+            } else {
+                self.drops += 1;
+            }
             let ce = matches!(self.ce_thresh, Some(k) if qdelay > k);
             sk.packets_out += 1;
             sk.snd_nxt += 1;
@@ -926,11 +942,13 @@ pub(crate) mod testpath {
                 first_tx_mstamp: self.first_tx_mstamp,
                 is_app_limited: sk.app_limited != 0,
                 tx_in_flight: sk.packets_out,
+                lost: sk.lost,
+                dropped,
             });
             self.last_send = now;
         }
 
-        fn ack(&mut self, cc: &mut dyn CongestionControl, p: Pkt) {
+        fn ack(&mut self, cc: &mut dyn CongestionControl, p: Pkt, newly_lost: u32) {
             let now = p.ack_at;
             let sk = &mut self.sk;
             sk.now = now;
@@ -987,8 +1005,48 @@ pub(crate) mod testpath {
                     in_flight: prior_in_flight,
                 },
             );
+            // Loss detection and the CA state machine (tcp_fastretrans_alert), before
+            // in_ack_event and cong_control as in tcp_ack().
+            if newly_lost > 0 {
+                sk.lost += newly_lost as u64;
+                sk.packets_out -= newly_lost;
+                sk.snd_una += newly_lost;
+                if sk.ca_state < CaState::Recovery {
+                    sk.prior_cwnd = sk.snd_cwnd;
+                    sk.snd_ssthresh = cc.ssthresh(sk);
+                    sk.ca_state = CaState::Recovery;
+                    cc.set_state(sk, CaState::Recovery);
+                    sk.high_seq = sk.snd_nxt;
+                }
+            } else if sk.ca_state >= CaState::Recovery && sk.snd_una >= sk.high_seq {
+                sk.ca_state = CaState::Open;
+                cc.set_state(sk, CaState::Open);
+            }
+            let rs = RateSample {
+                losses: newly_lost,
+                lost: sk.lost - p.lost,
+                ..rs
+            };
             cc.in_ack_event(sk, p.ce);
             cc.cong_control(sk, &rs);
+        }
+
+        fn rto(&mut self, cc: &mut dyn CongestionControl) {
+            let sk = &mut self.sk;
+            sk.now += 200 * MS;
+            let n = self.flight.len() as u32;
+            self.flight.clear();
+            sk.prior_cwnd = sk.snd_cwnd;
+            sk.snd_ssthresh = cc.ssthresh(sk);
+            cc.cwnd_event(sk, crate::cc::CaEvent::Loss);
+            sk.lost += n as u64;
+            sk.packets_out -= n;
+            sk.snd_una += n;
+            sk.snd_cwnd = 1;
+            sk.ca_state = CaState::Loss;
+            cc.set_state(sk, CaState::Loss);
+            sk.high_seq = sk.snd_nxt;
+            self.last_send = sk.now;
         }
 
         /// Run until `until`, calling `probe` after every ACK.
@@ -1011,19 +1069,29 @@ pub(crate) mod testpath {
                 } else {
                     None
                 };
-                let next_ack = self.flight.front().map(|p| p.ack_at);
+                let next_ack = self.flight.iter().find(|p| !p.dropped).map(|p| p.ack_at);
                 let t = match (next_send, next_ack) {
                     (Some(s), Some(a)) if s < a => s,
                     (_, Some(a)) => a,
                     (Some(s), None) => s,
+                    (None, None) if !self.flight.is_empty() => {
+                        // Whole flight dropped: RTO after 200 ms (tcp_enter_loss).
+                        self.rto(cc);
+                        continue;
+                    }
                     (None, None) => break,
                 };
                 if t > until {
                     break;
                 }
                 if Some(t) == next_ack && next_send.is_none_or(|s| s >= t) {
+                    let mut lost = 0;
+                    while self.flight.front().is_some_and(|p| p.dropped) {
+                        self.flight.pop_front();
+                        lost += 1;
+                    }
                     let p = self.flight.pop_front().unwrap();
-                    self.ack(cc, p);
+                    self.ack(cc, p, lost);
                     probe(&self.sk, cc);
                 } else {
                     self.sk.now = t;
