@@ -51,7 +51,10 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap and we want the earliest event first.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
+        other
+            .time
+            .cmp(&self.time)
+            .then_with(|| other.seq.cmp(&self.seq))
     }
 }
 
@@ -64,11 +67,19 @@ pub struct Scheduler {
 
 impl Scheduler {
     pub fn new() -> Scheduler {
-        Scheduler { heap: BinaryHeap::with_capacity(1024), seq: 0, popped: 0 }
+        Scheduler {
+            heap: BinaryHeap::with_capacity(1024),
+            seq: 0,
+            popped: 0,
+        }
     }
     pub fn schedule(&mut self, time: SimTime, event: Event) {
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, event });
+        self.heap.push(Entry {
+            time,
+            seq: self.seq,
+            event,
+        });
     }
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
         let e = self.heap.pop()?;

@@ -3,8 +3,8 @@
 
 pub mod cc;
 pub mod engine;
-pub mod net;
 pub mod metrics;
+pub mod net;
 pub mod packet;
 pub mod qdisc;
 pub mod rng;

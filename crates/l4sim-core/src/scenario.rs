@@ -30,7 +30,10 @@ impl std::fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-    ScenarioError { field: field.into(), message: message.into() }
+    ScenarioError {
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 fn default_seed() -> u64 {
@@ -155,7 +158,10 @@ pub struct ReceiverSpec {
 
 impl Default for ReceiverSpec {
     fn default() -> Self {
-        ReceiverSpec { cc: None, tcp: TcpSpec::default() }
+        ReceiverSpec {
+            cc: None,
+            tcp: TcpSpec::default(),
+        }
     }
 }
 
@@ -206,12 +212,21 @@ impl Scenario {
             Ok(())
         };
         match &self.topology {
-            TopologySpec::Dumbbell { base_rtt, bottleneck, nic_rate } => {
+            TopologySpec::Dumbbell {
+                base_rtt,
+                bottleneck,
+                nic_rate,
+            } => {
                 nonneg("topology.base_rtt", *base_rtt)?;
                 pos("topology.nic_rate", *nic_rate)?;
                 check_btl("topology.bottleneck", bottleneck)?;
             }
-            TopologySpec::Tree { base_rtt, pairs, nic_rate, bottlenecks } => {
+            TopologySpec::Tree {
+                base_rtt,
+                pairs,
+                nic_rate,
+                bottlenecks,
+            } => {
                 nonneg("topology.base_rtt", *base_rtt)?;
                 pos("topology.nic_rate", *nic_rate)?;
                 if *pairs == 0 || pairs % 4 != 0 {
@@ -235,7 +250,10 @@ impl Scenario {
                 return Err(err(format!("{p}.name"), "must not be empty"));
             }
             if !names.insert(f.name.as_str()) {
-                return Err(err(format!("{p}.name"), format!("duplicate flow name {:?}", f.name)));
+                return Err(err(
+                    format!("{p}.name"),
+                    format!("duplicate flow name {:?}", f.name),
+                ));
             }
             if f.streams == 0 {
                 return Err(err(format!("{p}.streams"), "must be at least 1, got 0"));
@@ -244,7 +262,10 @@ impl Scenario {
             if f.start >= self.duration {
                 return Err(err(
                     format!("{p}.start"),
-                    format!("{} s is not before the end of the run ({} s)", f.start, self.duration),
+                    format!(
+                        "{} s is not before the end of the run ({} s)",
+                        f.start, self.duration
+                    ),
                 ));
             }
             if let Some(r) = f.base_rtt {
@@ -255,11 +276,17 @@ impl Scenario {
             }
             for (side, t) in [("tcp", &f.tcp), ("receiver.tcp", &f.receiver.tcp)] {
                 if t.init_cwnd == 0 {
-                    return Err(err(format!("{p}.{side}.init_cwnd"), "must be at least 1, got 0"));
+                    return Err(err(
+                        format!("{p}.{side}.init_cwnd"),
+                        "must be at least 1, got 0",
+                    ));
                 }
                 pos(&format!("{p}.{side}.rto_min_ms"), t.rto_min_ms)?;
                 if t.mss < 88 || t.mss > 9000 {
-                    return Err(err(format!("{p}.{side}.mss"), format!("must be in 88..=9000, got {}", t.mss)));
+                    return Err(err(
+                        format!("{p}.{side}.mss"),
+                        format!("must be in 88..=9000, got {}", t.mss),
+                    ));
                 }
             }
         }

@@ -73,7 +73,11 @@ impl World {
         for (fi, f) in sc.flows.iter().enumerate() {
             let (snd, rcv) = built.hosts[fi];
             let mut ids = Vec::new();
-            let rcv_cc_spec = f.receiver.cc.clone().unwrap_or_else(|| CcSpec::Cubic(Default::default()));
+            let rcv_cc_spec = f
+                .receiver
+                .cc
+                .clone()
+                .unwrap_or_else(|| CcSpec::Cubic(Default::default()));
             for _ in 0..f.streams {
                 let id = streams.len() as u32;
                 let mut hrng = Rng::new(sc.seed, stream::TCP + 2 * id as u64);
@@ -86,15 +90,28 @@ impl World {
                     size: f.size,
                 };
                 let cc = cc::build(&f.cc, Rng::new(sc.seed, stream::CC + 2 * id as u64));
-                let rcc = cc::build(&rcv_cc_spec, Rng::new(sc.seed, stream::CC + 2 * id as u64 + 1));
-                let sender = TcpSender::new(&params, &f.tcp, cc, Rng::new(sc.seed, stream::TCP + 2 * id as u64 + 1));
+                let rcc = cc::build(
+                    &rcv_cc_spec,
+                    Rng::new(sc.seed, stream::CC + 2 * id as u64 + 1),
+                );
+                let sender = TcpSender::new(
+                    &params,
+                    &f.tcp,
+                    cc,
+                    Rng::new(sc.seed, stream::TCP + 2 * id as u64 + 1),
+                );
                 let receiver = TcpReceiver::new(
                     &params,
                     &f.receiver.tcp,
                     &rcc,
                     Rng::new(sc.seed, stream::TCP + (1 << 31) + id as u64),
                 );
-                streams.push(Stream { sender, receiver, armed: [NEVER; 2], data_dropped: 0 });
+                streams.push(Stream {
+                    sender,
+                    receiver,
+                    armed: [NEVER; 2],
+                    data_dropped: 0,
+                });
                 sched.schedule(secs(f.start), Event::StreamStart(id));
                 ids.push(id as usize);
             }
@@ -106,7 +123,10 @@ impl World {
                 base_rtt: built.base_rtt[fi],
                 rtt_samples: Vec::new(),
                 last_bytes: 0,
-                series: FlowSeries { name: f.name.clone(), ..Default::default() },
+                series: FlowSeries {
+                    name: f.name.clone(),
+                    ..Default::default()
+                },
             });
         }
         let net = built.net;
@@ -116,7 +136,10 @@ impl World {
             .map(|p| QdiscTrack {
                 last_sum: 0,
                 last_n: 0,
-                series: QdiscSeries { name: p.name.clone(), ..Default::default() },
+                series: QdiscSeries {
+                    name: p.name.clone(),
+                    ..Default::default()
+                },
             })
             .collect();
         for (i, p) in net.ports.iter().enumerate() {
@@ -164,7 +187,9 @@ impl World {
             Event::PipeExit(p) => {
                 let pipe = &mut self.net.pipes[p as usize];
                 let to = pipe.to;
-                let pkt = pipe.pop_due(self.now).expect("pipe exit event without a due packet");
+                let pkt = pipe
+                    .pop_due(self.now)
+                    .expect("pipe exit event without a due packet");
                 if let Some(t) = pipe.head_time() {
                     self.sched.schedule(t, Event::PipeExit(p));
                 }
@@ -183,7 +208,8 @@ impl World {
                 qd.on_timer(self.now);
                 let t = qd.next_timer();
                 if t != NEVER {
-                    self.sched.schedule(t.max(self.now + 1), Event::QdiscTimer(q));
+                    self.sched
+                        .schedule(t.max(self.now + 1), Event::QdiscTimer(q));
                 }
             }
             Event::Endpoint(id) => {
@@ -221,7 +247,8 @@ impl World {
             }
             Event::Sample => {
                 self.sample();
-                self.sched.schedule(self.now + self.sample_interval, Event::Sample);
+                self.sched
+                    .schedule(self.now + self.sample_interval, Event::Sample);
             }
         }
     }
@@ -230,11 +257,16 @@ impl World {
     /// what is already pending.
     fn arm(&mut self, s: usize, side: usize) {
         let st = &mut self.streams[s];
-        let t = if side == 0 { st.sender.next_timer() } else { st.receiver.next_timer() };
+        let t = if side == 0 {
+            st.sender.next_timer()
+        } else {
+            st.receiver.next_timer()
+        };
         if t < st.armed[side] {
             let t = t.max(self.now);
             st.armed[side] = t;
-            self.sched.schedule(t, Event::Endpoint((2 * s + side) as u32));
+            self.sched
+                .schedule(t, Event::Endpoint((2 * s + side) as u32));
         }
     }
 
@@ -354,10 +386,15 @@ impl World {
         let dt = to_secs(self.sample_interval);
         self.series_t.push(to_secs(self.now));
         for f in &mut self.flows {
-            let bytes: u64 = f.streams.iter().map(|&s| self.streams[s].receiver.stats.bytes_delivered).sum();
+            let bytes: u64 = f
+                .streams
+                .iter()
+                .map(|&s| self.streams[s].receiver.stats.bytes_delivered)
+                .sum();
             let s0 = &self.streams[f.streams[0]].sender;
             let ser = &mut f.series;
-            ser.tput_mbps.push((bytes - f.last_bytes) as f64 * 8.0 / dt / 1e6);
+            ser.tput_mbps
+                .push((bytes - f.last_bytes) as f64 * 8.0 / dt / 1e6);
             f.last_bytes = bytes;
             ser.cwnd.push(s0.sk.snd_cwnd as f64);
             ser.srtt_ms.push(s0.sk.srtt as f64 / 1e6);
@@ -379,7 +416,11 @@ impl World {
             ser.backlog_bytes.push(p.qdisc.inner.bytes() as f64);
             let (sum, n) = (st.sojourn.sum(), st.sojourn.count());
             let dn = n - tr.last_n;
-            ser.sojourn_ms.push(if dn > 0 { (sum - tr.last_sum) as f64 / dn as f64 / 1e6 } else { 0.0 });
+            ser.sojourn_ms.push(if dn > 0 {
+                (sum - tr.last_sum) as f64 / dn as f64 / 1e6
+            } else {
+                0.0
+            });
             tr.last_sum = sum;
             tr.last_n = n;
             ser.drops.push(st.drops() as f64);
@@ -400,8 +441,16 @@ impl World {
     pub fn conservation_ok(&self) -> bool {
         let in_pipes: u64 = self.net.pipes.iter().map(|p| p.data_inside).sum();
         let in_ports: u64 = self.net.ports.iter().map(|p| p.data_inside).sum();
-        let sent: u64 = self.streams.iter().map(|s| s.sender.stats.data_pkts_sent).sum();
-        let rcvd: u64 = self.streams.iter().map(|s| s.receiver.stats.data_pkts_received).sum();
+        let sent: u64 = self
+            .streams
+            .iter()
+            .map(|s| s.sender.stats.data_pkts_sent)
+            .sum();
+        let rcvd: u64 = self
+            .streams
+            .iter()
+            .map(|s| s.receiver.stats.data_pkts_received)
+            .sum();
         let qdiscs_ok = self.net.ports.iter().all(|p| {
             let st = &p.qdisc.stats;
             st.enq_pkts == st.deq_pkts + st.drops() + p.qdisc.inner.len() as u64
@@ -426,7 +475,11 @@ impl World {
             let s0 = ss[0];
             let bytes: u64 = ss.iter().map(|s| s.receiver.stats.bytes_delivered).sum();
             let completion = if spec.size.is_some() {
-                let done = ss.iter().map(|s| s.sender.stats.completed_at).max().unwrap_or(NEVER);
+                let done = ss
+                    .iter()
+                    .map(|s| s.sender.stats.completed_at)
+                    .max()
+                    .unwrap_or(NEVER);
                 (done != NEVER).then(|| to_secs(done - f.start))
             } else {
                 None
@@ -488,9 +541,15 @@ impl World {
                     .iter()
                     .map(|r| (r.name().to_string(), st.drops_by_reason[r.index()]))
                     .collect(),
-                drops_by_ecn: Ecn::ALL.iter().map(|e| (e.name().to_string(), st.drops_by_ecn[e.index()])).collect(),
+                drops_by_ecn: Ecn::ALL
+                    .iter()
+                    .map(|e| (e.name().to_string(), st.drops_by_ecn[e.index()]))
+                    .collect(),
                 marks: st.marks(),
-                marks_by_ecn: Ecn::ALL.iter().map(|e| (e.name().to_string(), st.marks_by_ecn[e.index()])).collect(),
+                marks_by_ecn: Ecn::ALL
+                    .iter()
+                    .map(|e| (e.name().to_string(), st.marks_by_ecn[e.index()]))
+                    .collect(),
                 sojourn_mean_ms: ms(st.sojourn.mean()),
                 sojourn_p50_ms: ms(st.sojourn.quantile(0.5)),
                 sojourn_p90_ms: ms(st.sojourn.quantile(0.9)),
@@ -548,7 +607,11 @@ impl World {
             qdiscs,
             links,
             rtt_samples,
-            series: Series { t: self.series_t, flows: fseries, qdiscs: qseries },
+            series: Series {
+                t: self.series_t,
+                flows: fseries,
+                qdiscs: qseries,
+            },
             conservation_ok,
         }
     }

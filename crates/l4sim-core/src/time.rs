@@ -45,7 +45,9 @@ impl Rate {
         Rate { bps }
     }
     pub fn mbps(m: f64) -> Rate {
-        Rate { bps: (m * 1e6).round() as u64 }
+        Rate {
+            bps: (m * 1e6).round() as u64,
+        }
     }
     /// Time to serialize `bytes` at this rate, rounded up to the next nanosecond.
     pub fn tx_time(&self, bytes: u32) -> SimDuration {

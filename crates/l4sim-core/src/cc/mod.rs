@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
 
+pub mod bbr1;
+pub mod bbr2;
+pub mod bbr3;
 pub mod cubic;
 pub mod dctcp;
 pub mod prague;
@@ -302,6 +305,12 @@ pub enum CcSpec {
     Cubic(cubic::CubicParams),
     Dctcp(dctcp::DctcpParams),
     Prague(prague::PragueParams),
+    /// BBR v1 (mainline tcp_bbr.c).
+    Bbr(bbr1::Bbr1Params),
+    /// BBR v2 (google/bbr v2alpha tcp_bbr2.c, or the L4STeam variant).
+    Bbr2(bbr2::Bbr2Params),
+    /// BBR v3 (google/bbr v3 tcp_bbr.c).
+    Bbr3(bbr3::Bbr3Params),
 }
 
 impl CcSpec {
@@ -311,6 +320,9 @@ impl CcSpec {
             CcSpec::Cubic(_) => "cubic",
             CcSpec::Dctcp(_) => "dctcp",
             CcSpec::Prague(_) => "prague",
+            CcSpec::Bbr(_) => "bbr",
+            CcSpec::Bbr2(_) => "bbr2",
+            CcSpec::Bbr3(_) => "bbr3",
         }
     }
 }
@@ -321,15 +333,21 @@ pub enum AnyCc {
     Cubic(cubic::Cubic),
     Dctcp(dctcp::Dctcp),
     Prague(prague::Prague),
+    Bbr(bbr1::Bbr1),
+    Bbr2(bbr2::Bbr2),
+    Bbr3(bbr3::Bbr3),
 }
 
 /// Build the controller for a flow. `rng` is the flow's private CC stream.
-pub fn build(spec: &CcSpec, _rng: Rng) -> AnyCc {
+pub fn build(spec: &CcSpec, rng: Rng) -> AnyCc {
     match spec {
         CcSpec::Reno => AnyCc::Reno(reno::Reno),
         CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::new(p.clone())),
         CcSpec::Dctcp(p) => AnyCc::Dctcp(dctcp::Dctcp::new(p.clone())),
         CcSpec::Prague(p) => AnyCc::Prague(prague::Prague::new(p.clone())),
+        CcSpec::Bbr(p) => AnyCc::Bbr(bbr1::Bbr1::new(p.clone(), rng)),
+        CcSpec::Bbr2(p) => AnyCc::Bbr2(bbr2::Bbr2::new(p.clone(), rng)),
+        CcSpec::Bbr3(p) => AnyCc::Bbr3(bbr3::Bbr3::new(p.clone(), rng)),
     }
 }
 
@@ -340,6 +358,9 @@ macro_rules! dispatch {
             AnyCc::Cubic($c) => $e,
             AnyCc::Dctcp($c) => $e,
             AnyCc::Prague($c) => $e,
+            AnyCc::Bbr($c) => $e,
+            AnyCc::Bbr2($c) => $e,
+            AnyCc::Bbr3($c) => $e,
         }
     };
 }

@@ -16,7 +16,12 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: vec![0; GROUPS * SUB], n: 0, sum: 0, max: 0 }
+        Histogram {
+            counts: vec![0; GROUPS * SUB],
+            n: 0,
+            sum: 0,
+            max: 0,
+        }
     }
 }
 
@@ -111,7 +116,10 @@ mod tests {
         for q in [0.5, 0.9, 0.99, 0.999] {
             let exact = q * 100_000.0 * 100.0;
             let got = h.quantile(q);
-            assert!((got - exact).abs() / exact < 0.02, "q={q} got={got} exact={exact}");
+            assert!(
+                (got - exact).abs() / exact < 0.02,
+                "q={q} got={got} exact={exact}"
+            );
         }
         assert!((h.mean() - 5_000_050.0).abs() < 1.0);
     }

@@ -71,7 +71,12 @@ pub struct EgressCfg {
 
 impl EgressCfg {
     pub fn plain(name: impl Into<String>, rate: Option<crate::time::Rate>, delay: u64) -> Self {
-        EgressCfg { name: name.into(), rate, delay, shaped: None }
+        EgressCfg {
+            name: name.into(),
+            rate,
+            delay,
+            shaped: None,
+        }
     }
 }
 
@@ -92,7 +97,8 @@ impl NetBuilder {
 
     fn egress(&mut self, from: u32, to: u32, cfg: EgressCfg) {
         let pipe = self.pipes.len() as u32;
-        self.pipes.push(Pipe::new(cfg.name.clone(), cfg.rate, cfg.delay, to));
+        self.pipes
+            .push(Pipe::new(cfg.name.clone(), cfg.rate, cfg.delay, to));
         let e = match cfg.shaped {
             None => Egress::Pipe(pipe),
             Some((rate, burst, qdisc)) => {
@@ -129,7 +135,11 @@ impl NetBuilder {
         let mut nodes: Vec<Node> = self
             .nodes
             .into_iter()
-            .map(|(name, kind)| Node { name, kind, routes: vec![None; n] })
+            .map(|(name, kind)| Node {
+                name,
+                kind,
+                routes: vec![None; n],
+            })
             .collect();
         // For each destination d, BFS over reversed edges gives each node's next hop.
         for d in 0..n {
@@ -150,6 +160,10 @@ impl NetBuilder {
                 }
             }
         }
-        Network { nodes, pipes: self.pipes, ports: self.ports }
+        Network {
+            nodes,
+            pipes: self.pipes,
+            ports: self.ports,
+        }
     }
 }

@@ -25,7 +25,12 @@ pub struct Shaper {
 impl Shaper {
     pub fn new(rate: Rate, burst_bytes: u32) -> Shaper {
         let buffer = rate.tx_time(burst_bytes) as i64;
-        Shaper { rate, buffer, tokens: buffer, t_last: 0 }
+        Shaper {
+            rate,
+            buffer,
+            tokens: buffer,
+            t_last: 0,
+        }
     }
 
     fn tokens_at(&self, now: SimTime) -> i64 {

@@ -35,12 +35,17 @@ fn halves(rtt: SimDuration) -> (SimDuration, SimDuration) {
 
 pub fn build(topo: &TopologySpec, flows: &[FlowSpec], seed: u64) -> Result<Built, ScenarioError> {
     match topo {
-        TopologySpec::Dumbbell { base_rtt, bottleneck, nic_rate } => {
-            Ok(dumbbell(*base_rtt, bottleneck, *nic_rate, flows, seed))
-        }
-        TopologySpec::Tree { base_rtt, pairs, nic_rate, bottlenecks } => {
-            tree(*base_rtt, *pairs, *nic_rate, bottlenecks, flows, seed)
-        }
+        TopologySpec::Dumbbell {
+            base_rtt,
+            bottleneck,
+            nic_rate,
+        } => Ok(dumbbell(*base_rtt, bottleneck, *nic_rate, flows, seed)),
+        TopologySpec::Tree {
+            base_rtt,
+            pairs,
+            nic_rate,
+            bottlenecks,
+        } => tree(*base_rtt, *pairs, *nic_rate, bottlenecks, flows, seed),
     }
 }
 
@@ -86,7 +91,11 @@ pub fn dumbbell(
         hosts.push((s, r));
         rtts.push(rtt);
     }
-    Built { net: b.build(), hosts, base_rtt: rtts }
+    Built {
+        net: b.build(),
+        hosts,
+        base_rtt: rtts,
+    }
 }
 
 /// The multi-bottleneck tree: senders in pairs behind `pair{j}` routers, pairs in groups of
@@ -145,8 +154,18 @@ pub fn tree(
     for k in 0..n_agg {
         let sa = b.node(format!("agg{k}.snd"), NodeKind::Router);
         let ra = b.node(format!("agg{k}.rcv"), NodeKind::Router);
-        b.link(sa, root, egress(format!("up_agg{k}")), EgressCfg::plain(format!("root->agg{k}.snd"), Some(nic), 0));
-        b.link(root, ra, egress(format!("down_agg{k}")), EgressCfg::plain(format!("agg{k}.rcv->root"), Some(nic), 0));
+        b.link(
+            sa,
+            root,
+            egress(format!("up_agg{k}")),
+            EgressCfg::plain(format!("root->agg{k}.snd"), Some(nic), 0),
+        );
+        b.link(
+            root,
+            ra,
+            egress(format!("down_agg{k}")),
+            EgressCfg::plain(format!("agg{k}.rcv->root"), Some(nic), 0),
+        );
         s_agg.push(sa);
         r_agg.push(ra);
     }
@@ -156,8 +175,18 @@ pub fn tree(
         let sp = b.node(format!("pair{j}.snd"), NodeKind::Router);
         let rp = b.node(format!("pair{j}.rcv"), NodeKind::Router);
         let k = (j / 2) as usize;
-        b.link(sp, s_agg[k], egress(format!("up_pair{j}")), EgressCfg::plain(format!("agg{k}.snd->pair{j}.snd"), Some(nic), 0));
-        b.link(r_agg[k], rp, egress(format!("down_pair{j}")), EgressCfg::plain(format!("pair{j}.rcv->agg{k}.rcv"), Some(nic), 0));
+        b.link(
+            sp,
+            s_agg[k],
+            egress(format!("up_pair{j}")),
+            EgressCfg::plain(format!("agg{k}.snd->pair{j}.snd"), Some(nic), 0),
+        );
+        b.link(
+            r_agg[k],
+            rp,
+            egress(format!("down_pair{j}")),
+            EgressCfg::plain(format!("pair{j}.rcv->agg{k}.rcv"), Some(nic), 0),
+        );
         s_pair.push(sp);
         r_pair.push(rp);
     }
@@ -170,7 +199,10 @@ pub fn tree(
         if i >= pairs {
             return Err(ScenarioError {
                 field: format!("flows[{fi}].pair"),
-                message: format!("pair {i} does not exist: the tree has {pairs} pairs (0..{})", pairs - 1),
+                message: format!(
+                    "pair {i} does not exist: the tree has {pairs} pairs (0..{})",
+                    pairs - 1
+                ),
             });
         }
         let (s, r, rtt) = match pair_hosts[i as usize] {
@@ -200,5 +232,9 @@ pub fn tree(
         hosts.push((s, r));
         rtts.push(rtt);
     }
-    Ok(Built { net: b.build(), hosts, base_rtt: rtts })
+    Ok(Built {
+        net: b.build(),
+        hosts,
+        base_rtt: rtts,
+    })
 }

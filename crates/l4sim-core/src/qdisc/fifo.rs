@@ -23,10 +23,18 @@ pub struct Fifo {
 
 impl Fifo {
     pub fn bytes(limit: u64) -> Fifo {
-        Fifo { limit: Limit::Bytes(limit), q: VecDeque::with_capacity(1024), bytes: 0 }
+        Fifo {
+            limit: Limit::Bytes(limit),
+            q: VecDeque::with_capacity(1024),
+            bytes: 0,
+        }
     }
     pub fn packets(limit: u32) -> Fifo {
-        Fifo { limit: Limit::Packets(limit), q: VecDeque::with_capacity(1024), bytes: 0 }
+        Fifo {
+            limit: Limit::Packets(limit),
+            q: VecDeque::with_capacity(1024),
+            bytes: 0,
+        }
     }
 }
 
@@ -46,7 +54,10 @@ impl QueueDisc for Fifo {
             self.bytes += pkt.len as u64;
             self.q.push_back(pkt);
         } else {
-            drops.push(Drop { pkt, reason: DropReason::Overlimit });
+            drops.push(Drop {
+                pkt,
+                reason: DropReason::Overlimit,
+            });
         }
     }
     fn dequeue(&mut self, _now: SimTime, _drops: &mut Vec<Drop>) -> Option<Packet> {

@@ -110,7 +110,10 @@ impl QdiscSpec {
             }
             QdiscSpec::Pfifo { limit } => {
                 if *limit == 0 {
-                    return Err(("limit".into(), "pfifo limit must be at least 1 packet".into()));
+                    return Err((
+                        "limit".into(),
+                        "pfifo limit must be at least 1 packet".into(),
+                    ));
                 }
             }
         }

@@ -112,7 +112,11 @@ pub struct TcpSender {
 
 impl TcpSender {
     pub fn new(_params: &ConnParams, _spec: &TcpSpec, cc: AnyCc, _rng: Rng) -> TcpSender {
-        TcpSender { sk: Sock::new(crate::packet::hdr::MSS), cc, stats: SenderStats::default() }
+        TcpSender {
+            sk: Sock::new(crate::packet::hdr::MSS),
+            cc,
+            stats: SenderStats::default(),
+        }
     }
     /// Open the connection (send the SYN) at `now`.
     pub fn connect(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {
@@ -142,7 +146,9 @@ impl TcpReceiver {
     /// `spec` is the receiving host's settings; `cc` its socket's CC (which decides AccECN
     /// acceptance for NEEDS_ACCECN CCs and DCTCP-style CE echo).
     pub fn new(_params: &ConnParams, _spec: &TcpSpec, _cc: &AnyCc, _rng: Rng) -> TcpReceiver {
-        TcpReceiver { stats: ReceiverStats::default() }
+        TcpReceiver {
+            stats: ReceiverStats::default(),
+        }
     }
     pub fn on_packet(&mut self, _pkt: &Packet, _now: SimTime, _out: &mut Vec<Packet>) {
         todo!("tcp receiver")
