@@ -191,7 +191,10 @@ impl CodelVars {
                         break;
                     }
                     stats.drop_count += 1;
-                    drops.push(Drop { pkt: skb.take().unwrap(), reason: DropReason::Aqm });
+                    drops.push(Drop {
+                        pkt: skb.take().unwrap(),
+                        reason: DropReason::Aqm,
+                    });
                     skb = q.dequeue();
                     if !self.should_drop(skb.as_ref(), cfg, stats, q.backlog(), now) {
                         self.dropping = false;
@@ -206,7 +209,10 @@ impl CodelVars {
                 stats.ecn_mark += 1;
             } else {
                 stats.drop_count += 1;
-                drops.push(Drop { pkt: skb.take().unwrap(), reason: DropReason::Aqm });
+                drops.push(Drop {
+                    pkt: skb.take().unwrap(),
+                    reason: DropReason::Aqm,
+                });
                 skb = q.dequeue();
                 // Linux re-evaluates here for its side effects (ldelay, first_above_time).
                 self.should_drop(skb.as_ref(), cfg, stats, q.backlog(), now);
@@ -306,7 +312,10 @@ impl Codel {
             },
             vars: CodelVars::new(),
             stats: CodelStats::default(),
-            fifo: CodelFifo { q: VecDeque::with_capacity(1024), bytes: 0 },
+            fifo: CodelFifo {
+                q: VecDeque::with_capacity(1024),
+                bytes: 0,
+            },
         }
     }
     pub fn vars(&self) -> &CodelVars {
@@ -323,11 +332,15 @@ impl QueueDisc for Codel {
             self.fifo.bytes += pkt.len as u64;
             self.fifo.q.push_back(pkt);
         } else {
-            drops.push(Drop { pkt, reason: DropReason::Overlimit });
+            drops.push(Drop {
+                pkt,
+                reason: DropReason::Overlimit,
+            });
         }
     }
     fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
-        self.vars.dequeue(&mut self.fifo, &self.cfg, &mut self.stats, now, drops)
+        self.vars
+            .dequeue(&mut self.fifo, &self.cfg, &mut self.stats, now, drops)
     }
     fn len(&self) -> usize {
         self.fifo.q.len()
@@ -359,9 +372,16 @@ mod tests {
         p
     }
 
-    /// Keep a standing queue of `depth` packets (each enqueued `sojourn` before it leaves):
-    /// refill before every dequeue, dequeue every `gap`. Returns (time, dropped?) events.
-    fn drive(q: &mut Codel, ecn: Ecn, sojourn: SimTime, gap: SimTime, n: usize) -> Vec<(SimTime, bool)> {
+    /// Keep a standing queue of 20 packets whose sojourn is `sojourn` whenever they are looked
+    /// at (every queued stamp is re-set before each dequeue), dequeue every `gap`.
+    /// Returns (time, dropped?) events: a drop, or a CE mark when `false`.
+    fn drive(
+        q: &mut Codel,
+        ecn: Ecn,
+        sojourn: SimTime,
+        gap: SimTime,
+        n: usize,
+    ) -> Vec<(SimTime, bool)> {
         let mut out = Vec::new();
         let mut d = Vec::new();
         let mut t = sojourn;
@@ -369,6 +389,9 @@ mod tests {
             while q.len() < 20 {
                 let e = t - sojourn;
                 q.enqueue(pkt(ecn, e), e, &mut d);
+            }
+            for p in q.fifo.q.iter_mut() {
+                p.enq_ts = t - sojourn;
             }
             d.clear();
             let p = q.dequeue(t, &mut d).unwrap();
@@ -383,36 +406,62 @@ mod tests {
         out
     }
 
+    /// Linux runs one Newton step per increment of count, starting from ~1.0 at count 1, so
+    /// the value lags 1/sqrt(count) at small counts (0.5 at count 2) and converges after.
     #[test]
-    fn newton_step_converges_to_inverse_sqrt() {
+    fn newton_step_tracks_one_step_per_count_recurrence() {
         let mut v = CodelVars::new();
         v.count = 1;
         v.rec_inv_sqrt = (!0u32 >> REC_INV_SQRT_SHIFT) as u16;
-        for c in 2..200u32 {
+        let mut x = 1.0f64;
+        for c in 2..400u32 {
             v.count = c;
             v.newton_step();
-            v.newton_step();
-            let exact = 1.0 / (c as f64).sqrt();
+            x = x / 2.0 * (3.0 - c as f64 * x * x);
             let got = v.rec_inv_sqrt as f64 / 65536.0;
-            assert!((got - exact).abs() / exact < 0.01, "count {c}: {got} vs {exact}");
+            assert!((got - x).abs() < 2e-4, "count {c}: {got} vs recurrence {x}");
+            if c >= 10 {
+                let exact = 1.0 / (c as f64).sqrt();
+                assert!(
+                    (got - exact).abs() / exact < 0.01,
+                    "count {c}: {got} vs {exact}"
+                );
+            }
         }
+        assert_eq!(v.control_law(0, 1000), (1000.0 * x) as u64);
     }
 
     #[test]
     fn codel_drop_spacing_follows_interval_over_sqrt_count() {
         let mut q = Codel::new(&CodelParams::default());
         // Sojourn 20 ms > target, dequeue every 0.1 ms.
-        let ev = drive(&mut q, Ecn::NotEct, 20 * MS, MS / 10, 8000);
+        let ev = drive(&mut q, Ecn::NotEct, 20 * MS, MS / 10, 10000);
         let times: Vec<SimTime> = ev.iter().filter(|e| e.1).map(|e| e.0).collect();
-        assert!(times.len() >= 6, "{times:?}");
+        assert!(times.len() >= 13, "{times:?}");
         // First drop: one interval after first exceeding target (first dequeue at t = 20 ms).
         let first = times[0] as f64 / 1e6;
         assert!((first - 120.0).abs() < 0.3, "first drop at {first} ms");
-        for (i, w) in times.windows(2).enumerate().take(5) {
-            let count = (i + 1) as f64; // gap after the count-th drop
-            let expect = 100.0 / count.sqrt();
+        // Gap after the n-th drop: interval * rec_inv_sqrt(n+1), Linux's Newton values
+        // (1, 0.5, 0.5625, 0.4877, 0.4415, ...), converging to interval/sqrt(count).
+        let mut x = 1.0f64;
+        for (i, w) in times.windows(2).enumerate().take(12) {
+            let count = (i + 1) as f64;
+            if i > 0 {
+                x = x / 2.0 * (3.0 - count * x * x);
+            }
             let gap = (w[1] - w[0]) as f64 / 1e6;
-            assert!((gap - expect).abs() < 0.3, "gap {i}: {gap} ms, expected {expect}");
+            assert!(
+                (gap - 100.0 * x).abs() < 0.3,
+                "gap {i}: {gap} ms, expected {}",
+                100.0 * x
+            );
+            if i >= 8 {
+                let ideal = 100.0 / count.sqrt();
+                assert!(
+                    (gap - ideal).abs() / ideal < 0.02,
+                    "gap {i}: {gap} vs {ideal}"
+                );
+            }
         }
     }
 
@@ -440,7 +489,10 @@ mod tests {
 
     #[test]
     fn codel_ecn_marks_instead_of_dropping() {
-        let p = CodelParams { ecn: true, ..Default::default() };
+        let p = CodelParams {
+            ecn: true,
+            ..Default::default()
+        };
         let mut q = Codel::new(&p);
         let ev = drive(&mut q, Ecn::Ect0, 20 * MS, MS / 10, 8000);
         assert!(ev.iter().all(|e| !e.1), "no drops for ECT");
@@ -448,7 +500,10 @@ mod tests {
         assert!(marks.len() >= 6);
         let gap1 = (marks[1] - marks[0]) as f64 / 1e6;
         let gap2 = (marks[2] - marks[1]) as f64 / 1e6;
-        assert!((gap1 - 100.0).abs() < 0.3 && (gap2 - 70.71).abs() < 0.3, "{gap1} {gap2}");
+        assert!(
+            (gap1 - 100.0).abs() < 0.3 && (gap2 - 50.0).abs() < 0.3,
+            "{gap1} {gap2}"
+        );
         // Not-ECT packets are still dropped.
         let mut q = Codel::new(&p);
         let ev = drive(&mut q, Ecn::NotEct, 20 * MS, MS / 10, 3000);
@@ -457,7 +512,10 @@ mod tests {
 
     #[test]
     fn codel_ce_threshold_marks_ect_above_threshold_only() {
-        let p = CodelParams { ce_threshold_ms: Some(1.0), ..Default::default() };
+        let p = CodelParams {
+            ce_threshold_ms: Some(1.0),
+            ..Default::default()
+        };
         let mut q = Codel::new(&p);
         let mut d = Vec::new();
         for (ecn, soj, want) in [
@@ -473,7 +531,10 @@ mod tests {
 
     #[test]
     fn codel_tail_drops_at_limit() {
-        let p = CodelParams { limit: 3, ..Default::default() };
+        let p = CodelParams {
+            limit: 3,
+            ..Default::default()
+        };
         let mut q = Codel::new(&p);
         let mut d = Vec::new();
         for _ in 0..5 {

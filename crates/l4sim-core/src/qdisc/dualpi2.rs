@@ -121,21 +121,29 @@ impl DualPi2Params {
         check_pos_ms("tupdate_ms", self.tupdate_ms)?;
         for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
             if !(v.is_finite() && v >= 0.0) || (v * 256.0).round() as u64 > ALPHA_BETA_MAX {
-                return Err((name.into(), format!("{name} must be in [0, 2^24) Hz, got {v}")));
+                return Err((
+                    name.into(),
+                    format!("{name} must be in [0, 2^24) Hz, got {v}"),
+                ));
             }
         }
         check_ms("step_thresh_ms", self.step_thresh_ms)?;
         let k = self.coupling_factor;
-        if !(k.is_finite() && k >= 1.0 && k <= 255.0 && k.fract() == 0.0) {
+        if !((1.0..=255.0).contains(&k) && k.fract() == 0.0) {
             return Err((
                 "coupling_factor".into(),
-                format!("coupling_factor must be a whole number in [1, 255] (u8 in Linux), got {k}"),
+                format!(
+                    "coupling_factor must be a whole number in [1, 255] (u8 in Linux), got {k}"
+                ),
             ));
         }
         if self.c_protection > MAX_WC {
             return Err((
                 "c_protection".into(),
-                format!("c_protection must be <= 100 (percent), got {}", self.c_protection),
+                format!(
+                    "c_protection must be <= 100 (percent), got {}",
+                    self.c_protection
+                ),
             ));
         }
         Ok(())
@@ -201,7 +209,7 @@ pub struct DualPi2 {
 
 /// `dualpi2_scale_alpha_beta`: netlink units (Hz * 256) to the internal ones.
 fn scale_alpha_beta(param: u32) -> u32 {
-    ((param as u64 * MAX_PROB as u64 >> 2) / 1_000_000_000) as u32
+    (((param as u64 * MAX_PROB as u64) >> 2) / 1_000_000_000) as u32
 }
 
 fn us_to_ns(ms: f64) -> u64 {
@@ -356,7 +364,10 @@ impl QueueDisc for DualPi2 {
     fn enqueue(&mut self, mut pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         if self.lq.len() + self.cq.len() >= self.limit {
             self.stats.tail_drops += 1;
-            drops.push(Drop { pkt, reason: DropReason::Overlimit });
+            drops.push(Drop {
+                pkt,
+                reason: DropReason::Overlimit,
+            });
             return;
         }
         let l4s = pkt.ecn.bits() & self.ecn_mask != 0;
@@ -383,15 +394,24 @@ impl QueueDisc for DualPi2 {
             self.lq.push_back(Entry { pkt, apply_step });
         } else {
             self.stats.packets_in_c += 1;
-            self.cq.push_back(Entry { pkt, apply_step: false });
+            self.cq.push_back(Entry {
+                pkt,
+                apply_step: false,
+            });
         }
     }
 
     fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         loop {
             // dequeue_packet: record head sojourns, then pick by WRR credit.
-            self.qdelay_l = self.lq.front().map_or(0, |e| now.saturating_sub(e.pkt.enq_ts));
-            self.qdelay_c = self.cq.front().map_or(0, |e| now.saturating_sub(e.pkt.enq_ts));
+            self.qdelay_l = self
+                .lq
+                .front()
+                .map_or(0, |e| now.saturating_sub(e.pkt.enq_ts));
+            self.qdelay_c = self
+                .cq
+                .front()
+                .map_or(0, |e| now.saturating_sub(e.pkt.enq_ts));
             let l_busy = !self.lq.is_empty();
             let c_busy = !self.cq.is_empty();
             let (mut e, l4s, mut credit_change) = if l_busy && (!c_busy || self.credit <= 0) {
@@ -423,7 +443,11 @@ impl QueueDisc for DualPi2 {
             let sojourn = now.saturating_sub(e.pkt.enq_ts);
             if l4s {
                 // do_step_aqm
-                let delay = if self.step_in_packets { self.lq.len() as u64 } else { sojourn };
+                let delay = if self.step_in_packets {
+                    self.lq.len() as u64
+                } else {
+                    sojourn
+                };
                 if e.apply_step && delay > self.step_thresh && self.mark(&mut e.pkt, true) {
                     self.stats.step_marks += 1;
                 }
@@ -452,8 +476,14 @@ impl QueueDisc for DualPi2 {
             return;
         }
         if self.sample == QdelaySample::HeadAtUpdate {
-            self.qdelay_l = self.lq.front().map_or(0, |e| now.saturating_sub(e.pkt.enq_ts));
-            self.qdelay_c = self.cq.front().map_or(0, |e| now.saturating_sub(e.pkt.enq_ts));
+            self.qdelay_l = self
+                .lq
+                .front()
+                .map_or(0, |e| now.saturating_sub(e.pkt.enq_ts));
+            self.qdelay_c = self
+                .cq
+                .front()
+                .map_or(0, |e| now.saturating_sub(e.pkt.enq_ts));
         }
         self.prob = self.calculate_probability();
         self.next_update = now + self.tupdate;
@@ -524,7 +554,10 @@ mod tests {
     #[test]
     fn dualpi2_coupling_gives_classic_the_square_of_half_the_l_probability() {
         // Pin p' = 0.2: p_L = k p' = 0.4, p_C = p'^2 = 0.04 = (p_L/k)^2.
-        let mut x = q(DualPi2Params { step_thresh_ms: 1e6, ..Default::default() });
+        let mut x = q(DualPi2Params {
+            step_thresh_ms: 1e6,
+            ..Default::default()
+        });
         x.set_prob((0.2 * MAX_PROB as f64) as u32);
         let mut d = Vec::new();
         for _ in 0..40_000 {
@@ -650,14 +683,27 @@ mod tests {
 
     #[test]
     fn dualpi2_step_in_packets_uses_l_queue_length() {
-        let mut x = q(DualPi2Params { step_packets: Some(2), ..Default::default() });
+        let mut x = q(DualPi2Params {
+            step_packets: Some(2),
+            ..Default::default()
+        });
         let mut d = Vec::new();
         for _ in 0..6 {
             x.enqueue(pkt(Ecn::Ect1, 1514), 0, &mut d);
         }
         let got: Vec<Ecn> = (0..6).map(|_| x.dequeue(0, &mut d).unwrap().ecn).collect();
         // Remaining L qlen after each dequeue: 5,4,3,2,1,0; apply_step false for the first two.
-        assert_eq!(got, vec![Ecn::Ect1, Ecn::Ect1, Ecn::Ce, Ecn::Ect1, Ecn::Ect1, Ecn::Ect1]);
+        assert_eq!(
+            got,
+            vec![
+                Ecn::Ect1,
+                Ecn::Ect1,
+                Ecn::Ce,
+                Ecn::Ect1,
+                Ecn::Ect1,
+                Ecn::Ect1
+            ]
+        );
     }
 
     #[test]
@@ -683,7 +729,7 @@ mod tests {
         let mut d = Vec::new();
         let mut ce_out = 0;
         for _ in 0..5000 {
-            while x.len() < 10 {
+            while x.len() < 200 {
                 x.enqueue(pkt(Ecn::Ect1, 1514), 0, &mut d);
                 x.enqueue(pkt(Ecn::Ect0, 1514), 0, &mut d);
             }
@@ -696,12 +742,18 @@ mod tests {
         assert!(d.iter().all(|x| x.reason == DropReason::Overload));
         let l_drop = x.stats.l_drops as f64 / (x.stats.l_drops as f64 + x.stats.l_marks as f64);
         assert!((l_drop - 0.64).abs() < 0.03, "{l_drop}");
-        assert_eq!(ce_out as u64, x.stats.l_marks, "every surviving L packet is marked");
+        assert_eq!(
+            ce_out as u64, x.stats.l_marks,
+            "every surviving L packet is marked"
+        );
     }
 
     #[test]
     fn dualpi2_without_drop_overload_caps_p_prime_at_one_over_k() {
-        let mut x = q(DualPi2Params { drop_overload: false, ..Default::default() });
+        let mut x = q(DualPi2Params {
+            drop_overload: false,
+            ..Default::default()
+        });
         x.qdelay_c = 2000 * MS;
         x.on_timer(16 * MS);
         assert_eq!(x.prob(), MAX_PROB / 2);
@@ -709,7 +761,10 @@ mod tests {
 
     #[test]
     fn dualpi2_tail_drops_at_total_limit() {
-        let mut x = q(DualPi2Params { limit: 3, ..Default::default() });
+        let mut x = q(DualPi2Params {
+            limit: 3,
+            ..Default::default()
+        });
         let mut d = Vec::new();
         for e in [Ecn::Ect1, Ecn::NotEct, Ecn::Ect1, Ecn::NotEct] {
             x.enqueue(pkt(e, 1514), 0, &mut d);

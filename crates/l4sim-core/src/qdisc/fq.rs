@@ -73,13 +73,19 @@ impl FqParams {
         if self.quantum > 1 << 20 {
             return Err((
                 "quantum".into(),
-                format!("quantum {} is above Linux's 1048576-byte maximum", self.quantum),
+                format!(
+                    "quantum {} is above Linux's 1048576-byte maximum",
+                    self.quantum
+                ),
             ));
         }
         if !self.buckets.is_power_of_two() || self.buckets > 1 << 18 {
             return Err((
                 "buckets".into(),
-                format!("buckets must be a power of two in [1, 262144], got {}", self.buckets),
+                format!(
+                    "buckets must be a power of two in [1, 262144], got {}",
+                    self.buckets
+                ),
             ));
         }
         if let Some(v) = self.ce_threshold_ms {
@@ -229,14 +235,20 @@ impl QueueDisc for Fq {
 
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         if self.qlen >= self.limit as usize {
-            drops.push(Drop { pkt, reason: DropReason::Overlimit });
+            drops.push(Drop {
+                pkt,
+                reason: DropReason::Overlimit,
+            });
             return;
         }
         let i = self.classify(pkt.hash, now);
         let f = &mut self.flows[i];
         if f.q.len() >= self.flow_limit as usize {
             self.stats.flows_plimit += 1;
-            drops.push(Drop { pkt, reason: DropReason::FlowLimit });
+            drops.push(Drop {
+                pkt,
+                reason: DropReason::FlowLimit,
+            });
             return;
         }
         if f.at == Where::Detached {
@@ -264,7 +276,11 @@ impl QueueDisc for Fq {
             } else {
                 return None;
             };
-            let head = if from_new { &mut self.new_flows } else { &mut self.old_flows };
+            let head = if from_new {
+                &mut self.new_flows
+            } else {
+                &mut self.old_flows
+            };
             let f = &mut self.flows[i];
             if f.credit <= 0 {
                 f.credit += self.quantum;
@@ -339,7 +355,11 @@ mod tests {
 
     #[test]
     fn fq_with_orphan_mask_zero_is_one_fifo_across_flows() {
-        let p = FqParams { orphan_mask: 0, flow_limit: 10000, ..Default::default() };
+        let p = FqParams {
+            orphan_mask: 0,
+            flow_limit: 10000,
+            ..Default::default()
+        };
         let mut q = Fq::new(&p);
         let mut d = Vec::new();
         for s in 0..300u32 {
@@ -354,21 +374,34 @@ mod tests {
 
     #[test]
     fn fq_single_queue_marks_ect_above_ce_threshold_but_not_not_ect() {
-        let p = FqParams { orphan_mask: 0, ce_threshold_ms: Some(1.0), ..Default::default() };
+        let p = FqParams {
+            orphan_mask: 0,
+            ce_threshold_ms: Some(1.0),
+            ..Default::default()
+        };
         let mut q = Fq::new(&p);
         let mut d = Vec::new();
-        for (i, e) in [Ecn::Ect1, Ecn::Ect0, Ecn::NotEct, Ecn::Ce, Ecn::Ect1].iter().enumerate() {
+        for (i, e) in [Ecn::Ect1, Ecn::Ect0, Ecn::NotEct, Ecn::Ce, Ecn::Ect1]
+            .iter()
+            .enumerate()
+        {
             enq(&mut q, pkt(i as u32, *e, 1514, i as u32), 0, &mut d);
         }
         // Sojourn exactly 1 ms: not above the threshold.
         assert_eq!(q.dequeue(MS, &mut d).unwrap().ecn, Ecn::Ect1);
-        let got: Vec<Ecn> = (0..4).map(|_| q.dequeue(MS + 1, &mut d).unwrap().ecn).collect();
+        let got: Vec<Ecn> = (0..4)
+            .map(|_| q.dequeue(MS + 1, &mut d).unwrap().ecn)
+            .collect();
         assert_eq!(got, vec![Ecn::Ce, Ecn::NotEct, Ecn::Ce, Ecn::Ce]);
     }
 
     #[test]
     fn fq_tail_drops_at_limit_and_flow_limit() {
-        let p = FqParams { limit: 5, flow_limit: 3, ..Default::default() };
+        let p = FqParams {
+            limit: 5,
+            flow_limit: 3,
+            ..Default::default()
+        };
         let mut q = Fq::new(&p);
         let mut d = Vec::new();
         for s in 0..4 {
@@ -391,18 +424,23 @@ mod tests {
             enq(&mut q, pkt(1, Ecn::NotEct, 1514, s), 0, &mut d);
             enq(&mut q, pkt(2, Ecn::NotEct, 1514, s), 0, &mut d);
         }
-        let order: Vec<u32> = (0..28).map(|_| q.dequeue(MS, &mut d).unwrap().flow).collect();
+        let order: Vec<u32> = (0..28)
+            .map(|_| q.dequeue(MS, &mut d).unwrap().flow)
+            .collect();
         // 10 x 1514 = initial_quantum for each new flow, then 2 x 1514 = quantum per round.
         let mut want = vec![1; 10];
         want.extend([2; 10]);
         want.extend([1, 1, 2, 2, 1, 1, 2, 2]);
         assert_eq!(order, want);
         // Unequal packet sizes: bytes still shared equally.
-        let mut q = Fq::new(&FqParams::default());
+        let mut q = Fq::new(&FqParams {
+            flow_limit: 1000,
+            ..Default::default()
+        });
         for s in 0..100 {
             enq(&mut q, pkt(1, Ecn::NotEct, 1514, s), 0, &mut d);
         }
-        for s in 0..400 {
+        for s in 0..600 {
             enq(&mut q, pkt(2, Ecn::NotEct, 300, s), 0, &mut d);
         }
         let mut bytes = [0u64; 3];
@@ -414,28 +452,52 @@ mod tests {
         assert!((r - 1.0).abs() < 0.1, "{bytes:?}");
     }
 
+    /// As Linux, a flow is detached only when a dequeue pass (with the qdisc non-empty)
+    /// finds it empty; flow 2 keeps the qdisc busy so that flow 1 gets detached.
     #[test]
     fn fq_detached_flow_is_refilled_only_after_flow_refill_delay() {
         let mut q = Fq::new(&FqParams::default());
         let mut d = Vec::new();
-        // Flow 1 uses up its initial quantum and more: credit ends at -1514 + ... <= 0.
-        for s in 0..11 {
-            enq(&mut q, pkt(1, Ecn::NotEct, 1514, s), 0, &mut d);
+        let detach = |q: &mut Fq, t: SimTime, d: &mut Vec<Drop>| {
+            for _ in 0..40 {
+                q.dequeue(t, d).unwrap();
+                if q.flows[0].at == Where::Detached {
+                    return;
+                }
+            }
+            panic!("flow 1 never detached");
+        };
+        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 0), 0, &mut d);
+        for s in 0..100 {
+            enq(&mut q, pkt(2, Ecn::NotEct, 1514, s), 0, &mut d);
         }
-        for _ in 0..11 {
-            q.dequeue(0, &mut d).unwrap();
-        }
-        assert!(q.dequeue(0, &mut d).is_none());
-        // Found empty (credit 0 + quantum after the refill pass) and detached at t = 0.
-        // It comes back after 10 ms: no refill beyond its earned credit.
-        let credit_before = q.flows[0].credit;
-        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 11), 10 * MS, &mut d);
-        assert_eq!(q.flows[0].credit, credit_before);
-        q.dequeue(10 * MS, &mut d).unwrap();
-        assert!(q.dequeue(10 * MS, &mut d).is_none());
-        // Back after 50 ms (> 40 ms): credit = max(credit, quantum).
+        detach(&mut q, 0, &mut d);
+        assert_eq!(q.flows[0].age, 0);
+        // Back after 10 ms: no refill.
         q.flows[0].credit = 100;
-        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 12), 60 * MS, &mut d);
+        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 1), 10 * MS, &mut d);
+        assert_eq!(q.flows[0].credit, 100);
+        detach(&mut q, 10 * MS, &mut d);
+        // Back 50 ms after detaching (> 40 ms): credit = max(credit, quantum).
+        q.flows[0].credit = 100;
+        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 2), 60 * MS, &mut d);
         assert_eq!(q.flows[0].credit, 3028);
+        // Linux's max_t(u32, ...) keeps a negative credit.
+        detach(&mut q, 60 * MS, &mut d);
+        q.flows[0].credit = -500;
+        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 3), 200 * MS, &mut d);
+        assert_eq!(q.flows[0].credit, -500);
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn fq_flow_is_not_detached_by_a_dequeue_on_an_empty_qdisc() {
+        let mut q = Fq::new(&FqParams::default());
+        let mut d = Vec::new();
+        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 0), 0, &mut d);
+        q.dequeue(0, &mut d).unwrap();
+        assert!(q.dequeue(0, &mut d).is_none());
+        assert_eq!(q.flows[0].at, Where::New);
+        assert_eq!(q.flow_counts(), (1, 0));
     }
 }

@@ -225,8 +225,7 @@ impl FqCodel {
         let b = &mut self.buckets[idx];
         let mut len = 0u64;
         let mut i = 0u32;
-        loop {
-            let Some(p) = b.q.pop_front() else { break };
+        while let Some(p) = b.q.pop_front() {
             len += p.len as u64;
             self.t.memory -= truesize(p.len);
             drops.push(Drop { pkt: p, reason });
@@ -278,7 +277,11 @@ impl QueueDisc for FqCodel {
         if self.t.qlen <= self.limit as usize && !memory_limited {
             return;
         }
-        let reason = if memory_limited { DropReason::Memory } else { DropReason::Overlimit };
+        let reason = if memory_limited {
+            DropReason::Memory
+        } else {
+            DropReason::Overlimit
+        };
         let before = self.t.qlen;
         self.fq_codel_drop(reason, drops);
         let dropped = (before - self.t.qlen) as u64;
@@ -297,7 +300,11 @@ impl QueueDisc for FqCodel {
             } else {
                 return None;
             };
-            let head = if from_new { &mut self.new_flows } else { &mut self.old_flows };
+            let head = if from_new {
+                &mut self.new_flows
+            } else {
+                &mut self.old_flows
+            };
             let b = &mut self.buckets[idx];
             if b.deficit <= 0 {
                 b.deficit += self.quantum;
@@ -370,7 +377,10 @@ mod tests {
         assert_eq!(q.bucket_of(0), 0);
         assert_eq!(q.bucket_of(u32::MAX), 1023);
         assert_eq!(q.bucket_of(hash_for(17)), 17);
-        let q = FqCodel::new(&FqCodelParams { flows: 3, ..Default::default() });
+        let q = FqCodel::new(&FqCodelParams {
+            flows: 3,
+            ..Default::default()
+        });
         assert_eq!(q.bucket_of(0x8000_0000), 1);
     }
 
@@ -394,7 +404,10 @@ mod tests {
             assert_eq!(q.dequeue(soj, &mut d).unwrap().ecn, want, "{ecn:?}");
         }
         // Without selector (Linux 5.15), ECT(0) is marked too.
-        let p = FqCodelParams { ce_threshold_ms: Some(1.0), ..Default::default() };
+        let p = FqCodelParams {
+            ce_threshold_ms: Some(1.0),
+            ..Default::default()
+        };
         let mut q = FqCodel::new(&p);
         q.enqueue(pkt(1, Ecn::Ect0, 1514, 0), 0, &mut d);
         assert_eq!(q.dequeue(2 * MS, &mut d).unwrap().ecn, Ecn::Ce);
@@ -403,7 +416,10 @@ mod tests {
 
     #[test]
     fn fq_codel_drop_drops_from_the_fattest_flows_head() {
-        let p = FqCodelParams { limit: 10, ..Default::default() };
+        let p = FqCodelParams {
+            limit: 10,
+            ..Default::default()
+        };
         let mut q = FqCodel::new(&p);
         let mut d = Vec::new();
         for s in 0..3 {
@@ -429,7 +445,11 @@ mod tests {
 
     #[test]
     fn fq_codel_drop_stops_at_drop_batch() {
-        let p = FqCodelParams { limit: 200, drop_batch: 5, ..Default::default() };
+        let p = FqCodelParams {
+            limit: 200,
+            drop_batch: 5,
+            ..Default::default()
+        };
         let mut q = FqCodel::new(&p);
         let mut d = Vec::new();
         for s in 0..201 {
@@ -448,7 +468,9 @@ mod tests {
             q.enqueue(pkt(2, Ecn::NotEct, 500, s), 0, &mut d);
         }
         // Both are new: flow 1 first (one quantum = 1 packet), then flow 2 (4 x 500 B > 1514),
-        let order: Vec<u32> = (0..10).map(|_| q.dequeue(MS / 10, &mut d).unwrap().flow).collect();
+        let order: Vec<u32> = (0..10)
+            .map(|_| q.dequeue(MS / 10, &mut d).unwrap().flow)
+            .collect();
         assert_eq!(order, vec![1, 2, 2, 2, 2, 1, 2, 2, 2, 1]);
         let mut bytes = [0u64; 3];
         for _ in 0..40 {
@@ -466,7 +488,10 @@ mod tests {
     fn fq_codel_codel_uses_whole_qdisc_backlog_for_mtu_check() {
         // Flow 1 has one packet at a time with a 50 ms sojourn; flow 2 keeps the qdisc
         // backlog above one MTU. Flow 1's CoDel must then drop (ecn off, Not-ECT).
-        let p = FqCodelParams { ecn: false, ..Default::default() };
+        let p = FqCodelParams {
+            ecn: false,
+            ..Default::default()
+        };
         let mut q = FqCodel::new(&p);
         let mut d = Vec::new();
         let mut drops1 = 0;

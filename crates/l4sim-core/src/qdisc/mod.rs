@@ -125,7 +125,10 @@ fn check_ms(field: &str, v: f64) -> Result<(), SpecError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(bad(field, format!("{field} must be a finite time >= 0 ms, got {v}")))
+        Err(bad(
+            field,
+            format!("{field} must be a finite time >= 0 ms, got {v}"),
+        ))
     }
 }
 
@@ -134,7 +137,10 @@ fn check_pos_ms(field: &str, v: f64) -> Result<(), SpecError> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(bad(field, format!("{field} must be a finite time > 0 ms, got {v}")))
+        Err(bad(
+            field,
+            format!("{field} must be a finite time > 0 ms, got {v}"),
+        ))
     }
 }
 
@@ -160,7 +166,10 @@ impl QdiscSpec {
             }
             QdiscSpec::Pfifo { limit } => {
                 if *limit == 0 {
-                    return Err(("limit".into(), "pfifo limit must be at least 1 packet".into()));
+                    return Err((
+                        "limit".into(),
+                        "pfifo limit must be at least 1 packet".into(),
+                    ));
                 }
             }
             QdiscSpec::Fq(p) => p.validate()?,
@@ -349,7 +358,10 @@ mod tests {
 
     #[test]
     fn spec_kind_alone_gives_linux_defaults() {
-        assert_eq!(parse(r#"{"kind":"fq"}"#).unwrap(), QdiscSpec::Fq(fq::FqParams::default()));
+        assert_eq!(
+            parse(r#"{"kind":"fq"}"#).unwrap(),
+            QdiscSpec::Fq(fq::FqParams::default())
+        );
         assert_eq!(
             parse(r#"{"kind":"codel"}"#).unwrap(),
             QdiscSpec::Codel(codel::CodelParams::default())
@@ -358,16 +370,29 @@ mod tests {
             parse(r#"{"kind":"fq_codel"}"#).unwrap(),
             QdiscSpec::FqCodel(fq_codel::FqCodelParams::default())
         );
-        assert_eq!(parse(r#"{"kind":"pie"}"#).unwrap(), QdiscSpec::Pie(pie::PieParams::default()));
+        assert_eq!(
+            parse(r#"{"kind":"pie"}"#).unwrap(),
+            QdiscSpec::Pie(pie::PieParams::default())
+        );
         assert_eq!(
             parse(r#"{"kind":"dualpi2"}"#).unwrap(),
             QdiscSpec::Dualpi2(dualpi2::DualPi2Params::default())
         );
         let d = fq::FqParams::default();
-        assert_eq!((d.limit, d.flow_limit, d.quantum, d.initial_quantum), (10000, 100, 3028, 15140));
+        assert_eq!(
+            (d.limit, d.flow_limit, d.quantum, d.initial_quantum),
+            (10000, 100, 3028, 15140)
+        );
         let d = dualpi2::DualPi2Params::default();
-        assert_eq!((d.limit, d.c_protection, d.ecn_mask), (10000, 10, dualpi2::EcnMask::Ect1));
-        for s in [r#"{"kind":"fq"}"#, r#"{"kind":"dualpi2"}"#, r#"{"kind":"pie"}"#] {
+        assert_eq!(
+            (d.limit, d.c_protection, d.ecn_mask),
+            (10000, 10, dualpi2::EcnMask::Ect1)
+        );
+        for s in [
+            r#"{"kind":"fq"}"#,
+            r#"{"kind":"dualpi2"}"#,
+            r#"{"kind":"pie"}"#,
+        ] {
             assert!(parse(s).unwrap().validate().is_ok());
         }
     }
@@ -380,14 +405,17 @@ mod tests {
         )
         .unwrap();
         let QdiscSpec::FqCodel(p) = &s else { panic!() };
-        assert_eq!((p.target_ms, p.ce_threshold_selector, p.ce_threshold_mask), (1.5, Some(1), Some(3)));
+        assert_eq!(
+            (p.target_ms, p.ce_threshold_selector, p.ce_threshold_mask),
+            (1.5, Some(1), Some(3))
+        );
         assert!(p.ecn);
         let s = parse(r#"{"kind":"dualpi2","ecn_mask":"any_ect","step_packets":5}"#).unwrap();
         let QdiscSpec::Dualpi2(p) = &s else { panic!() };
         assert_eq!(p.ecn_mask, dualpi2::EcnMask::AnyEct);
         assert_eq!(p.step_packets, Some(5));
-        let s = parse(r#"{"kind":"red","limit":400000,"min":30000,"max":90000,"ecn":true}"#)
-            .unwrap();
+        let s =
+            parse(r#"{"kind":"red","limit":400000,"min":30000,"max":90000,"ecn":true}"#).unwrap();
         let QdiscSpec::Red(p) = &s else { panic!() };
         assert_eq!((p.avpkt, p.probability, p.ecn), (1000, 0.02, true));
         assert!(s.validate().is_ok());
@@ -399,12 +427,17 @@ mod tests {
             (r#"{"kind":"fq","quantom":3000}"#, "quantom"),
             (r#"{"kind":"codel","traget_ms":5}"#, "traget_ms"),
             (r#"{"kind":"dualpi2","alfa":0.1}"#, "alfa"),
-            (r#"{"kind":"red","limit":1,"min":1,"max":1,"burstt":3}"#, "burstt"),
+            (
+                r#"{"kind":"red","limit":1,"min":1,"max":1,"burstt":3}"#,
+                "burstt",
+            ),
         ] {
             let e = parse(s).unwrap_err();
             assert!(e.contains(key), "{s}: {e}");
         }
-        assert!(parse(r#"{"kind":"red","min":1,"max":2}"#).unwrap_err().contains("limit"));
+        assert!(parse(r#"{"kind":"red","min":1,"max":2}"#)
+            .unwrap_err()
+            .contains("limit"));
         assert!(parse(r#"{"kind":"dualpi2","ecn_mask":"ect0"}"#).is_err());
     }
 
@@ -412,17 +445,41 @@ mod tests {
     fn spec_validate_names_the_bad_field_and_value() {
         let cases = [
             (r#"{"kind":"fq","limit":0}"#, "limit", "0"),
-            (r#"{"kind":"fq","ce_threshold_ms":-1}"#, "ce_threshold_ms", "-1"),
+            (
+                r#"{"kind":"fq","ce_threshold_ms":-1}"#,
+                "ce_threshold_ms",
+                "-1",
+            ),
             (r#"{"kind":"codel","target_ms":-5}"#, "target_ms", "-5"),
-            (r#"{"kind":"fq_codel","ce_threshold_selector":1}"#, "ce_threshold_selector", "1"),
+            (
+                r#"{"kind":"fq_codel","ce_threshold_selector":1}"#,
+                "ce_threshold_selector",
+                "1",
+            ),
             (r#"{"kind":"fq_codel","flows":0}"#, "flows", "0"),
             (r#"{"kind":"pie","tupdate_ms":0}"#, "tupdate_ms", "0"),
             (r#"{"kind":"pie","alpha":40}"#, "alpha", "40"),
-            (r#"{"kind":"dualpi2","c_protection":120}"#, "c_protection", "120"),
-            (r#"{"kind":"dualpi2","coupling_factor":0}"#, "coupling_factor", "0"),
+            (
+                r#"{"kind":"dualpi2","c_protection":120}"#,
+                "c_protection",
+                "120",
+            ),
+            (
+                r#"{"kind":"dualpi2","coupling_factor":0}"#,
+                "coupling_factor",
+                "0",
+            ),
             (r#"{"kind":"dualpi2","tupdate_ms":-1}"#, "tupdate_ms", "-1"),
-            (r#"{"kind":"red","limit":400000,"min":90000,"max":30000}"#, "min", "90000"),
-            (r#"{"kind":"red","limit":400000,"min":30000,"max":90000,"burst":5}"#, "burst", "5"),
+            (
+                r#"{"kind":"red","limit":400000,"min":90000,"max":30000}"#,
+                "min",
+                "90000",
+            ),
+            (
+                r#"{"kind":"red","limit":400000,"min":30000,"max":90000,"burst":5}"#,
+                "burst",
+                "5",
+            ),
         ];
         for (s, field, value) in cases {
             let (f, m) = parse(s).unwrap().validate().unwrap_err();

@@ -503,7 +503,10 @@ mod tests {
     #[test]
     fn pie_ecn_marks_only_while_probability_is_at_most_ten_percent() {
         for (p, expect_marks) in [(0.05, true), (0.15, false)] {
-            let mut q = pie(PieParams { ecn: true, ..Default::default() });
+            let mut q = pie(PieParams {
+                ecn: true,
+                ..Default::default()
+            });
             q.set_burst_time(0);
             q.set_prob(p);
             q.v.qdelay = ticks(20 * MS);
@@ -516,7 +519,11 @@ mod tests {
                 }
             }
             if expect_marks {
-                assert!(q.stats.ecn_mark > 50 && d.is_empty(), "{}", q.stats.ecn_mark);
+                assert!(
+                    q.stats.ecn_mark > 50 && d.is_empty(),
+                    "{}",
+                    q.stats.ecn_mark
+                );
             } else {
                 assert!(q.stats.ecn_mark == 0 && d.len() > 100, "{}", d.len());
             }
@@ -546,7 +553,10 @@ mod tests {
             }
         }
         // accu_prob must reach 0.85 (9 packets at 10%) and forces a drop at 8.5 (85).
-        assert!(gaps.iter().skip(1).all(|&g| (9..=85).contains(&g)), "{gaps:?}");
+        assert!(
+            gaps.iter().skip(1).all(|&g| (9..=85).contains(&g)),
+            "{gaps:?}"
+        );
         let mean = gaps.iter().sum::<u32>() as f64 / gaps.len() as f64;
         assert!(mean > 9.0 && mean < 25.0, "{mean}");
     }

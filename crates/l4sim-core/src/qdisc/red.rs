@@ -80,9 +80,8 @@ impl RedParams {
     }
 
     fn burst_or_default(&self) -> u32 {
-        self.burst.unwrap_or_else(|| {
-            ((2 * self.min + self.max) / (3 * self.avpkt.max(1) as u64)) as u32
-        })
+        self.burst
+            .unwrap_or_else(|| ((2 * self.min + self.max) / (3 * self.avpkt.max(1) as u64)) as u32)
     }
 
     pub(super) fn validate(&self) -> Result<(), (String, String)> {
@@ -91,13 +90,19 @@ impl RedParams {
         if self.min > self.max {
             return Err((
                 "min".into(),
-                format!("min ({} bytes) must not exceed max ({} bytes)", self.min, self.max),
+                format!(
+                    "min ({} bytes) must not exceed max ({} bytes)",
+                    self.min, self.max
+                ),
             ));
         }
         if self.max > self.limit {
             return Err((
                 "max".into(),
-                format!("max ({} bytes) must not exceed limit ({} bytes)", self.max, self.limit),
+                format!(
+                    "max ({} bytes) must not exceed limit ({} bytes)",
+                    self.max, self.limit
+                ),
             ));
         }
         if !(self.probability.is_finite() && self.probability > 0.0 && self.probability <= 1.0) {
@@ -108,7 +113,10 @@ impl RedParams {
         }
         if let Some(b) = self.bandwidth_mbps {
             if !(b.is_finite() && b > 0.0) {
-                return Err(("bandwidth_mbps".into(), format!("bandwidth_mbps must be > 0, got {b}")));
+                return Err((
+                    "bandwidth_mbps".into(),
+                    format!("bandwidth_mbps must be > 0, got {b}"),
+                ));
             }
         }
         let burst = self.burst_or_default();
@@ -128,7 +136,10 @@ impl RedParams {
         if bits + wlog >= 32 {
             return Err((
                 "min".into(),
-                format!("min {} bytes is too large for Wlog {wlog} (Linux red_check_params)", self.min),
+                format!(
+                    "min {} bytes is too large for Wlog {wlog} (Linux red_check_params)",
+                    self.min
+                ),
             ));
         }
         Ok(())
@@ -159,7 +170,7 @@ const ADAPT_PERIOD: SimTime = 500 * MS;
 
 /// `reciprocal_value`.
 fn reciprocal_value(d: u32) -> u32 {
-    (((1u64 << 32) + d as u64 - 1) / d as u64) as u32
+    (1u64 << 32).div_ceil(d as u64) as u32
 }
 
 /// Counters of `struct red_stats`.
@@ -229,7 +240,11 @@ impl Red {
             qidle_start: None,
             q: VecDeque::with_capacity(1024),
             bytes: 0,
-            next_adapt: if p.adaptive { ADAPT_PERIOD } else { crate::time::NEVER },
+            next_adapt: if p.adaptive {
+                ADAPT_PERIOD
+            } else {
+                crate::time::NEVER
+            },
             rng,
             stats: RedStats::default(),
         }
@@ -261,7 +276,8 @@ impl Red {
 
     /// `red_calc_qavg_no_idle_time`.
     fn qavg_no_idle(&self, backlog: u64) -> u64 {
-        self.qavg.wrapping_add(backlog.wrapping_sub(self.qavg >> self.wlog))
+        self.qavg
+            .wrapping_add(backlog.wrapping_sub(self.qavg >> self.wlog))
     }
 
     fn set_max_p_reciprocal(&mut self) {
@@ -272,7 +288,9 @@ impl Red {
     }
 }
 
+/// `red_action` outcomes (RED_DONT_MARK, RED_PROB_MARK, RED_HARD_MARK).
 #[derive(PartialEq, Eq, Debug)]
+#[allow(clippy::enum_variant_names)]
 enum Action {
     DontMark,
     ProbMark,
@@ -321,7 +339,10 @@ impl QueueDisc for Red {
                     self.stats.prob_mark += 1;
                 } else {
                     self.stats.prob_drop += 1;
-                    drops.push(Drop { pkt, reason: DropReason::Aqm });
+                    drops.push(Drop {
+                        pkt,
+                        reason: DropReason::Aqm,
+                    });
                     return;
                 }
             }
@@ -330,7 +351,10 @@ impl QueueDisc for Red {
                     self.stats.forced_mark += 1;
                 } else {
                     self.stats.forced_drop += 1;
-                    drops.push(Drop { pkt, reason: DropReason::Aqm });
+                    drops.push(Drop {
+                        pkt,
+                        reason: DropReason::Aqm,
+                    });
                     return;
                 }
             }
@@ -341,7 +365,10 @@ impl QueueDisc for Red {
             self.q.push_back(pkt);
         } else {
             self.stats.pdrop += 1;
-            drops.push(Drop { pkt, reason: DropReason::Overlimit });
+            drops.push(Drop {
+                pkt,
+                reason: DropReason::Overlimit,
+            });
         }
     }
 
@@ -442,11 +469,12 @@ mod tests {
 
     #[test]
     fn red_tc_constants_match_iproute2() {
-        // tc red limit 400000 min 30000 max 90000 avpkt 1000: burst = 50, Wlog = 9 (a known
-        // tc output for these values).
+        // tc red limit 400000 min 30000 max 90000 avpkt 1000: burst = (60000+90000)/3000 = 50;
+        // a = 50 + 1 - 30 = 21 and (1 - (1-W)^50)/W first reaches 21 at W = 1/32 (25.5; 15.4
+        // at W = 1/16), so Wlog = 5.
         let p = RedParams::new(400_000, 30_000, 90_000);
         assert_eq!(p.burst_or_default(), 50);
-        assert_eq!(eval_ewma(30_000, 50, 1000), Some(9));
+        assert_eq!(eval_ewma(30_000, 50, 1000), Some(5));
         assert!(eval_ewma(30_000, 10, 1000).is_none());
     }
 
@@ -505,11 +533,21 @@ mod tests {
         let before = q.qavg_bytes();
         let mut d = Vec::new();
         while q.dequeue(0, &mut d).is_some() {}
-        // 10 Mbit/s, avpkt 1000: 0.8 ms per packet; 400 ms idle = 500 packet times,
-        // (1 - 1/512)^500 = 0.376.
-        q.enqueue(pkt(Ecn::NotEct), 400 * MS, &mut d);
+        // 10 Mbit/s, avpkt 1000: 0.8 ms per packet; 10 ms idle = 12.5 packet times,
+        // (1 - 1/32)^12.5 = 0.672.
+        assert_eq!(q.wlog(), 5);
+        q.enqueue(pkt(Ecn::NotEct), 10 * MS, &mut d);
         let ratio = q.qavg_bytes() / before;
-        assert!((ratio - 0.376).abs() < 0.01, "{ratio}");
+        assert!((ratio - 0.672).abs() < 0.01, "{ratio}");
+        // Without an empty dequeue no idle period starts (as Linux): only the EWMA step.
+        let mut q = red(RedParams::new(400_000, 30_000, 90_000));
+        hold(&mut q, 50, Ecn::NotEct, 5000);
+        while q.len() > 0 {
+            q.dequeue(0, &mut d);
+        }
+        let before = q.qavg_bytes();
+        q.enqueue(pkt(Ecn::NotEct), 10 * MS, &mut d);
+        assert!((q.qavg_bytes() / before - 31.0 / 32.0).abs() < 0.001);
     }
 
     #[test]
@@ -522,7 +560,11 @@ mod tests {
         hold(&mut q, 80, Ecn::Ect0, 5000);
         let p0 = q.max_p();
         q.on_timer(500 * MS);
-        assert!((q.max_p() - (p0 + p0 / 4.0)).abs() < 1e-6, "{} {p0}", q.max_p());
+        assert!(
+            (q.max_p() - (p0 + p0 / 4.0)).abs() < 1e-6,
+            "{} {p0}",
+            q.max_p()
+        );
         assert_eq!(q.next_timer(), 1000 * MS);
         hold(&mut q, 10, Ecn::Ect0, 5000);
         let p1 = q.max_p();
