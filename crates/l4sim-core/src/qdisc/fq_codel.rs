@@ -33,7 +33,7 @@ pub struct FqCodelParams {
     pub limit: u32,
     /// Number of buckets.
     pub flows: u32,
-    /// DRR quantum, bytes. Linux raises values below 256 to 256.
+    /// DRR quantum, bytes (Linux 5.15 accepts 1..=2^20; older kernels raised it to >= 256).
     pub quantum: u32,
     pub target_ms: f64,
     pub interval_ms: f64,
@@ -77,7 +77,12 @@ impl FqCodelParams {
                 format!("flows must be at most 65536 (Linux), got {}", self.flows),
             ));
         }
-        check_nonzero("quantum", self.quantum as u64)?;
+        if self.quantum == 0 || self.quantum > 1 << 20 {
+            return Err((
+                "quantum".into(),
+                format!("quantum must be in [1, 1048576] bytes, got {}", self.quantum),
+            ));
+        }
         check_pos_ms("target_ms", self.target_ms)?;
         check_pos_ms("interval_ms", self.interval_ms)?;
         if let Some(v) = self.ce_threshold_ms {
@@ -183,7 +188,7 @@ impl FqCodel {
         let n = p.flows as usize;
         FqCodel {
             limit: p.limit,
-            quantum: p.quantum.max(256) as i32,
+            quantum: p.quantum as i32,
             drop_batch: p.drop_batch,
             memory_limit: p.memory_limit,
             cfg: CodelConfig {

@@ -96,15 +96,6 @@ impl RedParams {
                 ),
             ));
         }
-        if self.max > self.limit {
-            return Err((
-                "max".into(),
-                format!(
-                    "max ({} bytes) must not exceed limit ({} bytes)",
-                    self.max, self.limit
-                ),
-            ));
-        }
         if !(self.probability.is_finite() && self.probability > 0.0 && self.probability <= 1.0) {
             return Err((
                 "probability".into(),
@@ -131,16 +122,17 @@ impl RedParams {
                 ),
             ));
         };
-        // Linux red_check_params: qth_min << Wlog must fit in 32 bits.
-        let bits = 64 - self.min.leading_zeros();
-        if bits + wlog >= 32 {
-            return Err((
-                "min".into(),
-                format!(
-                    "min {} bytes is too large for Wlog {wlog} (Linux red_check_params)",
-                    self.min
-                ),
-            ));
+        // Linux red_check_params: qth_min and qth_max shifted by Wlog must fit in 32 bits.
+        for (name, v) in [("min", self.min), ("max", self.max)] {
+            let fls = 64 - v.leading_zeros();
+            if fls + wlog >= 32 {
+                return Err((
+                    name.into(),
+                    format!(
+                        "{name} {v} bytes is too large for Wlog {wlog} (Linux red_check_params)"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
