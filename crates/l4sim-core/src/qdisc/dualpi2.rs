@@ -773,4 +773,63 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].reason, DropReason::Overlimit);
     }
+
+    /// Closed loop: unresponsive Not-ECT traffic at 110% of a 1 Gbit/s link. The PI2 loop must
+    /// settle where the drop rate p'^2 removes the 9.1% excess, with the queue delay around
+    /// the 15 ms target.
+    #[test]
+    fn dualpi2_pi_loop_settles_overload_at_target_delay() {
+        let mut x = q(DualPi2Params::default());
+        let mut d = Vec::new();
+        let tx = 12_112u64; // 1514 B at 1 Gbit/s
+        let ia = tx * 10 / 11;
+        let (mut t_arr, mut t_dep) = (0u64, u64::MAX);
+        let end = 8_000 * MS;
+        let (mut arrived, mut soj_sum, mut soj_n) = (0u64, 0u64, 0u64);
+        let mut drops_late = 0usize;
+        loop {
+            let t_tim = x.next_timer();
+            let t = t_arr.min(t_dep).min(t_tim);
+            if t >= end {
+                break;
+            }
+            if t == t_tim {
+                x.on_timer(t);
+            } else if t == t_arr {
+                let late = t > end - 3_000 * MS;
+                let before = d.len();
+                x.enqueue(pkt(Ecn::NotEct, 1514), t, &mut d);
+                if late {
+                    arrived += 1;
+                    drops_late += d.len() - before;
+                }
+                if t_dep == u64::MAX {
+                    t_dep = t + tx;
+                }
+                t_arr += ia;
+            } else {
+                let before = d.len();
+                match x.dequeue(t, &mut d) {
+                    Some(p) => {
+                        if t > end - 3_000 * MS {
+                            soj_sum += t - p.enq_ts;
+                            soj_n += 1;
+                            drops_late += d.len() - before;
+                        }
+                        t_dep = t + tx;
+                    }
+                    None => t_dep = u64::MAX,
+                }
+            }
+        }
+        let drop_frac = drops_late as f64 / arrived as f64;
+        let mean_ms = soj_sum as f64 / soj_n as f64 / 1e6;
+        assert!(
+            (drop_frac - 1.0 / 11.0).abs() < 0.01,
+            "drop fraction {drop_frac}"
+        );
+        assert!((mean_ms - 15.0).abs() < 3.0, "mean sojourn {mean_ms} ms");
+        let p = x.prob() as f64 / MAX_PROB as f64;
+        assert!((p - (1.0f64 / 11.0).sqrt()).abs() < 0.06, "p' {p}");
+    }
 }

@@ -586,4 +586,65 @@ mod tests {
         let after_delta = before - alpha * q.target;
         assert_eq!(q.v.prob, after_delta - after_delta / 64);
     }
+
+    /// Closed loop: unresponsive Not-ECT traffic at 110% of a 100 Mbit/s link. PIE must drop
+    /// the 9.1% excess early (not by tail drop) with the queue delay around its 15 ms target.
+    #[test]
+    fn pie_loop_settles_overload_at_target_delay() {
+        let mut x = pie(PieParams::default());
+        let mut d = Vec::new();
+        let tx = 121_120u64; // 1514 B at 100 Mbit/s
+        let ia = tx * 10 / 11;
+        let (mut t_arr, mut t_dep) = (0u64, u64::MAX);
+        let end = 30_000 * MS;
+        let late = end - 10_000 * MS;
+        let (mut arrived, mut soj_sum, mut soj_n) = (0u64, 0u64, 0u64);
+        let (mut drops_late, mut tail_late) = (0usize, 0usize);
+        loop {
+            let t_tim = x.next_timer();
+            let t = t_arr.min(t_dep).min(t_tim);
+            if t >= end {
+                break;
+            }
+            if t == t_tim {
+                x.on_timer(t);
+            } else if t == t_arr {
+                let before = d.len();
+                let mut p = pkt(Ecn::NotEct, t);
+                p.enq_ts = t;
+                x.enqueue(p, t, &mut d);
+                if t > late {
+                    arrived += 1;
+                    drops_late += d.len() - before;
+                    tail_late += d[before..]
+                        .iter()
+                        .filter(|x| x.reason == DropReason::Overlimit)
+                        .count();
+                }
+                if t_dep == u64::MAX {
+                    t_dep = t + tx;
+                }
+                t_arr += ia;
+            } else {
+                match x.dequeue(t, &mut d) {
+                    Some(p) => {
+                        if t > late {
+                            soj_sum += t - p.enq_ts;
+                            soj_n += 1;
+                        }
+                        t_dep = t + tx;
+                    }
+                    None => t_dep = u64::MAX,
+                }
+            }
+        }
+        let drop_frac = drops_late as f64 / arrived as f64;
+        let mean_ms = soj_sum as f64 / soj_n as f64 / 1e6;
+        assert_eq!(tail_late, 0);
+        assert!(
+            (drop_frac - 1.0 / 11.0).abs() < 0.01,
+            "drop fraction {drop_frac}"
+        );
+        assert!((mean_ms - 15.0).abs() < 4.0, "mean sojourn {mean_ms} ms");
+    }
 }
