@@ -73,9 +73,11 @@ pub struct DualPi2Params {
     pub limit: u32,
     pub target_ms: f64,
     pub tupdate_ms: f64,
-    /// Integral gain, Hz (sent to the kernel as round(alpha * 256)).
+    /// Integral gain, Hz, passed to the kernel as round(alpha * 256): the default 0.16 gives
+    /// the kernel's default 41. (tc truncates instead, so an explicit `alpha 0.16` on the tc
+    /// command line yields 40.)
     pub alpha: f64,
-    /// Proportional gain, Hz (round(beta * 256)).
+    /// Proportional gain, Hz, as round(beta * 256) (default 819).
     pub beta: f64,
     pub step_thresh_ms: f64,
     /// Step threshold in packets of L-queue backlog instead of time.
