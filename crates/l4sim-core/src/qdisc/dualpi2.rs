@@ -834,4 +834,39 @@ mod tests {
         let p = x.prob() as f64 / MAX_PROB as f64;
         assert!((p - (1.0f64 / 11.0).sqrt()).abs() < 0.06, "p' {p}");
     }
+
+    #[test]
+    fn dualpi2_drop_early_decides_at_enqueue_on_the_backlog_before_the_packet() {
+        let mut x = q(DualPi2Params {
+            drop_early: true,
+            ..Default::default()
+        });
+        x.set_prob(MAX_PROB);
+        let mut d = Vec::new();
+        // First two arrivals see a backlog below 2 MTU: accepted.
+        x.enqueue(pkt(Ecn::NotEct, 1514), 0, &mut d);
+        x.enqueue(pkt(Ecn::NotEct, 1514), 0, &mut d);
+        assert!(d.is_empty());
+        // Third: p' = 1, Not-ECT classic: dropped at enqueue.
+        x.enqueue(pkt(Ecn::NotEct, 1514), 0, &mut d);
+        assert_eq!(d.len(), 1);
+        // ECT(1) with k p' > 1 and drop_overload: dropped with p'^2 = 1.
+        x.enqueue(pkt(Ecn::Ect1, 1514), 0, &mut d);
+        assert_eq!(d.len(), 2);
+        // Dequeue makes no further decision.
+        assert_eq!(x.dequeue(0, &mut d).unwrap().ecn, Ecn::NotEct);
+        assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn dualpi2_any_ect_mask_puts_ect0_in_l() {
+        let mut x = q(DualPi2Params {
+            ecn_mask: EcnMask::AnyEct,
+            ..Default::default()
+        });
+        let mut d = Vec::new();
+        x.enqueue(pkt(Ecn::Ect0, 1514), 0, &mut d);
+        x.enqueue(pkt(Ecn::NotEct, 1514), 0, &mut d);
+        assert_eq!((x.l_len(), x.c_len()), (1, 1));
+    }
 }

@@ -500,4 +500,47 @@ mod tests {
         assert_eq!(q.flows[0].at, Where::New);
         assert_eq!(q.flow_counts(), (1, 0));
     }
+
+    #[test]
+    fn fq_gc_recreates_long_idle_flows_with_initial_quantum_only_with_many_flows() {
+        // buckets 1: GC may run once there are >= 2 flows and more than half are inactive.
+        let p = FqParams {
+            buckets: 1,
+            ..Default::default()
+        };
+        let mut q = Fq::new(&p);
+        let mut d = Vec::new();
+        for f in 1..=3 {
+            enq(&mut q, pkt(f, Ecn::NotEct, 1514, 0), 0, &mut d);
+        }
+        // Serve all and detach all three (the last is found empty by a pass on a non-empty
+        // qdisc only if something is queued, so queue one more packet of flow 3).
+        for _ in 0..3 {
+            q.dequeue(0, &mut d).unwrap();
+        }
+        enq(&mut q, pkt(3, Ecn::NotEct, 1514, 1), 0, &mut d);
+        q.dequeue(0, &mut d).unwrap();
+        assert_eq!(q.flow_counts(), (3, 2));
+        q.flows[0].credit = -700;
+        q.flows[1].credit = -700;
+        // Flow 2, idle 4 s (> 3 s) while 2 of 3 flows are inactive: collected, re-created.
+        enq(&mut q, pkt(2, Ecn::NotEct, 1514, 1), 4 * SEC, &mut d);
+        assert_eq!(q.flows[1].credit, 15140);
+        assert_eq!(q.stats.gc_flows, 1);
+        // Flow 1 is as old, but now only 1 of 3 flows is inactive: no GC.
+        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 1), 5 * SEC, &mut d);
+        assert_eq!(q.flows[0].credit, -700);
+        // With the default 1024 buckets no GC happens for a handful of flows.
+        let mut q = Fq::new(&FqParams::default());
+        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 0), 0, &mut d);
+        enq(&mut q, pkt(2, Ecn::NotEct, 1514, 0), 0, &mut d);
+        for _ in 0..2 {
+            q.dequeue(0, &mut d).unwrap();
+        }
+        enq(&mut q, pkt(2, Ecn::NotEct, 1514, 1), 0, &mut d);
+        q.dequeue(0, &mut d).unwrap();
+        q.flows[0].credit = -700;
+        enq(&mut q, pkt(1, Ecn::NotEct, 1514, 1), 10 * SEC, &mut d);
+        assert_eq!(q.flows[0].credit, -700);
+    }
 }
