@@ -80,10 +80,13 @@ impl FqCodelParams {
         if self.quantum == 0 || self.quantum > 1 << 20 {
             return Err((
                 "quantum".into(),
-                format!("quantum must be in [1, 1048576] bytes, got {}", self.quantum),
+                format!(
+                    "quantum must be in [1, 1048576] bytes, got {}",
+                    self.quantum
+                ),
             ));
         }
-        check_pos_ms("target_ms", self.target_ms)?;
+        check_ms("target_ms", self.target_ms)?;
         check_pos_ms("interval_ms", self.interval_ms)?;
         if let Some(v) = self.ce_threshold_ms {
             check_ms("ce_threshold_ms", v)?;

@@ -175,7 +175,7 @@ impl QdiscSpec {
             QdiscSpec::Fq(p) => p.validate()?,
             QdiscSpec::Codel(p) => {
                 check_nonzero("limit", p.limit as u64)?;
-                check_pos_ms("target_ms", p.target_ms)?;
+                check_ms("target_ms", p.target_ms)?;
                 check_pos_ms("interval_ms", p.interval_ms)?;
                 if let Some(v) = p.ce_threshold_ms {
                     check_ms("ce_threshold_ms", v)?;
@@ -394,6 +394,23 @@ mod tests {
             r#"{"kind":"pie"}"#,
         ] {
             assert!(parse(s).unwrap().validate().is_ok());
+        }
+    }
+
+    #[test]
+    fn spec_serializes_with_kind_tag_and_round_trips() {
+        let specs = [
+            QdiscSpec::Fq(fq::FqParams::default()),
+            QdiscSpec::Codel(codel::CodelParams::default()),
+            QdiscSpec::FqCodel(fq_codel::FqCodelParams::default()),
+            QdiscSpec::Pie(pie::PieParams::default()),
+            QdiscSpec::Dualpi2(dualpi2::DualPi2Params::default()),
+            QdiscSpec::Red(red::RedParams::new(400_000, 30_000, 90_000)),
+        ];
+        for s in specs {
+            let j = serde_json::to_string(&s).unwrap();
+            assert!(j.starts_with(r#"{"kind":""#), "{j}");
+            assert_eq!(parse(&j).unwrap(), s, "{j}");
         }
     }
 
