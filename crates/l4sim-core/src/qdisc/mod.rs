@@ -4,6 +4,14 @@
 //! does that, as Linux qdiscs stamp `skb->tstamp` or their private enqueue time). It may drop
 //! at enqueue or at dequeue (CoDel, DualPI2) and may mark CE at either point; every drop is
 //! pushed to `drops` with its reason so the wrapper can count it per reason and per codepoint.
+//!
+//! Qdiscs (one file each, following the Linux file named in its module doc): `fifo` (bfifo,
+//! pfifo), `fq` (sch_fq on a router), `codel` (codel_impl.h core + sch_codel), `fq_codel`,
+//! `pie`, `dualpi2` (L4STeam hrtimer version), `red`. Periodic controllers (PIE, DualPI2,
+//! adaptive RED) expose their update times through `next_timer`/`on_timer`. Like Linux
+//! under an HTB parent, they expect `dequeue` only while they hold packets; a dequeue on an
+//! empty qdisc is the root-qdisc case (it starts RED's idle period and zeroes DualPI2's
+//! sampled delays).
 
 use serde::{Deserialize, Serialize};
 
