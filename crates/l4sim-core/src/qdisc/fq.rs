@@ -79,6 +79,15 @@ impl FqParams {
                 ),
             ));
         }
+        if self.initial_quantum > i32::MAX as u32 {
+            return Err((
+                "initial_quantum".into(),
+                format!(
+                    "initial_quantum {} does not fit Linux's int credit",
+                    self.initial_quantum
+                ),
+            ));
+        }
         if !self.buckets.is_power_of_two() || self.buckets > 1 << 18 {
             return Err((
                 "buckets".into(),
