@@ -193,7 +193,8 @@ impl FqCodel {
             limit: p.limit,
             quantum: p.quantum as i32,
             drop_batch: p.drop_batch,
-            memory_limit: p.memory_limit,
+            // Linux caps memory_limit at 2^31 bytes.
+            memory_limit: p.memory_limit.min(1 << 31),
             cfg: CodelConfig {
                 target: ms_to_codel(p.target_ms),
                 interval: ms_to_codel(p.interval_ms),
