@@ -86,11 +86,15 @@ impl TcpReceiver {
     /// `spec` is the receiving host's settings; `cc` its socket's CC (which decides AccECN
     /// acceptance for NEEDS_ACCECN CCs and DCTCP-style CE echo).
     pub fn new(params: &ConnParams, spec: &TcpSpec, cc: &AnyCc, rng: Rng) -> TcpReceiver {
+        Self::with_cc_flags(params, spec, cc.flags(), rng)
+    }
+    /// As `new`, with the receiving socket's CC given by its flags only.
+    pub fn with_cc_flags(params: &ConnParams, spec: &TcpSpec, cc_flags: CcFlags, rng: Rng) -> TcpReceiver {
         TcpReceiver {
             stats: ReceiverStats::default(),
             params: params.clone(),
             spec: spec.clone(),
-            cc_flags: cc.flags(),
+            cc_flags,
             rng,
             phase: Phase::Listen,
             mode: EcnMode::None,
