@@ -164,7 +164,8 @@ mod tests {
         let mut m = MinMax::default();
         let w = 300 * crate::time::SEC;
         m.running_min(w, 0, 50);
-        m.running_min(w, crate::time::SEC, 80);
+        // A later-quarter sample is kept as the next candidate...
+        m.running_min(w, 100 * crate::time::SEC, 80);
         assert_eq!(m.get(), 50);
         m.running_min(w, 301 * crate::time::SEC, 90);
         assert_eq!(m.get(), 80);

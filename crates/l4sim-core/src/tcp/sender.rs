@@ -1017,6 +1017,7 @@ impl TcpSender {
             self.ts_unlink(seq);
             let mut s = self.segs.pop_front().expect("segment below snd_nxt");
             self.sk.snd_una += 1;
+            self.sk.packets_out -= 1;
             pkts_acked += 1;
             if s.st & S_SACKED != 0 {
                 self.sk.sacked_out -= 1;
