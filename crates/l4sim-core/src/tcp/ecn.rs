@@ -119,7 +119,11 @@ pub fn client_mode(req: EcnRequest, synack_flags: u8, f: CcFlags) -> EcnMode {
     let ae = synack_flags & flags::AE != 0;
     let cwr = synack_flags & flags::CWR != 0;
     let ece = synack_flags & flags::ECE != 0;
-    let classic = if f.no_fallback_rfc3168 { EcnMode::None } else { EcnMode::Rfc3168 };
+    let classic = if f.no_fallback_rfc3168 {
+        EcnMode::None
+    } else {
+        EcnMode::Rfc3168
+    };
     match req {
         EcnRequest::None => EcnMode::None,
         EcnRequest::Classic => {
@@ -147,7 +151,10 @@ pub fn ace_encode(received_ce: u64) -> u8 {
 /// change of the counter mod 8; when more than 7 segments were newly delivered, assume the
 /// counter may have wrapped as often as possible: `delta = n - ((n - d) mod 8)`.
 pub fn ace_delta(ace: u8, delivered_ce: u64, newly_delivered: u32) -> u32 {
-    let d = ((ace as u64).wrapping_sub(ACE_INIT as u64).wrapping_sub(delivered_ce) & 7) as u32;
+    let d = ((ace as u64)
+        .wrapping_sub(ACE_INIT as u64)
+        .wrapping_sub(delivered_ce)
+        & 7) as u32;
     let n = newly_delivered;
     if n <= 7 {
         d

@@ -157,4 +157,3 @@ pub struct ReceiverStats {
     pub ooo_pkts: u64,
     pub synack_retrans: u64,
 }
-

@@ -12,7 +12,13 @@ pub struct Prr {
 
 impl Prr {
     /// `tcp_cwnd_reduction(sk, newly_acked_sacked, newly_lost, flag)`.
-    pub fn reduce(&mut self, sk: &mut Sock, newly_acked_sacked: u32, newly_lost: u32, una_advanced: bool) {
+    pub fn reduce(
+        &mut self,
+        sk: &mut Sock,
+        newly_acked_sacked: u32,
+        newly_lost: u32,
+        una_advanced: bool,
+    ) {
         if newly_acked_sacked == 0 || sk.prior_cwnd == 0 {
             return;
         }
@@ -20,7 +26,8 @@ impl Prr {
         let delta = sk.snd_ssthresh as i64 - in_flight;
         self.delivered += newly_acked_sacked;
         let mut sndcnt: i64 = if delta < 0 {
-            let dividend = sk.snd_ssthresh as u64 * self.delivered as u64 + sk.prior_cwnd as u64 - 1;
+            let dividend =
+                sk.snd_ssthresh as u64 * self.delivered as u64 + sk.prior_cwnd as u64 - 1;
             (dividend / sk.prior_cwnd as u64) as i64 - self.out as i64
         } else {
             // Slow-start reduction bound: conservation, +1 on progress without new loss.

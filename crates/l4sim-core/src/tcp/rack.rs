@@ -28,7 +28,14 @@ pub fn sent_after(t1: SimTime, t2: SimTime, seq1: u32, seq2: u32) -> bool {
 impl Rack {
     /// `tcp_rack_advance`: a segment sent at `xmit` with end `end_seq` was newly (S)ACKed.
     /// A retransmitted segment ACKed sooner than min_rtt probably was the original: ignored.
-    pub fn advance(&mut self, ever_retrans: bool, end_seq: u32, xmit: SimTime, now: SimTime, min_rtt: u64) {
+    pub fn advance(
+        &mut self,
+        ever_retrans: bool,
+        end_seq: u32,
+        xmit: SimTime,
+        now: SimTime,
+        min_rtt: u64,
+    ) {
         let rtt = now.saturating_sub(xmit);
         if ever_retrans && rtt < min_rtt {
             return;

@@ -47,6 +47,7 @@ impl RateSampler {
         }
     }
     /// `tcp_rate_skb_delivered` for a segment sent at `tx_time` (end `end_seq`).
+    #[allow(clippy::too_many_arguments)]
     pub fn on_delivered(
         &mut self,
         rs: &mut RateSample,
@@ -78,7 +79,14 @@ impl RateSampler {
         }
     }
     /// `tcp_rate_gen`: finish the sample of this ACK.
-    pub fn generate(&mut self, sk: &mut Sock, rs: &mut RateSample, delivered: u32, lost: u32, now: SimTime) {
+    pub fn generate(
+        &mut self,
+        sk: &mut Sock,
+        rs: &mut RateSample,
+        delivered: u32,
+        lost: u32,
+        now: SimTime,
+    ) {
         if sk.app_limited != 0 && sk.delivered > sk.app_limited {
             sk.app_limited = 0;
         }

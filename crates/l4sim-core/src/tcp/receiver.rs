@@ -89,7 +89,12 @@ impl TcpReceiver {
         Self::with_cc_flags(params, spec, cc.flags(), rng)
     }
     /// As `new`, with the receiving socket's CC given by its flags only.
-    pub fn with_cc_flags(params: &ConnParams, spec: &TcpSpec, cc_flags: CcFlags, rng: Rng) -> TcpReceiver {
+    pub fn with_cc_flags(
+        params: &ConnParams,
+        spec: &TcpSpec,
+        cc_flags: CcFlags,
+        rng: Rng,
+    ) -> TcpReceiver {
         TcpReceiver {
             stats: ReceiverStats::default(),
             params: params.clone(),
@@ -132,7 +137,12 @@ impl TcpReceiver {
     }
 
     fn pkt(&self, now: SimTime) -> Packet {
-        let mut p = Packet::new(self.params.flow, Dir::Rev, self.params.receiver, self.params.sender);
+        let mut p = Packet::new(
+            self.params.flow,
+            Dir::Rev,
+            self.params.receiver,
+            self.params.sender,
+        );
         p.hash = self.params.hash_rev;
         p.ts_val = now;
         p.ts_ecr = self.ts_recent;
@@ -151,7 +161,9 @@ impl TcpReceiver {
     fn send_synack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.pkt(now);
         p.flags = flags::SYN | flags::ACK | ecn::synack_flags(self.mode, self.syn_ecn);
-        if self.mode == EcnMode::AccEcn || (self.mode == EcnMode::Rfc3168 && self.cc_flags.needs_ecn) {
+        if self.mode == EcnMode::AccEcn
+            || (self.mode == EcnMode::Rfc3168 && self.cc_flags.needs_ecn)
+        {
             p.ecn = self.own_ect();
         }
         out.push(p);
@@ -266,7 +278,10 @@ impl TcpReceiver {
     }
 
     fn ooo_contains(&self, seq: u32) -> bool {
-        self.ooo.range(..=seq).next_back().is_some_and(|(_, &(e, _))| seq < e)
+        self.ooo
+            .range(..=seq)
+            .next_back()
+            .is_some_and(|(_, &(e, _))| seq < e)
     }
 
     /// Insert segment `seq` into the out-of-order set; returns the merged range.
@@ -496,7 +511,11 @@ impl TcpReceiver {
     }
 
     pub fn next_timer(&self) -> SimTime {
-        let syn = if self.phase == Phase::SynRcvd { self.synack_at } else { NEVER };
+        let syn = if self.phase == Phase::SynRcvd {
+            self.synack_at
+        } else {
+            NEVER
+        };
         syn.min(self.delack_at).min(self.comp_at)
     }
 

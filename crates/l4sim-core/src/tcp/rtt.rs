@@ -81,7 +81,9 @@ pub struct MinMax {
 
 impl Default for MinMax {
     fn default() -> Self {
-        MinMax { s: [(0, u64::MAX); 3] }
+        MinMax {
+            s: [(0, u64::MAX); 3],
+        }
     }
 }
 

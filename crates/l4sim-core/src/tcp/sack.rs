@@ -78,7 +78,10 @@ mod tests {
         r.add(5, 10, |a, b| got.push((a, b)));
         r.add(12, 14, |a, b| got.push((a, b)));
         r.add(3, 15, |a, b| got.push((a, b)));
-        assert_eq!(got, vec![(5, 8), (8, 10), (12, 14), (3, 5), (10, 12), (14, 15)]);
+        assert_eq!(
+            got,
+            vec![(5, 8), (8, 10), (12, 14), (3, 5), (10, 12), (14, 15)]
+        );
         assert_eq!(r.highest_end(), 15);
         r.trim_below(9);
         let mut again = vec![];

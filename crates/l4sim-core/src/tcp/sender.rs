@@ -140,7 +140,11 @@ impl TcpSender {
             }
             None => (u32::MAX, spec.mss),
         };
-        let stats = SenderStats { established_at: NEVER, completed_at: NEVER, ..Default::default() };
+        let stats = SenderStats {
+            established_at: NEVER,
+            completed_at: NEVER,
+            ..Default::default()
+        };
         TcpSender {
             sk,
             cc,
@@ -210,7 +214,12 @@ impl TcpSender {
     }
 
     fn pkt(&self, now: SimTime) -> Packet {
-        let mut p = Packet::new(self.params.flow, Dir::Fwd, self.params.sender, self.params.receiver);
+        let mut p = Packet::new(
+            self.params.flow,
+            Dir::Fwd,
+            self.params.sender,
+            self.params.receiver,
+        );
         p.hash = self.params.hash_fwd;
         p.ts_val = now;
         p.ts_ecr = self.ts_recent;
@@ -223,16 +232,12 @@ impl TcpSender {
             self.received_ce += 1;
         }
         match self.phase {
-            Phase::SynSent => {
-                if pkt.has(flags::SYN) && pkt.has(flags::ACK) {
-                    self.on_synack(pkt, now, out);
-                }
+            Phase::SynSent if pkt.has(flags::SYN) && pkt.has(flags::ACK) => {
+                self.on_synack(pkt, now, out);
             }
-            Phase::Established => {
-                if !pkt.has(flags::SYN) && pkt.has(flags::ACK) {
-                    self.ts_recent = pkt.ts_val;
-                    self.on_ack(pkt, now, out);
-                }
+            Phase::Established if !pkt.has(flags::SYN) && pkt.has(flags::ACK) => {
+                self.ts_recent = pkt.ts_val;
+                self.on_ack(pkt, now, out);
             }
             _ => {}
         }
@@ -389,6 +394,10 @@ impl TcpSender {
         p.retrans = retrans;
         self.ecn_for(&mut p, retrans);
         out.push(p);
+        // tcp_event_data_sent: first transmission with nothing in flight.
+        if self.sk.packets_in_flight() == 0 {
+            self.cc.cwnd_event(&mut self.sk, CaEvent::TxStart);
+        }
         let tx = self.rate.on_sent(&mut self.sk, now);
         if retrans {
             let s = self.seg_mut(seq);
@@ -397,7 +406,13 @@ impl TcpSender {
             s.st |= S_EVER_RETRANS;
             self.stats.retrans += 1;
         } else {
-            self.segs.push_back(Seg { tx_time: now, st: 0, prev: NIL, next: NIL, tx });
+            self.segs.push_back(Seg {
+                tx_time: now,
+                st: 0,
+                prev: NIL,
+                next: NIL,
+                tx,
+            });
             self.sk.snd_nxt += 1;
             self.sk.packets_out += 1;
         }
@@ -564,7 +579,11 @@ impl TcpSender {
         }
         let mut timeout = if self.rtt.srtt_us > 0 {
             let t = (self.rtt.srtt_us >> 2) * US;
-            t + if self.sk.packets_out == 1 { self.rto_min() } else { self.timeout_min() }
+            t + if self.sk.packets_out == 1 {
+                self.rto_min()
+            } else {
+                self.timeout_min()
+            }
         } else {
             TCP_TIMEOUT_INIT
         };
@@ -734,7 +753,12 @@ impl TcpSender {
     /// one and outstanding for longer than rack.rtt + reo_wnd. Returns the time until the next
     /// one would expire (0 if none).
     fn rack_detect_loss(&mut self, now: SimTime) -> u64 {
-        let reo_wnd = self.rack.reo_wnd(self.sk.ca_state, self.sk.sacked_out, self.sk.min_rtt, self.sk.srtt);
+        let reo_wnd = self.rack.reo_wnd(
+            self.sk.ca_state,
+            self.sk.sacked_out,
+            self.sk.min_rtt,
+            self.sk.srtt,
+        );
         let mut timeout = 0u64;
         let mut cur = self.ts_head;
         while cur != NIL {
@@ -823,7 +847,11 @@ impl TcpSender {
     }
 
     fn any_retrans_done(&self) -> bool {
-        self.sk.retrans_out > 0 || self.segs.front().is_some_and(|s| s.st & S_EVER_RETRANS != 0)
+        self.sk.retrans_out > 0
+            || self
+                .segs
+                .front()
+                .is_some_and(|s| s.st & S_EVER_RETRANS != 0)
     }
 
     /// `tcp_try_keep_open`.
@@ -870,11 +898,9 @@ impl TcpSender {
         // D. State exit when high_seq is ACKed.
         if self.sk.ca_state != CaState::Open && self.sk.snd_una >= self.sk.high_seq {
             match self.sk.ca_state {
-                CaState::Cwr => {
-                    if self.sk.snd_una != self.sk.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_state(CaState::Open);
-                    }
+                CaState::Cwr if self.sk.snd_una != self.sk.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     self.set_state(CaState::Open);
@@ -912,7 +938,9 @@ impl TcpSender {
 
     /// `tcp_process_tlp_ack`.
     fn process_tlp_ack(&mut self, ack: u32, flag: u32) {
-        let Some(high) = self.tlp_high_seq else { return };
+        let Some(high) = self.tlp_high_seq else {
+            return;
+        };
         if ack < high {
             return;
         }
@@ -939,8 +967,8 @@ impl TcpSender {
         };
         let mut rate = sk.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
         rate *= sk.snd_cwnd.max(sk.packets_out) as u64;
-        if self.rtt.srtt_us > 0 {
-            rate /= self.rtt.srtt_us;
+        if let Some(r) = rate.checked_div(self.rtt.srtt_us) {
+            rate = r;
         }
         sk.pacing_rate = rate.min(sk.max_pacing_rate);
     }
@@ -988,24 +1016,23 @@ impl TcpSender {
                 if s >= e {
                     continue;
                 }
-                let mut ranges: [(u32, u32); 8] = [(0, 0); 8];
-                let mut nr = 0;
-                let mut overflow = false;
-                self.sacked.add(s, e, |a, b| {
-                    if nr < 8 {
-                        ranges[nr] = (a, b);
-                        nr += 1;
-                    } else {
-                        overflow = true;
-                    }
-                });
-                debug_assert!(!overflow);
-                for &(a, b) in &ranges[..nr] {
+                // Tag only the parts not SACKed before (the range set is taken out while
+                // its callback updates the scoreboard).
+                let mut ranges = std::mem::take(&mut self.sacked);
+                ranges.add(s, e, |a, b| {
                     for seq in a..b {
-                        self.sacktag_one(seq, now, min_rtt, prior_fack, &mut first_sackt, &mut last_sackt);
+                        self.sacktag_one(
+                            seq,
+                            now,
+                            min_rtt,
+                            prior_fack,
+                            &mut first_sackt,
+                            &mut last_sackt,
+                        );
                         flag |= FLAG_DATA_SACKED;
                     }
-                }
+                });
+                self.sacked = ranges;
             }
         }
         // Cumulative ACK (tcp_clean_rtx_queue).
@@ -1029,7 +1056,8 @@ impl TcpSender {
                     self.sk.lost_out -= 1;
                 }
                 self.sk.delivered += 1;
-                self.rack.advance(s.st & S_EVER_RETRANS != 0, seq + 1, s.tx_time, now, min_rtt);
+                self.rack
+                    .advance(s.st & S_EVER_RETRANS != 0, seq + 1, s.tx_time, now, min_rtt);
                 if s.st & S_EVER_RETRANS == 0 && seq < prior_fack {
                     self.rack.reord_seen += 1;
                 }
@@ -1083,7 +1111,12 @@ impl TcpSender {
             let ca_us = ((ca_rtt.max(0) as u64) / US).max(1);
             self.min_rtt.running_min(MIN_RTT_WIN, now, ca_us * US);
             let rto_min_us = self.rto_min() / US;
-            self.rtt.sample(((seq_rtt as u64) / US).max(1), self.sk.snd_una, self.sk.snd_nxt, rto_min_us);
+            self.rtt.sample(
+                ((seq_rtt as u64) / US).max(1),
+                self.sk.snd_una,
+                self.sk.snd_nxt,
+                rto_min_us,
+            );
             self.rto = self.rtt.rto();
             self.sync_rtt();
         }
@@ -1111,7 +1144,11 @@ impl TcpSender {
         self.rs.ece_delta = ece_delta;
         // pkts_acked hook (tcp_clean_rtx_queue); in_flight carries newly delivered segments
         // as Linux's `mss * (delivered - prior_delivered)`, in segments.
-        let sample = AckSample { pkts_acked, rtt: ca_rtt, in_flight: newly };
+        let sample = AckSample {
+            pkts_acked,
+            rtt: ca_rtt,
+            in_flight: newly,
+        };
         self.cc.pkts_acked(&mut self.sk, &sample);
         self.cc.in_ack_event(&mut self.sk, flag & FLAG_ECE != 0);
         // Loss detection and the CA state machine.
@@ -1172,7 +1209,8 @@ impl TcpSender {
             return;
         }
         let tx_time = self.segs[i].tx_time;
-        self.rack.advance(st & S_EVER_RETRANS != 0, seq + 1, tx_time, now, min_rtt);
+        self.rack
+            .advance(st & S_EVER_RETRANS != 0, seq + 1, tx_time, now, min_rtt);
         if st & S_RETRANS != 0 {
             if st & S_LOST != 0 {
                 self.sk.lost_out -= 1;
@@ -1198,7 +1236,15 @@ impl TcpSender {
         self.ts_unlink(seq);
         let lost_now = self.sk.lost;
         let mut tx = self.segs[i].tx;
-        self.rate.on_delivered(&mut self.rs, &mut tx, tx_time, seq + 1, st & S_EVER_RETRANS != 0, true, lost_now);
+        self.rate.on_delivered(
+            &mut self.rs,
+            &mut tx,
+            tx_time,
+            seq + 1,
+            st & S_EVER_RETRANS != 0,
+            true,
+            lost_now,
+        );
         self.segs[i].tx = tx;
     }
 

@@ -50,13 +50,35 @@ struct Harness {
 }
 
 fn params(size: Option<u64>) -> ConnParams {
-    ConnParams { flow: 0, sender: 1, receiver: 2, hash_fwd: 11, hash_rev: 12, size }
+    ConnParams {
+        flow: 0,
+        sender: 1,
+        receiver: 2,
+        hash_fwd: 11,
+        hash_rev: 12,
+        size,
+    }
 }
 
 impl Harness {
     /// `rate_mbps` bottleneck, `rtt_ms` base RTT (half each way), `limit` packets of buffer.
-    fn new(rate_mbps: f64, rtt_ms: f64, limit: usize, s_spec: TcpSpec, r_spec: TcpSpec, size: Option<u64>) -> Harness {
-        Self::with_flags(rate_mbps, rtt_ms, limit, s_spec, r_spec, CcFlags::default(), size)
+    fn new(
+        rate_mbps: f64,
+        rtt_ms: f64,
+        limit: usize,
+        s_spec: TcpSpec,
+        r_spec: TcpSpec,
+        size: Option<u64>,
+    ) -> Harness {
+        Self::with_flags(
+            rate_mbps,
+            rtt_ms,
+            limit,
+            s_spec,
+            r_spec,
+            CcFlags::default(),
+            size,
+        )
     }
     fn with_flags(
         rate_mbps: f64,
@@ -101,7 +123,10 @@ impl Harness {
             while self.departs.front().is_some_and(|&d| d <= self.now) {
                 self.departs.pop_front();
             }
-            let ctx = Ctx { now: self.now, qlen: self.departs.len() };
+            let ctx = Ctx {
+                now: self.now,
+                qlen: self.departs.len(),
+            };
             let mut extra = 0;
             match (self.filter)(&p, &ctx) {
                 Verdict::Pass => {}
@@ -149,7 +174,11 @@ impl Harness {
     /// Run events until `t_end` or until `stop` returns true after an event.
     fn run_until(&mut self, t_end: SimTime, mut stop: impl FnMut(&Harness) -> bool) {
         for _ in 0..50_000_000u64 {
-            let te = self.events.peek().map(|Reverse((t, _))| *t).unwrap_or(NEVER);
+            let te = self
+                .events
+                .peek()
+                .map(|Reverse((t, _))| *t)
+                .unwrap_or(NEVER);
             let ts = self.s.next_timer();
             let tr = self.r.next_timer();
             let t = te.min(ts).min(tr);
@@ -191,12 +220,18 @@ impl Harness {
         self.fwd.iter().filter(|(_, p, _)| p.is_data())
     }
     fn retransmitted_seqs(&self) -> Vec<u32> {
-        self.data().filter(|(_, p, _)| p.retrans).map(|(_, p, _)| p.seq).collect()
+        self.data()
+            .filter(|(_, p, _)| p.retrans)
+            .map(|(_, p, _)| p.seq)
+            .collect()
     }
 }
 
 fn spec(ecn: EcnSysctl) -> TcpSpec {
-    TcpSpec { ecn, ..TcpSpec::default() }
+    TcpSpec {
+        ecn,
+        ..TcpSpec::default()
+    }
 }
 
 fn first_tx_of(seqs: &'static [u32]) -> Filter {
@@ -238,8 +273,16 @@ fn ecn_negotiation_matrix_follows_the_linux_sysctl_table() {
             h.start();
             h.run(SEC);
             let want = expected[i].as_bytes()[j] as char;
-            assert_eq!(mode_char(h.s.stats.ecn_mode), want, "sender {ss:?} receiver {rs:?}");
-            assert_eq!(mode_char(h.r.stats.ecn_mode), want, "receiver side, {ss:?} x {rs:?}");
+            assert_eq!(
+                mode_char(h.s.stats.ecn_mode),
+                want,
+                "sender {ss:?} receiver {rs:?}"
+            );
+            assert_eq!(
+                mode_char(h.r.stats.ecn_mode),
+                want,
+                "receiver side, {ss:?} x {rs:?}"
+            );
             let data_ecn = if want == '-' { Ecn::NotEct } else { Ecn::Ect0 };
             assert_eq!(h.s.stats.data_ecn, data_ecn);
             assert!(h.s.stats.completed_at != NEVER);
@@ -249,15 +292,30 @@ fn ecn_negotiation_matrix_follows_the_linux_sysctl_table() {
 
 #[test]
 fn ecn_negotiation_cc_flags_override_the_sysctls() {
-    let prague = CcFlags { needs_ecn: true, needs_accecn: true, ..Default::default() };
-    let prague_nofb = CcFlags { no_fallback_rfc3168: true, ..prague };
-    let dctcp = CcFlags { needs_ecn: true, dctcp_echo: true, ..Default::default() };
+    let prague = CcFlags {
+        needs_ecn: true,
+        needs_accecn: true,
+        ..Default::default()
+    };
+    let prague_nofb = CcFlags {
+        no_fallback_rfc3168: true,
+        ..prague
+    };
+    let dctcp = CcFlags {
+        needs_ecn: true,
+        dctcp_echo: true,
+        ..Default::default()
+    };
     let plain = CcFlags::default();
     let mainline = AccEcnAccept::Mainline;
     let negotiate = |s_sys, s_f: CcFlags, r_sys, r_f: CcFlags, rule| {
         let req = ecn::syn_request(s_sys, s_f);
         let syn = ecn::syn_flags(req);
-        let syn_ecn = if req != EcnRequest::None && s_f.needs_ecn { Ecn::Ect0 } else { Ecn::NotEct };
+        let syn_ecn = if req != EcnRequest::None && s_f.needs_ecn {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        };
         let lm = ecn::listener_mode(syn, syn_ecn, r_sys, r_f, rule);
         let cm = ecn::client_mode(req, ecn::synack_flags(lm, syn_ecn), s_f);
         (cm, lm)
@@ -265,24 +323,57 @@ fn ecn_negotiation_cc_flags_override_the_sysctls() {
     use EcnMode::*;
     use EcnSysctl as S;
     // Prague always requests AccECN, whatever its sysctl.
-    assert_eq!(negotiate(S::None, prague, S::Accecn, plain, mainline).0, AccEcn);
+    assert_eq!(
+        negotiate(S::None, prague, S::Accecn, plain, mainline).0,
+        AccEcn
+    );
     // A Prague listener accepts AccECN even with tcp_ecn=0.
-    assert_eq!(negotiate(S::Accecn, prague, S::None, prague, mainline).0, AccEcn);
+    assert_eq!(
+        negotiate(S::Accecn, prague, S::None, prague, mainline).0,
+        AccEcn
+    );
     // Prague against a classic-ECN receiver falls back to RFC 3168 (P06-cnt) ...
-    assert_eq!(negotiate(S::Accecn, prague, S::Classic, plain, mainline).0, Rfc3168);
+    assert_eq!(
+        negotiate(S::Accecn, prague, S::Classic, plain, mainline).0,
+        Rfc3168
+    );
     // ... or to no ECN with NO_FALLBACK_RFC3168, although the listener answered classic.
-    assert_eq!(negotiate(S::Accecn, prague_nofb, S::Classic, plain, mainline), (None, Rfc3168));
+    assert_eq!(
+        negotiate(S::Accecn, prague_nofb, S::Classic, plain, mainline),
+        (None, Rfc3168)
+    );
     // Against tcp_ecn=0 with a plain CC: no ECN. The SYN was ECT, so a plain listener refuses.
-    assert_eq!(negotiate(S::Accecn, prague, S::None, plain, mainline).0, None);
-    assert_eq!(negotiate(S::Accecn, prague, S::Passive, plain, mainline).0, Rfc3168);
+    assert_eq!(
+        negotiate(S::Accecn, prague, S::None, plain, mainline).0,
+        None
+    );
+    assert_eq!(
+        negotiate(S::Accecn, prague, S::Passive, plain, mainline).0,
+        Rfc3168
+    );
     // NEEDS_ECN makes a tcp_ecn=0 sender request classic ECN, and a DCTCP listener accepts it.
-    assert_eq!(negotiate(S::None, dctcp, S::None, dctcp, mainline).0, Rfc3168);
+    assert_eq!(
+        negotiate(S::None, dctcp, S::None, dctcp, mainline).0,
+        Rfc3168
+    );
     // An ECT SYN from a NEEDS_ECN sender is refused by a plain classic listener (no AE bit).
-    assert_eq!(negotiate(S::None, dctcp, S::Classic, plain, mainline).0, None);
+    assert_eq!(
+        negotiate(S::None, dctcp, S::Classic, plain, mainline).0,
+        None
+    );
     // Older L4STeam acceptance: tcp_ecn=2 accepts AccECN, tcp_ecn=1 answers classic.
-    assert_eq!(negotiate(S::Accecn, plain, S::Passive, plain, AccEcnAccept::Legacy).0, AccEcn);
-    assert_eq!(negotiate(S::Accecn, plain, S::Classic, plain, AccEcnAccept::Legacy).0, Rfc3168);
-    assert_eq!(negotiate(S::Accecn, plain, S::Passive, plain, mainline).0, Rfc3168);
+    assert_eq!(
+        negotiate(S::Accecn, plain, S::Passive, plain, AccEcnAccept::Legacy).0,
+        AccEcn
+    );
+    assert_eq!(
+        negotiate(S::Accecn, plain, S::Classic, plain, AccEcnAccept::Legacy).0,
+        Rfc3168
+    );
+    assert_eq!(
+        negotiate(S::Accecn, plain, S::Passive, plain, mainline).0,
+        Rfc3168
+    );
     // A SYN/ACK reflecting all three bits is broken: no ECN.
     let all = flags::AE | flags::CWR | flags::ECE;
     assert_eq!(ecn::client_mode(EcnRequest::AccEcn, all, plain), None);
@@ -290,7 +381,14 @@ fn ecn_negotiation_cc_flags_override_the_sysctls() {
 
 #[test]
 fn retransmitted_syn_drops_the_ecn_request_after_one_second() {
-    let mut h = Harness::new(10.0, 20.0, 100, spec(EcnSysctl::Accecn), spec(EcnSysctl::Accecn), Some(10_000));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::Accecn),
+        spec(EcnSysctl::Accecn),
+        Some(10_000),
+    );
     let mut first = true;
     h.filter = Box::new(move |p, _| {
         if p.has(flags::SYN) && first {
@@ -304,14 +402,21 @@ fn retransmitted_syn_drops_the_ecn_request_after_one_second() {
     h.run(3 * SEC);
     assert_eq!(h.s.stats.syn_retrans, 1);
     let est = h.s.stats.established_at;
-    assert!(est >= SEC + 20 * MS && est < SEC + 25 * MS, "{est}");
+    assert!((SEC + 20 * MS..SEC + 25 * MS).contains(&est), "{est}");
     assert_eq!(h.s.stats.ecn_mode, EcnMode::None);
     assert!(h.s.stats.completed_at != NEVER);
 }
 
 #[test]
 fn rfc3168_mode_sends_ect0_on_new_data_only() {
-    let mut h = Harness::new(10.0, 20.0, 100, spec(EcnSysctl::Classic), spec(EcnSysctl::Classic), Some(200_000));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        Some(200_000),
+    );
     h.filter = first_tx_of(&[30]);
     h.start();
     h.run(5 * SEC);
@@ -320,19 +425,33 @@ fn rfc3168_mode_sends_ect0_on_new_data_only() {
         let want = if p.retrans { Ecn::NotEct } else { Ecn::Ect0 };
         assert_eq!(p.ecn, want, "seq {} retrans {}", p.seq, p.retrans);
     }
-    assert!(h.rev.iter().all(|(_, p)| p.has(flags::SYN) || p.ecn == Ecn::NotEct));
+    assert!(h
+        .rev
+        .iter()
+        .all(|(_, p)| p.has(flags::SYN) || p.ecn == Ecn::NotEct));
     assert_eq!(h.retransmitted_seqs(), vec![30]);
 }
 
 #[test]
 fn accecn_mode_sends_every_packet_ect_without_cwr() {
-    let mut h = Harness::new(10.0, 20.0, 100, spec(EcnSysctl::Accecn), spec(EcnSysctl::Accecn), Some(200_000));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::Accecn),
+        spec(EcnSysctl::Accecn),
+        Some(200_000),
+    );
     h.filter = first_tx_of(&[30]);
     h.start();
     h.run(5 * SEC);
     assert_eq!(h.s.stats.ecn_mode, EcnMode::AccEcn);
     assert!(h.data().all(|(_, p, _)| p.ecn == Ecn::Ect0));
-    assert!(h.rev.iter().filter(|(_, p)| !p.has(flags::SYN)).all(|(_, p)| p.ecn == Ecn::Ect0));
+    assert!(h
+        .rev
+        .iter()
+        .filter(|(_, p)| !p.has(flags::SYN))
+        .all(|(_, p)| p.ecn == Ecn::Ect0));
     assert_eq!(h.retransmitted_seqs(), vec![30]);
 }
 
@@ -340,29 +459,74 @@ fn accecn_mode_sends_every_packet_ect_without_cwr() {
 
 #[test]
 fn rfc3168_receiver_latches_ece_until_cwr_and_sender_reduces_once() {
-    let mut h = Harness::new(10.0, 40.0, 1000, spec(EcnSysctl::Classic), spec(EcnSysctl::Classic), None);
+    let mut h = Harness::new(
+        10.0,
+        40.0,
+        1000,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        None,
+    );
     // Mark 20 consecutive data packets (well within one RTT) once the flow is in steady growth.
-    h.filter = Box::new(|p, _| if p.is_data() && (200..220).contains(&p.seq) && !p.retrans { Verdict::Mark } else { Verdict::Pass });
+    h.filter = Box::new(|p, _| {
+        if p.is_data() && (200..220).contains(&p.seq) && !p.retrans {
+            Verdict::Mark
+        } else {
+            Verdict::Pass
+        }
+    });
     h.start();
     h.run(2 * SEC);
-    assert_eq!(h.s.stats.cwr_count, 1, "one reduction for marks within one RTT");
+    assert_eq!(
+        h.s.stats.cwr_count, 1,
+        "one reduction for marks within one RTT"
+    );
     assert_eq!(h.r.stats.ce_received, 20);
     // ECE is set on every ACK from the first CE until the ACK of the CWR segment.
-    let cwr_seq = h.data().find(|(_, p, _)| p.has(flags::CWR)).expect("CWR sent").1.seq;
-    let acks: Vec<&Packet> = h.rev.iter().map(|(_, p)| p).filter(|p| !p.has(flags::SYN)).collect();
+    let cwr_seq = h
+        .data()
+        .find(|(_, p, _)| p.has(flags::CWR))
+        .expect("CWR sent")
+        .1
+        .seq;
+    let acks: Vec<&Packet> = h
+        .rev
+        .iter()
+        .map(|(_, p)| p)
+        .filter(|p| !p.has(flags::SYN))
+        .collect();
     let first_ece = acks.iter().position(|p| p.has(flags::ECE)).unwrap();
-    assert_eq!(acks[first_ece].ack, 201, "first CE (seg 200) is ACKed at once with ECE");
+    assert_eq!(
+        acks[first_ece].ack, 201,
+        "first CE (seg 200) is ACKed at once with ECE"
+    );
     let last_ece = acks.iter().rposition(|p| p.has(flags::ECE)).unwrap();
     assert!(acks[first_ece..=last_ece].iter().all(|p| p.has(flags::ECE)));
-    assert!(acks[last_ece].ack <= cwr_seq, "ECE stops once CWR (seg {cwr_seq}) arrives");
-    assert!(acks[last_ece + 1].ack >= cwr_seq + 1 && !acks[last_ece + 1].has(flags::ECE));
+    assert!(
+        acks[last_ece].ack <= cwr_seq,
+        "ECE stops once CWR (seg {cwr_seq}) arrives"
+    );
+    assert!(acks[last_ece + 1].ack > cwr_seq && !acks[last_ece + 1].has(flags::ECE));
 }
 
 #[test]
 fn rfc3168_reduces_at_most_once_per_round_trip_under_persistent_marking() {
-    let mut h = Harness::new(10.0, 40.0, 1000, spec(EcnSysctl::Classic), spec(EcnSysctl::Classic), None);
+    let mut h = Harness::new(
+        10.0,
+        40.0,
+        1000,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        None,
+    );
     // A step AQM above one BDP (33 packets): mark everything above 40 packets of queue.
-    h.filter = Box::new(|p, c| if p.is_data() && c.qlen > 40 { Verdict::Mark } else { Verdict::Pass });
+    h.filter = Box::new(|p, c| {
+        if p.is_data() && c.qlen > 40 {
+            Verdict::Mark
+        } else {
+            Verdict::Pass
+        }
+    });
     h.start();
     let mut entries = vec![];
     h.run_until(10 * SEC, |h| {
@@ -372,14 +536,22 @@ fn rfc3168_reduces_at_most_once_per_round_trip_under_persistent_marking() {
         false
     });
     let marks = h.r.stats.ce_received;
-    assert!(marks > 2 * entries.len() as u64, "{marks} marks, {} reductions", entries.len());
+    assert!(
+        marks > 2 * entries.len() as u64,
+        "{marks} marks, {} reductions",
+        entries.len()
+    );
     assert_eq!(entries.len() as u64, h.s.stats.cwr_count);
     for w in entries.windows(2) {
         assert!(w[1] - w[0] >= 40 * MS, "{entries:?}");
     }
     assert_eq!(h.s.stats.retrans, 0, "ECN kept the queue below the limit");
     let pkts_per_s = 10e6 / 8.0 / 1514.0;
-    assert!(h.s.stats.data_pkts_sent as f64 > 0.9 * pkts_per_s * 9.5, "{}", h.s.stats.data_pkts_sent);
+    assert!(
+        h.s.stats.data_pkts_sent as f64 > 0.9 * pkts_per_s * 9.5,
+        "{}",
+        h.s.stats.data_pkts_sent
+    );
 }
 
 #[test]
@@ -402,43 +574,145 @@ fn accecn_ace_decoding_handles_counter_wraps() {
 
 #[test]
 fn accecn_sender_counts_exactly_the_marks_the_receiver_saw() {
-    let mut h = Harness::new(10.0, 40.0, 1000, spec(EcnSysctl::Accecn), spec(EcnSysctl::Accecn), None);
-    h.filter = Box::new(|p, c| if p.is_data() && c.qlen > 15 { Verdict::Mark } else { Verdict::Pass });
+    let mut h = Harness::new(
+        10.0,
+        40.0,
+        1000,
+        spec(EcnSysctl::Accecn),
+        spec(EcnSysctl::Accecn),
+        None,
+    );
+    h.filter = Box::new(|p, c| {
+        if p.is_data() && c.qlen > 15 {
+            Verdict::Mark
+        } else {
+            Verdict::Pass
+        }
+    });
     h.start();
     h.run(5 * SEC);
     assert!(h.r.stats.ce_received > 20);
     // Two segments per ACK (< 8): the sender's delivered_ce matches the receiver's count for
     // everything ACKed.
     let in_flight_marks = h.r.stats.ce_received - h.s.sk.delivered_ce;
-    assert!(in_flight_marks <= 6, "{} vs {}", h.r.stats.ce_received, h.s.sk.delivered_ce);
+    assert!(
+        in_flight_marks <= 6,
+        "{} vs {}",
+        h.r.stats.ce_received,
+        h.s.sk.delivered_ce
+    );
     assert!(h.s.stats.cwr_count > 0);
-    assert!(h.rev.iter().all(|(_, p)| !p.has(flags::SYN) || p.has(flags::CWR) || p.has(flags::AE)));
+    assert!(h
+        .rev
+        .iter()
+        .all(|(_, p)| !p.has(flags::SYN) || p.has(flags::CWR) || p.has(flags::AE)));
+}
+
+/// Drive a receiver directly: established AccECN connection, then in-order data.
+fn accecn_receiver(s: TcpSpec) -> (TcpReceiver, Vec<Packet>) {
+    let p = params(None);
+    let mut r = TcpReceiver::with_cc_flags(&p, &s, CcFlags::default(), Rng::new(1, 2));
+    let mut out = Vec::new();
+    let mut syn = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
+    syn.flags = flags::SYN | ecn::syn_flags(EcnRequest::AccEcn);
+    r.on_packet(&syn, 0, &mut out);
+    assert!(out[0].has(flags::CWR) && !out[0].has(flags::AE) && !out[0].has(flags::ECE));
+    out.clear();
+    (r, out)
+}
+
+fn data_pkt(seq: u32, ecn: Ecn) -> Packet {
+    let mut d = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
+    d.flags = flags::ACK;
+    d.seq = seq;
+    d.payload = 1448;
+    d.ecn = ecn;
+    d
 }
 
 #[test]
-fn accecn_receiver_forces_an_ack_after_six_pending_marks() {
-    // Quick-ACK mode off after 16 ACKs; mark a run of segments and check ACK spacing.
-    let mut h = Harness::new(10.0, 40.0, 1000, spec(EcnSysctl::Accecn), spec(EcnSysctl::Accecn), None);
-    h.filter = Box::new(|p, _| if p.is_data() && p.seq >= 300 { Verdict::Mark } else { Verdict::Pass });
-    h.start();
-    h.run(2 * SEC);
-    // Every ACK still covers at most 2 segments, so at most 2 pending marks; the ACE field
-    // tracks the receiver count exactly on each ACK.
-    let acks: Vec<&Packet> = h.rev.iter().map(|(_, p)| p).filter(|p| !p.has(flags::SYN)).collect();
-    let last = acks.last().unwrap();
-    assert_eq!(last.ace(), ecn::ace_encode(h.r.stats.ce_received));
+fn accecn_ace_on_every_ack_is_received_ce_plus_five_mod_8() {
+    let (mut r, mut out) = accecn_receiver(spec(EcnSysctl::Accecn));
+    let mut ce = 0u64;
+    for seq in 0..200u32 {
+        let e = if seq % 3 == 0 { Ecn::Ce } else { Ecn::Ect0 };
+        ce += (e == Ecn::Ce) as u64;
+        r.on_packet(&data_pkt(seq, e), (seq as u64 + 1) * MS, &mut out);
+        for a in out.drain(..) {
+            assert_eq!(a.ace(), ecn::ace_encode(ce), "seq {seq}");
+            assert_eq!(a.ecn, Ecn::Ect0, "AccECN ACKs are ECT");
+        }
+    }
+    assert_eq!(r.stats.ce_received, ce);
+    // Linux default: CE alone does not trigger immediate ACKs (one ACK per 2 segments after
+    // the quick-ACK phase).
+    assert!(r.stats.acks_sent < 16 + 100, "{}", r.stats.acks_sent);
+}
+
+#[test]
+fn accecn_change_triggered_ack_option_acks_the_first_ce_at_once() {
+    // Returns the number of ACKs sent on a lone CE segment following a non-CE one.
+    let lone_ce_acks = |on: bool| {
+        let opt = TcpSpec {
+            accecn_ack_on_ce_change: on,
+            ..spec(EcnSysctl::Accecn)
+        };
+        let (mut r, mut out) = accecn_receiver(opt);
+        let mut seq = 0;
+        while r.stats.acks_sent < 16 {
+            r.on_packet(&data_pkt(seq, Ecn::Ect0), seq as u64 * MS, &mut out);
+            seq += 1;
+        }
+        // Quick-ACK mode is over: one non-CE segment waits for the delayed-ACK timer.
+        let t = seq as u64 * MS;
+        r.on_packet(&data_pkt(seq, Ecn::Ect0), t, &mut out);
+        let n = out.len();
+        r.on_timer(r.next_timer(), &mut out);
+        assert_eq!(out.len(), n + 1, "delayed ACK");
+        out.clear();
+        seq += 1;
+        r.on_packet(&data_pkt(seq, Ecn::Ce), t + 100 * MS, &mut out);
+        out.iter()
+            .for_each(|a| assert_eq!(a.ace(), ecn::ace_encode(1)));
+        out.len()
+    };
+    assert_eq!(lone_ce_acks(false), 0, "Linux: no ACK before 6 pending CE");
+    assert_eq!(lone_ce_acks(true), 1, "RFC 9768 change-triggered ACK");
 }
 
 #[test]
 fn dctcp_style_receiver_mirrors_the_ce_state_of_each_packet() {
-    let dctcp = CcFlags { needs_ecn: true, dctcp_echo: true, ..Default::default() };
-    let mut h = Harness::with_flags(10.0, 40.0, 1000, spec(EcnSysctl::Classic), spec(EcnSysctl::Classic), dctcp, None);
-    h.filter = Box::new(|p, _| if p.is_data() && !p.retrans && p.seq % 10 == 5 && p.seq > 100 { Verdict::Mark } else { Verdict::Pass });
+    let dctcp = CcFlags {
+        needs_ecn: true,
+        dctcp_echo: true,
+        ..Default::default()
+    };
+    let mut h = Harness::with_flags(
+        10.0,
+        40.0,
+        1000,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        dctcp,
+        None,
+    );
+    h.filter = Box::new(|p, _| {
+        if p.is_data() && !p.retrans && p.seq % 10 == 5 && p.seq > 100 {
+            Verdict::Mark
+        } else {
+            Verdict::Pass
+        }
+    });
     h.start();
     h.run(2 * SEC);
     // Each mark flips the state twice, each flip forces an ACK: the ACK of a marked segment
     // carries ECE and the next one does not.
-    let acks: Vec<&Packet> = h.rev.iter().map(|(_, p)| p).filter(|p| !p.has(flags::SYN)).collect();
+    let acks: Vec<&Packet> = h
+        .rev
+        .iter()
+        .map(|(_, p)| p)
+        .filter(|p| !p.has(flags::SYN))
+        .collect();
     for w in acks.windows(2) {
         if w[0].has(flags::ECE) && w[0].ack % 10 == 6 && w[0].ack > 101 {
             assert!(!w[1].has(flags::ECE) || w[1].ack % 10 == 6);
@@ -446,27 +720,47 @@ fn dctcp_style_receiver_mirrors_the_ce_state_of_each_packet() {
     }
     let ece_acks = acks.iter().filter(|p| p.has(flags::ECE)).count();
     assert!(ece_acks as u64 >= h.r.stats.ce_received - 1, "{ece_acks}");
-    assert!(acks.iter().filter(|p| p.has(flags::ECE)).all(|p| p.ack % 10 == 6));
+    assert!(acks
+        .iter()
+        .filter(|p| p.has(flags::ECE))
+        .all(|p| p.ack % 10 == 6));
 }
 
 // ------------------------------------------------------------------------- ACK policy
 
 #[test]
 fn delayed_acks_halve_the_ack_count_in_steady_state() {
-    let mut h = Harness::new(10.0, 20.0, 100_000, spec(EcnSysctl::None), spec(EcnSysctl::None), None);
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100_000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
     h.start();
     h.run(5 * SEC);
     let data = h.r.stats.data_pkts_received as f64;
     let acks = h.r.stats.acks_sent as f64;
     let ratio = acks / data;
-    assert!((0.49..0.52).contains(&ratio), "{acks} ACKs for {data} segments");
+    assert!(
+        (0.49..0.52).contains(&ratio),
+        "{acks} ACKs for {data} segments"
+    );
     assert_eq!(h.s.stats.retrans, 0);
 }
 
 #[test]
 fn a_lone_segment_is_acked_by_the_delayed_ack_timer() {
     // One segment after the 16 quick ACKs: the 17th+ ACK waits for the 40 ms timer.
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(1448 * 33));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1448 * 33),
+    );
     h.start();
     h.run(2 * SEC);
     assert!(h.s.stats.completed_at != NEVER);
@@ -479,7 +773,14 @@ fn a_lone_segment_is_acked_by_the_delayed_ack_timer() {
 
 #[test]
 fn sack_recovery_retransmits_exactly_the_lost_segments() {
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(1_000_000));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
     h.filter = first_tx_of(&[20, 23, 24]);
     h.start();
     h.run(10 * SEC);
@@ -492,7 +793,14 @@ fn sack_recovery_retransmits_exactly_the_lost_segments() {
 
 #[test]
 fn prr_ends_recovery_with_cwnd_equal_to_ssthresh() {
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), None);
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
     h.filter = first_tx_of(&[100]);
     h.start();
     let mut prev = CaState::Open;
@@ -517,14 +825,32 @@ fn prr_ends_recovery_with_cwnd_equal_to_ssthresh() {
 
 #[test]
 fn rto_fires_when_a_whole_window_is_lost_and_restarts_from_snd_una_with_cwnd_one() {
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), None);
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
     // Lose the initial window and the tail-loss probe.
-    h.filter = Box::new(|p, _| if p.is_data() && !p.retrans && p.seq <= 10 { Verdict::Drop } else { Verdict::Pass });
+    h.filter = Box::new(|p, _| {
+        if p.is_data() && !p.retrans && p.seq <= 10 {
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
     h.start();
     let mut at_rto = None;
     h.run_until(3 * SEC, |h| {
         if at_rto.is_none() && h.s.stats.rto_count == 1 {
-            at_rto = Some((h.s.sk.snd_cwnd, h.s.sk.ca_state, h.now, h.fwd.last().unwrap().1));
+            at_rto = Some((
+                h.s.sk.snd_cwnd,
+                h.s.sk.ca_state,
+                h.now,
+                h.fwd.last().unwrap().1,
+            ));
         }
         false
     });
@@ -533,24 +859,49 @@ fn rto_fires_when_a_whole_window_is_lost_and_restarts_from_snd_una_with_cwnd_one
     let t_tlp = h.data().find(|(_, p, _)| p.seq == 10).unwrap().0;
     let t0 = h.data().next().unwrap().0;
     let srtt = h.s.stats.established_at; // the handshake sample (SYN sent at 0)
-    assert!((t_tlp - t0).abs_diff(2 * srtt + 8 * MS) < 10_000, "{} {srtt}", t_tlp - t0);
+    assert!(
+        (t_tlp - t0).abs_diff(2 * srtt + 8 * MS) < 10_000,
+        "{} {srtt}",
+        t_tlp - t0
+    );
     assert_eq!(state, CaState::Loss);
     assert_eq!(cwnd, 1);
     assert!(pkt.retrans && pkt.seq == 0, "{pkt:?}");
     assert_eq!(h.s.stats.tlp_count, 1);
     // RTO = srtt + max(2 srtt, rto_min) after the handshake sample: 20 + 200 ms.
-    assert!((t - t_tlp).abs_diff(srtt + 200 * MS) < 10_000, "{}", t - t_tlp);
+    assert!(
+        (t - t_tlp).abs_diff(srtt + 200 * MS) < 10_000,
+        "{}",
+        t - t_tlp
+    );
     assert_eq!(h.s.sk.snd_ssthresh, 5);
     assert!(h.r.stats.bytes_delivered > 1_000_000);
 }
 
 #[test]
 fn rto_backoff_doubles_the_timeout() {
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), None);
-    h.filter = Box::new(|p, c| if p.is_data() && c.now < 5 * SEC { Verdict::Drop } else { Verdict::Pass });
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.filter = Box::new(|p, c| {
+        if p.is_data() && c.now < 5 * SEC {
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
     h.start();
     h.run(8 * SEC);
-    let rtx0: Vec<SimTime> = h.data().filter(|(_, p, _)| p.retrans && p.seq == 0).map(|(t, _, _)| *t).collect();
+    let rtx0: Vec<SimTime> = h
+        .data()
+        .filter(|(_, p, _)| p.retrans && p.seq == 0)
+        .map(|(t, _, _)| *t)
+        .collect();
     assert!(rtx0.len() >= 4, "{rtx0:?}");
     for w in rtx0.windows(3) {
         assert_eq!(w[2] - w[1], 2 * (w[1] - w[0]), "{rtx0:?}");
@@ -562,19 +913,43 @@ fn rto_backoff_doubles_the_timeout() {
 fn rack_waits_a_reordering_window_before_marking_loss() {
     // Segment 50 arrives 2 ms late: only one later segment is SACKed meanwhile, so RACK's
     // reo_wnd (min_rtt/4 = 5 ms) absorbs it and nothing is retransmitted.
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(500_000));
-    h.filter = Box::new(|p, _| if p.is_data() && p.seq == 50 && !p.retrans { Verdict::Delay(2 * MS) } else { Verdict::Pass });
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(500_000),
+    );
+    h.filter = Box::new(|p, _| {
+        if p.is_data() && p.seq == 50 && !p.retrans {
+            Verdict::Delay(2 * MS)
+        } else {
+            Verdict::Pass
+        }
+    });
     h.start();
     h.run(5 * SEC);
     assert_eq!(h.s.stats.retrans, 0);
     assert_eq!(h.s.stats.fast_recoveries, 0);
     assert!(h.s.stats.completed_at != NEVER);
     // A real loss of segment 50 is retransmitted no earlier than one RTT after its send.
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(500_000));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(500_000),
+    );
     h.filter = first_tx_of(&[50]);
     h.start();
     h.run(5 * SEC);
-    let sent: Vec<SimTime> = h.data().filter(|(_, p, _)| p.seq == 50).map(|(t, _, _)| *t).collect();
+    let sent: Vec<SimTime> = h
+        .data()
+        .filter(|(_, p, _)| p.seq == 50)
+        .map(|(t, _, _)| *t)
+        .collect();
     assert_eq!(sent.len(), 2);
     assert!(sent[1] - sent[0] >= h.s.sk.min_rtt, "{sent:?}");
 }
@@ -587,8 +962,14 @@ fn rack_reordering_window_is_zero_in_recovery_or_after_three_sacks() {
     assert_eq!(r.reo_wnd(CaState::Open, 1, min_rtt, 50 * MS), 10 * MS);
     assert_eq!(r.reo_wnd(CaState::Open, 3, min_rtt, 50 * MS), 0);
     assert_eq!(r.reo_wnd(CaState::Recovery, 0, min_rtt, 50 * MS), 0);
-    let seen = Rack { reord_seen: 1, ..Rack::default() };
-    assert_eq!(seen.reo_wnd(CaState::Recovery, 5, min_rtt, 50 * MS), 10 * MS);
+    let seen = Rack {
+        reord_seen: 1,
+        ..Rack::default()
+    };
+    assert_eq!(
+        seen.reo_wnd(CaState::Recovery, 5, min_rtt, 50 * MS),
+        10 * MS
+    );
     assert_eq!(seen.reo_wnd(CaState::Open, 0, min_rtt, 8 * MS), 8 * MS);
 }
 
@@ -596,7 +977,10 @@ fn rack_reordering_window_is_zero_in_recovery_or_after_three_sacks() {
 
 #[test]
 fn fq_pacing_spaces_packets_at_the_pacing_rate() {
-    let s = TcpSpec { fq_pacing: true, ..spec(EcnSysctl::None) };
+    let s = TcpSpec {
+        fq_pacing: true,
+        ..spec(EcnSysctl::None)
+    };
     let mut h = Harness::new(10.0, 20.0, 1000, s, spec(EcnSysctl::None), None);
     h.start();
     h.run(3 * SEC);
@@ -604,10 +988,21 @@ fn fq_pacing_spaces_packets_at_the_pacing_rate() {
     for i in 11..data.len() {
         let (t0, len, rate) = data[i - 1];
         let gap_min = len as u64 * SEC / rate / 2;
-        assert!(data[i].0 - t0 >= gap_min, "packet {i}: gap {} < {gap_min}", data[i].0 - t0);
+        assert!(
+            data[i].0 - t0 >= gap_min,
+            "packet {i}: gap {} < {gap_min}",
+            data[i].0 - t0
+        );
     }
     // Unpaced Reno sends back-to-back bursts.
-    let mut u = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), None);
+    let mut u = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
     u.start();
     u.run(3 * SEC);
     let d: Vec<SimTime> = u.data().map(|(t, _, _)| *t).collect();
@@ -616,20 +1011,33 @@ fn fq_pacing_spaces_packets_at_the_pacing_rate() {
 
 #[test]
 fn pacing_rate_is_twice_cwnd_over_srtt_in_slow_start() {
-    let s = TcpSpec { fq_pacing: true, ..spec(EcnSysctl::None) };
+    let s = TcpSpec {
+        fq_pacing: true,
+        ..spec(EcnSysctl::None)
+    };
     let mut h = Harness::new(10.0, 20.0, 1000, s, spec(EcnSysctl::None), None);
     h.start();
     h.run_until(SEC, |h| h.s.stats.acks_received == 3);
     let sk = &h.s.sk;
     let want = sk.mss as u64 * 2 * sk.snd_cwnd.max(sk.packets_out) as u64 * SEC / (sk.srtt);
     let got = sk.pacing_rate;
-    assert!((got as f64 / want as f64 - 1.0).abs() < 0.01, "{got} vs {want}");
+    assert!(
+        (got as f64 / want as f64 - 1.0).abs() < 0.01,
+        "{got} vs {want}"
+    );
 }
 
 #[test]
 fn reno_fills_a_10_mbit_link() {
     // One BDP of buffer (20 ms at 10 Mbit/s = 17 packets).
-    let mut h = Harness::new(10.0, 20.0, 17, spec(EcnSysctl::None), spec(EcnSysctl::None), None);
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        17,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
     h.start();
     h.run(2 * SEC);
     let b0 = h.r.stats.bytes_delivered;
@@ -643,9 +1051,22 @@ fn reno_fills_a_10_mbit_link() {
 
 #[test]
 fn packet_conservation_holds_in_a_lossy_run() {
-    let mut h = Harness::new(10.0, 20.0, 30, spec(EcnSysctl::None), spec(EcnSysctl::None), None);
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        30,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
     let mut rng = Rng::new(7, 0);
-    h.filter = Box::new(move |p, _| if p.is_data() && rng.uniform() < 0.03 { Verdict::Drop } else { Verdict::Pass });
+    h.filter = Box::new(move |p, _| {
+        if p.is_data() && rng.uniform() < 0.03 {
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
     h.start();
     for k in 1..=10 {
         h.run(k * SEC);
@@ -665,7 +1086,14 @@ fn packet_conservation_holds_in_a_lossy_run() {
 
 #[test]
 fn sized_flow_completes_and_records_its_completion_time() {
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(100_000));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(100_000),
+    );
     h.start();
     h.run(5 * SEC);
     assert_eq!(h.r.stats.bytes_delivered, 100_000);
@@ -676,16 +1104,4 @@ fn sized_flow_completes_and_records_its_completion_time() {
     assert!(done != NEVER && done < SEC);
     assert_eq!(h.s.next_timer(), NEVER);
     assert_eq!(h.s.in_flight(), 0);
-}
-
-#[test]
-#[ignore]
-fn debug_dump() {
-    let mut h = Harness::new(10.0, 40.0, 1000, spec(EcnSysctl::Classic), spec(EcnSysctl::Classic), None);
-    h.filter = Box::new(|p, c| if p.is_data() && c.qlen > 20 { Verdict::Mark } else { Verdict::Pass });
-    h.start();
-    for k in 1..11 {
-        h.run(k * SEC);
-        eprintln!("{:?} cwnd {} ssth {} state {:?} una {} nxt {} ce {} pr {}", h.s.stats, h.s.sk.snd_cwnd, h.s.sk.snd_ssthresh, h.s.sk.ca_state, h.s.sk.snd_una, h.s.sk.snd_nxt, h.r.stats.ce_received, h.s.sk.pacing_rate);
-    }
 }
