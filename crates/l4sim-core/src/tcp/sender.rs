@@ -1142,13 +1142,10 @@ impl TcpSender {
         };
         self.sk.delivered_ce += ece_delta as u64;
         self.rs.ece_delta = ece_delta;
-        // pkts_acked hook (tcp_clean_rtx_queue); in_flight carries newly delivered segments
-        // as Linux's `mss * (delivered - prior_delivered)`, in segments.
-        let sample = AckSample {
-            pkts_acked,
-            rtt: ca_rtt,
-            in_flight: newly,
-        };
+        // pkts_acked hook (tcp_clean_rtx_queue). Linux fills `in_flight` with
+        // `mss * (tp->delivered - rs->prior_delivered)`; here in segments.
+        let in_flight = (self.sk.delivered - self.rs.prior_delivered) as u32;
+        let sample = AckSample { pkts_acked, rtt: ca_rtt, in_flight };
         self.cc.pkts_acked(&mut self.sk, &sample);
         self.cc.in_ack_event(&mut self.sk, flag & FLAG_ECE != 0);
         // Loss detection and the CA state machine.

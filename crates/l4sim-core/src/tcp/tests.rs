@@ -681,6 +681,44 @@ fn accecn_change_triggered_ack_option_acks_the_first_ce_at_once() {
 }
 
 #[test]
+fn sack_compression_holds_dup_acks_until_six_ce_marks_force_one() {
+    let (mut r, mut out) = accecn_receiver(spec(EcnSysctl::Accecn));
+    let mut seq = 0;
+    while r.stats.acks_sent < 16 {
+        r.on_packet(&data_pkt(seq, Ecn::Ect0), 0, &mut out);
+        seq += 1;
+    }
+    out.clear();
+    // Segment `seq` is lost: the next three out-of-order segments get immediate dup-ACKs
+    // with SACK, the following ones are compressed.
+    let t = 10 * MS;
+    for k in 1..=5 {
+        r.on_packet(&data_pkt(seq + k, Ecn::Ect0), t, &mut out);
+    }
+    assert_eq!(out.len(), 3);
+    assert!(out.iter().all(|a| a.ack == seq && a.n_sack == 1 && a.sack[0].0 == seq + 1));
+    assert_eq!(out[2].sack[0], (seq + 1, seq + 4));
+    out.clear();
+    // CE marks pile up in the compressed state until TCP_ACCECN_ACE_MAX_DELTA = 6.
+    for k in 6..=10 {
+        r.on_packet(&data_pkt(seq + k, Ecn::Ce), t, &mut out);
+    }
+    assert!(out.is_empty());
+    r.on_packet(&data_pkt(seq + 11, Ecn::Ce), t, &mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ace(), ecn::ace_encode(6));
+    assert_eq!(out[0].sack[0], (seq + 1, seq + 12));
+    // The compression timer (min(1 ms, RTT/20)) flushes the rest.
+    out.clear();
+    r.on_packet(&data_pkt(seq + 12, Ecn::Ect0), t, &mut out);
+    assert!(out.is_empty());
+    let due = r.next_timer();
+    assert!(due > t && due <= t + MS);
+    r.on_timer(due, &mut out);
+    assert_eq!(out.len(), 1);
+}
+
+#[test]
 fn dctcp_style_receiver_mirrors_the_ce_state_of_each_packet() {
     let dctcp = CcFlags {
         needs_ecn: true,
