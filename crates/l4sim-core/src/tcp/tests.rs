@@ -993,6 +993,45 @@ fn rack_waits_a_reordering_window_before_marking_loss() {
 }
 
 #[test]
+fn rack_detects_a_lost_retransmission_without_an_rto() {
+    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(1_000_000));
+    let mut drops = 0;
+    h.filter = Box::new(move |p, _| {
+        if p.is_data() && p.seq == 60 && drops < 2 {
+            drops += 1;
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(10 * SEC);
+    assert_eq!(h.retransmitted_seqs(), vec![60, 60]);
+    assert_eq!(h.s.stats.lost_retrans, 1);
+    assert_eq!(h.s.stats.rto_count, 0);
+    assert!(h.s.stats.completed_at != NEVER);
+}
+
+#[test]
+fn tail_loss_probe_repairs_a_lost_last_segment_without_recovery() {
+    let size = 1448 * 40;
+    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(size));
+    h.filter = first_tx_of(&[39]);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.stats.tlp_count, 1);
+    assert_eq!(h.s.stats.rto_count, 0);
+    assert_eq!(h.retransmitted_seqs(), vec![39]);
+    assert_eq!(h.r.stats.bytes_delivered, size);
+    // The probe went out 2 srtt + 2 jiffies after the last transmission; its ACK ends the
+    // transfer (it does not pass tlp_high_seq, so Linux makes no TLP cwnd reduction).
+    assert_eq!(h.s.stats.fast_recoveries, 0);
+    let d: Vec<SimTime> = h.data().map(|(t, _, _)| *t).collect();
+    let gap = d[d.len() - 1] - d[d.len() - 2];
+    assert!(gap >= 2 * h.s.stats.established_at, "{gap}");
+}
+
+#[test]
 fn rack_reordering_window_is_zero_in_recovery_or_after_three_sacks() {
     use super::rack::Rack;
     let r = Rack::default();
