@@ -2,7 +2,20 @@
 //! receiver (server side). Each endpoint is a state machine driven by the engine:
 //! `on_packet` / `on_timer` at the current time, pushing packets to transmit into `out`,
 //! and `next_timer()` telling when it next wants `on_timer` (the engine keeps at most one
-//! pending event per endpoint and tolerates stale ones).
+//! pending event per endpoint and tolerates stale ones: `on_timer` does whatever is due).
+//!
+//! Files: `sender.rs` (tcp_output.c / tcp_input.c / tcp_timer.c: scoreboard, CA state
+//! machine, RTO/TLP/RACK timers, pacing), `receiver.rs` (receive path and ACK policy),
+//! `rtt.rs` (tcp_rtt_estimator, win_minmax), `sack.rs` (SACKed range set), `rack.rs`
+//! (RACK state, reo_wnd), `rate.rs` (tcp_rate.c), `ecn.rs` (negotiation, ACE codec),
+//! `prr.rs` (tcp_cwnd_reduction). Behaviour tests with a bottleneck harness: `tests.rs`.
+//!
+//! Modelling choices (Linux behaviour unless stated): sequence numbers count segments, one
+//! segment per packet (no TSO/GSO/GRO, no TSQ); SACK + timestamps on; RACK-TLP loss detection;
+//! PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
+//! of the RACK window from DSACKs; AccECN feedback through the ACE field only (no AccECN
+//! option); the handshake's third ACK is folded into the first data segment; the receive
+//! window never limits; HZ only matters for TCP_TIMEOUT_MIN (2 jiffies, TLP/RACK slack).
 
 use serde::{Deserialize, Serialize};
 
