@@ -1145,7 +1145,11 @@ impl TcpSender {
         // pkts_acked hook (tcp_clean_rtx_queue). Linux fills `in_flight` with
         // `mss * (tp->delivered - rs->prior_delivered)`; here in segments.
         let in_flight = (self.sk.delivered - self.rs.prior_delivered) as u32;
-        let sample = AckSample { pkts_acked, rtt: ca_rtt, in_flight };
+        let sample = AckSample {
+            pkts_acked,
+            rtt: ca_rtt,
+            in_flight,
+        };
         self.cc.pkts_acked(&mut self.sk, &sample);
         self.cc.in_ack_event(&mut self.sk, flag & FLAG_ECE != 0);
         // Loss detection and the CA state machine.

@@ -40,6 +40,8 @@ struct Harness {
     events: BinaryHeap<Reverse<(SimTime, u64)>>,
     slab: Vec<(Packet, bool)>,
     filter: Filter,
+    /// Drop decision for packets on the reverse path.
+    rev_drop: Box<dyn FnMut(&Packet) -> bool>,
     /// Every packet the sender emitted, with the time and its pacing rate after the call.
     fwd: Vec<(SimTime, Packet, u64)>,
     /// Every packet the receiver emitted.
@@ -104,6 +106,7 @@ impl Harness {
             events: BinaryHeap::new(),
             slab: Vec::new(),
             filter: Box::new(|_, _| Verdict::Pass),
+            rev_drop: Box::new(|_| false),
             fwd: Vec::new(),
             rev: Vec::new(),
             data_drops: 0,
@@ -162,6 +165,9 @@ impl Harness {
         let out = std::mem::take(&mut self.out);
         for p in out.iter().copied() {
             self.rev.push((self.now, p));
+            if (self.rev_drop)(&p) {
+                continue;
+            }
             self.schedule(self.now + self.delay, p, false);
         }
         self.out = out;
@@ -696,7 +702,9 @@ fn sack_compression_holds_dup_acks_until_six_ce_marks_force_one() {
         r.on_packet(&data_pkt(seq + k, Ecn::Ect0), t, &mut out);
     }
     assert_eq!(out.len(), 3);
-    assert!(out.iter().all(|a| a.ack == seq && a.n_sack == 1 && a.sack[0].0 == seq + 1));
+    assert!(out
+        .iter()
+        .all(|a| a.ack == seq && a.n_sack == 1 && a.sack[0].0 == seq + 1));
     assert_eq!(out[2].sack[0], (seq + 1, seq + 4));
     out.clear();
     // CE marks pile up in the compressed state until TCP_ACCECN_ACE_MAX_DELTA = 6.
@@ -994,7 +1002,14 @@ fn rack_waits_a_reordering_window_before_marking_loss() {
 
 #[test]
 fn rack_detects_a_lost_retransmission_without_an_rto() {
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(1_000_000));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
     let mut drops = 0;
     h.filter = Box::new(move |p, _| {
         if p.is_data() && p.seq == 60 && drops < 2 {
@@ -1015,7 +1030,14 @@ fn rack_detects_a_lost_retransmission_without_an_rto() {
 #[test]
 fn tail_loss_probe_repairs_a_lost_last_segment_without_recovery() {
     let size = 1448 * 40;
-    let mut h = Harness::new(10.0, 20.0, 1000, spec(EcnSysctl::None), spec(EcnSysctl::None), Some(size));
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(size),
+    );
     h.filter = first_tx_of(&[39]);
     h.start();
     h.run(5 * SEC);
@@ -1159,6 +1181,63 @@ fn packet_conservation_holds_in_a_lossy_run() {
     assert!(h.data_drops > 50 && h.s.stats.retrans > 50);
     // All bytes acknowledged were delivered in order.
     assert!(h.r.stats.bytes_delivered >= h.s.sk.snd_una as u64 * 1448);
+}
+
+#[test]
+fn random_loss_reordering_ack_loss_and_marks_keep_the_scoreboard_consistent() {
+    for seed in 0..6u64 {
+        let ecn = [EcnSysctl::None, EcnSysctl::Classic, EcnSysctl::Accecn][seed as usize % 3];
+        let s = TcpSpec {
+            fq_pacing: seed % 2 == 1,
+            ..spec(ecn)
+        };
+        let mut h = Harness::new(
+            20.0,
+            10.0 + seed as f64 * 7.0,
+            40,
+            s,
+            spec(ecn),
+            Some(3_000_000),
+        );
+        let mut rng = Rng::new(seed, 9);
+        h.filter = Box::new(move |p, c| {
+            let u = rng.uniform();
+            if p.is_data() && u < 0.02 {
+                Verdict::Drop
+            } else if u < 0.04 {
+                Verdict::Delay((rng.uniform() * 3.0 * MS as f64) as SimDuration)
+            } else if c.qlen > 20 && u < 0.3 {
+                Verdict::Mark
+            } else {
+                Verdict::Pass
+            }
+        });
+        let mut rng2 = Rng::new(seed, 10);
+        h.rev_drop = Box::new(move |p| !p.has(flags::SYN) && rng2.uniform() < 0.05);
+        h.start();
+        h.run_until(60 * SEC, |h| {
+            let sk = &h.s.sk;
+            assert!(sk.sacked_out + sk.lost_out <= sk.packets_out);
+            assert!(sk.retrans_out <= sk.lost_out + 1);
+            assert!(sk.snd_cwnd >= 1);
+            assert_eq!(
+                h.s.stats.data_pkts_sent,
+                h.r.stats.data_pkts_received + h.data_drops + h.data_in_net
+            );
+            false
+        });
+        assert_eq!(h.r.stats.bytes_delivered, 3_000_000, "seed {seed}");
+        assert!(h.s.stats.completed_at != NEVER, "seed {seed}");
+        assert!(
+            h.s.stats.retrans >= h.data_drops,
+            "seed {seed}: {:?}",
+            h.s.stats
+        );
+        eprintln!(
+            "seed {seed}: {:?} done at {}",
+            h.s.stats, h.s.stats.completed_at
+        );
+    }
 }
 
 #[test]
