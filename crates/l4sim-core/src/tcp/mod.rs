@@ -2,14 +2,48 @@
 //! receiver (server side). Each endpoint is a state machine driven by the engine:
 //! `on_packet` / `on_timer` at the current time, pushing packets to transmit into `out`,
 //! and `next_timer()` telling when it next wants `on_timer` (the engine keeps at most one
-//! pending event per endpoint and tolerates stale ones).
+//! pending event per endpoint and tolerates stale ones: `on_timer` does whatever is due).
+//!
+//! Files: `sender.rs` (tcp_output.c / tcp_input.c / tcp_timer.c: scoreboard, CA state
+//! machine, RTO/TLP/RACK timers, pacing), `receiver.rs` (receive path and ACK policy),
+//! `rtt.rs` (tcp_rtt_estimator, win_minmax), `sack.rs` (SACKed range set), `rack.rs`
+//! (RACK state, reo_wnd), `rate.rs` (tcp_rate.c), `ecn.rs` (negotiation, ACE codec),
+//! `prr.rs` (tcp_cwnd_reduction). Behaviour tests with a bottleneck harness: `tests.rs`.
+//!
+//! Modelling choices (Linux behaviour unless stated): sequence numbers count segments, one
+//! segment per packet (no TSO/GSO/GRO, no TSQ); SACK + timestamps on; RACK-TLP loss detection;
+//! PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
+//! of the RACK window from DSACKs; AccECN feedback through the ACE field only (no AccECN
+//! option); the handshake's third ACK is folded into the first data segment; the receive
+//! window never limits; HZ only matters for TCP_TIMEOUT_MIN (2 jiffies, TLP/RACK slack).
 
 use serde::{Deserialize, Serialize};
 
-use crate::cc::{AnyCc, EcnMode, Sock};
-use crate::packet::{Ecn, Packet};
-use crate::rng::Rng;
-use crate::time::{SimTime, NEVER};
+use crate::cc::EcnMode;
+use crate::packet::Ecn;
+use crate::time::{SimDuration, SimTime, SEC};
+
+pub mod ecn;
+pub mod prr;
+pub mod rack;
+pub mod rate;
+mod receiver;
+pub mod rtt;
+pub mod sack;
+mod sender;
+#[cfg(test)]
+mod tests;
+
+pub use ecn::AccEcnAccept;
+pub use receiver::TcpReceiver;
+pub use sender::TcpSender;
+
+/// TCP_RTO_MAX.
+pub const TCP_RTO_MAX: SimDuration = 120 * SEC;
+/// TCP_TIMEOUT_INIT: SYN and SYN/ACK retransmission timeout.
+pub const TCP_TIMEOUT_INIT: SimDuration = SEC;
+/// Window of the min_rtt filter (`sysctl_tcp_min_rtt_wlen`, 300 s).
+pub const MIN_RTT_WIN: SimDuration = 300 * SEC;
 
 /// Linux `net.ipv4.tcp_ecn` (L4STeam / mainline-bound meaning; see linux-algorithms.md 2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -45,6 +79,20 @@ pub struct TcpSpec {
     pub rto_min_ms: f64,
     /// Payload bytes per segment (1448 with timestamps on a 1500-byte MTU).
     pub mss: u32,
+    /// Kernel HZ (jiffy length for TCP_TIMEOUT_MIN = 2 jiffies); Ubuntu kernels use 250.
+    pub hz: u32,
+    /// `net.ipv4.tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`, percent.
+    pub pacing_ss_ratio: u32,
+    pub pacing_ca_ratio: u32,
+    /// How this host, as a listener, answers an AccECN SYN (linux-algorithms.md 2.2).
+    pub accecn_accept: AccEcnAccept,
+    /// AccECN receiver: also ACK at once when a CE packet follows a non-CE one (RFC 9768
+    /// change-triggered ACK). Linux only forces an ACK after 6 pending CE marks (default off).
+    pub accecn_ack_on_ce_change: bool,
+    /// `net.ipv4.tcp_comp_sack_nr`: SACK compression after 3 immediate dup-ACKs (0 disables).
+    pub comp_sack_nr: u32,
+    /// `net.ipv4.tcp_comp_sack_delay_ns`, in us (delay = min(this, RTT/20)).
+    pub comp_sack_delay_us: f64,
 }
 
 impl Default for TcpSpec {
@@ -55,6 +103,13 @@ impl Default for TcpSpec {
             init_cwnd: 10,
             rto_min_ms: 200.0,
             mss: crate::packet::hdr::MSS,
+            hz: 250,
+            pacing_ss_ratio: 200,
+            pacing_ca_ratio: 120,
+            accecn_accept: AccEcnAccept::Mainline,
+            accecn_ack_on_ce_change: false,
+            comp_sack_nr: 44,
+            comp_sack_delay_us: 1000.0,
         }
     }
 }
@@ -90,6 +145,13 @@ pub struct SenderStats {
     pub established_at: SimTime,
     /// Time the last byte of a sized transfer was ACKed (NEVER if not yet).
     pub completed_at: SimTime,
+    /// Tail loss probes sent.
+    pub tlp_count: u64,
+    /// Retransmissions detected lost again (RACK).
+    pub lost_retrans: u64,
+    pub syn_retrans: u64,
+    pub acks_received: u64,
+    pub dsacks_received: u64,
 }
 
 /// Receiver counters reported per flow.
@@ -101,62 +163,10 @@ pub struct ReceiverStats {
     pub ce_received: u64,
     pub acks_sent: u64,
     pub ecn_mode: EcnMode,
-}
-
-/// The data sender (client side).
-pub struct TcpSender {
-    pub sk: Sock,
-    pub cc: AnyCc,
-    pub stats: SenderStats,
-}
-
-impl TcpSender {
-    pub fn new(_params: &ConnParams, _spec: &TcpSpec, cc: AnyCc, _rng: Rng) -> TcpSender {
-        TcpSender {
-            sk: Sock::new(crate::packet::hdr::MSS),
-            cc,
-            stats: SenderStats::default(),
-        }
-    }
-    /// Open the connection (send the SYN) at `now`.
-    pub fn connect(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {
-        todo!("tcp sender")
-    }
-    pub fn on_packet(&mut self, _pkt: &Packet, _now: SimTime, _out: &mut Vec<Packet>) {
-        todo!("tcp sender")
-    }
-    pub fn on_timer(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {
-        todo!("tcp sender")
-    }
-    pub fn next_timer(&self) -> SimTime {
-        NEVER
-    }
-    /// Segments sent and not yet known delivered or lost, for packet conservation checks.
-    pub fn in_flight(&self) -> u64 {
-        0
-    }
-}
-
-/// The receiver (server side, `iperf3 -s`).
-pub struct TcpReceiver {
-    pub stats: ReceiverStats,
-}
-
-impl TcpReceiver {
-    /// `spec` is the receiving host's settings; `cc` its socket's CC (which decides AccECN
-    /// acceptance for NEEDS_ACCECN CCs and DCTCP-style CE echo).
-    pub fn new(_params: &ConnParams, _spec: &TcpSpec, _cc: &AnyCc, _rng: Rng) -> TcpReceiver {
-        TcpReceiver {
-            stats: ReceiverStats::default(),
-        }
-    }
-    pub fn on_packet(&mut self, _pkt: &Packet, _now: SimTime, _out: &mut Vec<Packet>) {
-        todo!("tcp receiver")
-    }
-    pub fn on_timer(&mut self, _now: SimTime, _out: &mut Vec<Packet>) {
-        todo!("tcp receiver")
-    }
-    pub fn next_timer(&self) -> SimTime {
-        NEVER
-    }
+    /// ACKs that carried SACK blocks.
+    pub sack_acks_sent: u64,
+    /// Data packets already received (spurious retransmissions), and out-of-order arrivals.
+    pub dup_pkts: u64,
+    pub ooo_pkts: u64,
+    pub synack_retrans: u64,
 }

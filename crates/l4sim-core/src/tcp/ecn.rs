@@ -1,0 +1,164 @@
+//! ECN negotiation (RFC 3168 s6.1.1, AccECN RFC 9768 s3.1 Table 2) as the Linux AccECN
+//! stack does it (`tcp_ecn_send_syn`, `tcp_ecn_create_request`, `tcp_ecn_rcv_synack`), and
+//! the AccECN ACE counter codec (`__tcp_accecn_process`). See linux-algorithms.md 2.1-2.4.
+//!
+//! Only the 3-bit ACE field is modelled; the AccECN TCP option (byte counters) is not sent
+//! (equivalent to `tcp_ecn_option = 0`), so senders always use the conservative ACE rule.
+
+use serde::{Deserialize, Serialize};
+
+use super::EcnSysctl;
+use crate::cc::{CcFlags, EcnMode};
+use crate::packet::{flags, Ecn};
+
+/// `TCP_ACCECN_CEP_INIT_OFFSET`: the ACE counter starts at 5.
+pub const ACE_INIT: u8 = 5;
+/// `TCP_ACCECN_ACE_MAX_DELTA`: a receiver forces an ACK once this many CE marks are pending.
+pub const ACE_MAX_DELTA: u32 = 6;
+
+/// What a SYN asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnRequest {
+    None,
+    Classic,
+    AccEcn,
+}
+
+/// How a listener treats an AccECN SYN (linux-algorithms.md 2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccEcnAccept {
+    /// Mainline-bound L4STeam rule: tcp_ecn 3/4/5 (or a NEEDS_ACCECN listener) accept AccECN;
+    /// 1/2 answer classic ECN; 0 none.
+    #[default]
+    Mainline,
+    /// Older L4STeam patches (5.15-era testing kernels): tcp_ecn=1 answers classic,
+    /// tcp_ecn>=2 (the default 2 included) accepts AccECN; 0 none.
+    Legacy,
+}
+
+/// The client's request: the sysctl's outgoing column, overridden by the CC flags.
+pub fn syn_request(sysctl: EcnSysctl, f: CcFlags) -> EcnRequest {
+    let base = match sysctl {
+        EcnSysctl::None | EcnSysctl::Passive | EcnSysctl::AccecnPassive => EcnRequest::None,
+        EcnSysctl::Classic | EcnSysctl::AccecnClassicOut => EcnRequest::Classic,
+        EcnSysctl::Accecn => EcnRequest::AccEcn,
+    };
+    if f.needs_accecn {
+        EcnRequest::AccEcn
+    } else if f.needs_ecn && base == EcnRequest::None {
+        EcnRequest::Classic
+    } else {
+        base
+    }
+}
+
+/// TCP flags of a SYN carrying `req`.
+pub fn syn_flags(req: EcnRequest) -> u8 {
+    match req {
+        EcnRequest::None => 0,
+        EcnRequest::Classic => flags::CWR | flags::ECE,
+        EcnRequest::AccEcn => flags::AE | flags::CWR | flags::ECE,
+    }
+}
+
+/// The listener's decision on a SYN with TCP `syn_flags` and IP codepoint `syn_ecn`.
+pub fn listener_mode(
+    syn_flags: u8,
+    syn_ecn: Ecn,
+    sysctl: EcnSysctl,
+    f: CcFlags,
+    rule: AccEcnAccept,
+) -> EcnMode {
+    let ae = syn_flags & flags::AE != 0;
+    let cwr = syn_flags & flags::CWR != 0;
+    let ece = syn_flags & flags::ECE != 0;
+    if !(cwr && ece) {
+        return EcnMode::None;
+    }
+    if ae {
+        let accecn = f.needs_accecn
+            || match rule {
+                AccEcnAccept::Mainline => matches!(
+                    sysctl,
+                    EcnSysctl::Accecn | EcnSysctl::AccecnClassicOut | EcnSysctl::AccecnPassive
+                ),
+                AccEcnAccept::Legacy => !matches!(sysctl, EcnSysctl::None | EcnSysctl::Classic),
+            };
+        if accecn {
+            return EcnMode::AccEcn;
+        }
+    }
+    // tcp_ecn_create_request: classic ECN if the sysctl allows it and the SYN was not ECT
+    // (or had the reserved/AE bit), or whenever the listener's CC needs ECN.
+    let ecn_ok = sysctl != EcnSysctl::None;
+    if ((!syn_ecn.is_ect() || ae) && ecn_ok) || f.needs_ecn {
+        EcnMode::Rfc3168
+    } else {
+        EcnMode::None
+    }
+}
+
+/// TCP flags of the SYN/ACK for the listener's decision. AccECN echoes the SYN's IP-ECN
+/// field (RFC 9768 Table 2).
+pub fn synack_flags(mode: EcnMode, syn_ecn: Ecn) -> u8 {
+    match mode {
+        EcnMode::None => 0,
+        EcnMode::Rfc3168 => flags::ECE,
+        EcnMode::AccEcn => match syn_ecn {
+            Ecn::NotEct => flags::CWR,
+            Ecn::Ect1 => flags::CWR | flags::ECE,
+            Ecn::Ect0 => flags::AE,
+            Ecn::Ce => flags::AE | flags::CWR,
+        },
+    }
+}
+
+/// The client's mode from the SYN/ACK (`tcp_ecn_rcv_synack`), given what it requested.
+pub fn client_mode(req: EcnRequest, synack_flags: u8, f: CcFlags) -> EcnMode {
+    let ae = synack_flags & flags::AE != 0;
+    let cwr = synack_flags & flags::CWR != 0;
+    let ece = synack_flags & flags::ECE != 0;
+    let classic = if f.no_fallback_rfc3168 {
+        EcnMode::None
+    } else {
+        EcnMode::Rfc3168
+    };
+    match req {
+        EcnRequest::None => EcnMode::None,
+        EcnRequest::Classic => {
+            if ece && !cwr {
+                classic
+            } else {
+                EcnMode::None
+            }
+        }
+        EcnRequest::AccEcn => match (ae, cwr, ece) {
+            (false, false, false) => EcnMode::None,
+            (false, false, true) => classic,
+            (true, true, true) => EcnMode::None, // broken reflector
+            _ => EcnMode::AccEcn,
+        },
+    }
+}
+
+/// ACE value a receiver puts on every packet: (received CE packets + 5) mod 8.
+pub fn ace_encode(received_ce: u64) -> u8 {
+    ((received_ce + ACE_INIT as u64) & 7) as u8
+}
+
+/// Sender's CE delta from an ACE value (`__tcp_accecn_process` without the option): `d` is the
+/// change of the counter mod 8; when more than 7 segments were newly delivered, assume the
+/// counter may have wrapped as often as possible: `delta = n - ((n - d) mod 8)`.
+pub fn ace_delta(ace: u8, delivered_ce: u64, newly_delivered: u32) -> u32 {
+    let d = ((ace as u64)
+        .wrapping_sub(ACE_INIT as u64)
+        .wrapping_sub(delivered_ce)
+        & 7) as u32;
+    let n = newly_delivered;
+    if n <= 7 {
+        d
+    } else {
+        n - ((n - d) & 7)
+    }
+}

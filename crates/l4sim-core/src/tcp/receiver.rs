@@ -1,0 +1,526 @@
+//! The receiver (Linux tcp_input.c receive path, tcp_output.c ACK sending, tcp_timer.c
+//! delayed-ACK timer): listener ECN decision, SYN/ACK (retransmitted after 1 s, doubling),
+//! in-order delivery with an out-of-order range set, SACK blocks (most recent first, DSACK for
+//! duplicates), `__tcp_ack_snd_check` (ACK every 2nd full segment, quick-ACK mode, ICSK_ACK_NOW,
+//! immediate dup-ACKs then SACK compression), the adaptive delayed-ACK timer, and ECN feedback:
+//! RFC 3168 latch, DCTCP-style echo, AccECN ACE.
+//!
+//! The receiver's own RTT (used to bound `ato` and the SACK-compression delay) is the
+//! handshake RTT (SYN/ACK sent to first ACK), as `tcp_synack_rtt_meas` gives Linux servers.
+//! The receive window is never limiting. Jiffies rounding of the delayed-ACK timer is not
+//! modelled.
+
+use std::collections::BTreeMap;
+
+use super::ecn::{self, ACE_MAX_DELTA};
+use super::{ConnParams, ReceiverStats, TcpSpec, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
+use crate::cc::{AnyCc, CcFlags, CongestionControl, EcnMode};
+use crate::packet::{flags, hdr, Dir, Ecn, Packet};
+use crate::rng::Rng;
+use crate::time::{SimDuration, SimTime, MS, NEVER, US};
+
+/// TCP_DELACK_MIN = TCP_ATO_MIN (HZ/25).
+pub const TCP_ATO_MIN: SimDuration = 40 * MS;
+/// TCP_MAX_QUICKACKS.
+pub const TCP_MAX_QUICKACKS: u32 = 16;
+/// TCP_FASTRETRANS_THRESH: immediate dup-ACKs before SACK compression starts.
+const FASTRETRANS_THRESH: u32 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Listen,
+    SynRcvd,
+    Established,
+}
+
+/// The receiver (server side, `iperf3 -s`).
+pub struct TcpReceiver {
+    pub stats: ReceiverStats,
+    params: ConnParams,
+    spec: TcpSpec,
+    cc_flags: CcFlags,
+    #[allow(dead_code)]
+    rng: Rng,
+    phase: Phase,
+    mode: EcnMode,
+    syn_ecn: Ecn,
+    synack_retries: u32,
+    synack_sent_at: SimTime,
+    synack_at: SimTime,
+    /// Receiver's RTT estimate (handshake) and RTO (`icsk_rto`).
+    rtt: SimDuration,
+    rto: SimDuration,
+    rcv_nxt: u32,
+    /// rcv_nxt when the last ACK was sent (`rcv_wup`).
+    rcv_wup: u32,
+    unacked_bytes: u64,
+    /// Out-of-order data: start -> (end, payload bytes).
+    ooo: BTreeMap<u32, (u32, u64)>,
+    /// SACK blocks, most recently changed first (`selective_acks`).
+    sacks: [(u32, u32); 4],
+    n_sacks: usize,
+    dsack: Option<(u32, u32)>,
+    ts_recent: SimTime,
+    // Delayed-ACK engine (`icsk_ack`).
+    quick: u32,
+    ato: SimDuration,
+    lrcvtime: SimTime,
+    ack_pending: bool,
+    ack_now: bool,
+    delack_at: SimTime,
+    // SACK compression.
+    compressed_ack: u32,
+    dup_ack_counter: u32,
+    compressed_ack_rcv_nxt: u32,
+    comp_at: SimTime,
+    // ECN.
+    demand_cwr: bool,
+    dctcp_ce_state: bool,
+    prior_rcv_nxt: u32,
+    received_ce: u64,
+    ce_pending: u32,
+    last_ce: bool,
+}
+
+impl TcpReceiver {
+    /// `spec` is the receiving host's settings; `cc` its socket's CC (which decides AccECN
+    /// acceptance for NEEDS_ACCECN CCs and DCTCP-style CE echo).
+    pub fn new(params: &ConnParams, spec: &TcpSpec, cc: &AnyCc, rng: Rng) -> TcpReceiver {
+        Self::with_cc_flags(params, spec, cc.flags(), rng)
+    }
+    /// As `new`, with the receiving socket's CC given by its flags only.
+    pub fn with_cc_flags(
+        params: &ConnParams,
+        spec: &TcpSpec,
+        cc_flags: CcFlags,
+        rng: Rng,
+    ) -> TcpReceiver {
+        TcpReceiver {
+            stats: ReceiverStats::default(),
+            params: params.clone(),
+            spec: spec.clone(),
+            cc_flags,
+            rng,
+            phase: Phase::Listen,
+            mode: EcnMode::None,
+            syn_ecn: Ecn::NotEct,
+            synack_retries: 0,
+            synack_sent_at: 0,
+            synack_at: NEVER,
+            rtt: 0,
+            rto: TCP_TIMEOUT_INIT,
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            unacked_bytes: 0,
+            ooo: BTreeMap::new(),
+            sacks: [(0, 0); 4],
+            n_sacks: 0,
+            dsack: None,
+            ts_recent: 0,
+            quick: 0,
+            ato: 0,
+            lrcvtime: 0,
+            ack_pending: false,
+            ack_now: false,
+            delack_at: NEVER,
+            compressed_ack: 0,
+            dup_ack_counter: 0,
+            compressed_ack_rcv_nxt: 0,
+            comp_at: NEVER,
+            demand_cwr: false,
+            dctcp_ce_state: false,
+            prior_rcv_nxt: 0,
+            received_ce: 0,
+            ce_pending: 0,
+            last_ce: false,
+        }
+    }
+
+    fn pkt(&self, now: SimTime) -> Packet {
+        let mut p = Packet::new(
+            self.params.flow,
+            Dir::Rev,
+            self.params.receiver,
+            self.params.sender,
+        );
+        p.hash = self.params.hash_rev;
+        p.ts_val = now;
+        p.ts_ecr = self.ts_recent;
+        p
+    }
+
+    /// Codepoint of our own packets in AccECN mode: ECT(1) for L4S (NEEDS_ACCECN) CCs.
+    fn own_ect(&self) -> Ecn {
+        if self.cc_flags.needs_accecn {
+            Ecn::Ect1
+        } else {
+            Ecn::Ect0
+        }
+    }
+
+    fn send_synack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let mut p = self.pkt(now);
+        p.flags = flags::SYN | flags::ACK | ecn::synack_flags(self.mode, self.syn_ecn);
+        if self.mode == EcnMode::AccEcn
+            || (self.mode == EcnMode::Rfc3168 && self.cc_flags.needs_ecn)
+        {
+            p.ecn = self.own_ect();
+        }
+        out.push(p);
+        self.synack_sent_at = now;
+        self.synack_at = now + (TCP_TIMEOUT_INIT << self.synack_retries.min(7)).min(TCP_RTO_MAX);
+    }
+
+    pub fn on_packet(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
+        if pkt.has(flags::SYN) {
+            self.ts_recent = pkt.ts_val;
+            match self.phase {
+                Phase::Listen => {
+                    self.mode = ecn::listener_mode(
+                        pkt.flags,
+                        pkt.ecn,
+                        self.spec.ecn,
+                        self.cc_flags,
+                        self.spec.accecn_accept,
+                    );
+                    self.syn_ecn = pkt.ecn;
+                    self.phase = Phase::SynRcvd;
+                    self.stats.ecn_mode = self.mode;
+                    self.send_synack(now, out);
+                }
+                Phase::SynRcvd => self.send_synack(now, out),
+                Phase::Established => {}
+            }
+            return;
+        }
+        if self.phase == Phase::SynRcvd && pkt.has(flags::ACK) {
+            self.phase = Phase::Established;
+            self.synack_at = NEVER;
+            self.rtt = now.saturating_sub(self.synack_sent_at).max(US);
+            self.rto = self.rtt + (2 * self.rtt).max((self.spec.rto_min_ms * MS as f64) as u64);
+        }
+        if self.phase != Phase::Established || !pkt.is_data() {
+            return;
+        }
+        self.on_data(pkt, now, out);
+    }
+
+    fn on_data(&mut self, p: &Packet, now: SimTime, out: &mut Vec<Packet>) {
+        self.stats.data_pkts_received += 1;
+        let ce = p.ecn == Ecn::Ce;
+        if ce {
+            self.stats.ce_received += 1;
+        }
+        let seq = p.seq;
+        // tcp_replace_ts_recent: only from segments at or left of the last ACKed point.
+        if seq <= self.rcv_wup {
+            self.ts_recent = p.ts_val;
+        }
+        // AccECN counters (every packet).
+        if self.mode == EcnMode::AccEcn && ce {
+            self.received_ce += 1;
+            self.ce_pending += 1;
+            if self.ce_pending >= ACE_MAX_DELTA {
+                self.ack_now = true;
+            }
+            if self.spec.accecn_ack_on_ce_change && !self.last_ce {
+                self.ack_now = true;
+            }
+        }
+        if self.mode == EcnMode::AccEcn {
+            self.last_ce = ce;
+        }
+        // tcp_ecn_accept_cwr (RFC 3168 only: in AccECN CWR is part of ACE).
+        if self.mode == EcnMode::Rfc3168 && p.has(flags::CWR) {
+            self.demand_cwr = false;
+            self.ack_now = true;
+        }
+        let in_seq_dup = seq < self.rcv_nxt || self.ooo_contains(seq);
+        if in_seq_dup {
+            // Duplicate: DSACK it and ACK at once (tcp_data_queue out_of_window path).
+            self.stats.dup_pkts += 1;
+            self.dsack = Some((seq, seq + 1));
+            self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            self.ack_pending = true;
+        } else if seq == self.rcv_nxt {
+            self.rcv_nxt += 1;
+            self.stats.bytes_delivered += p.payload as u64;
+            self.unacked_bytes += p.payload as u64;
+            if !self.ooo.is_empty() {
+                while let Some((&a, &(b, bytes))) = self.ooo.iter().next() {
+                    if a != self.rcv_nxt {
+                        break;
+                    }
+                    self.ooo.remove(&a);
+                    self.rcv_nxt = b;
+                    self.stats.bytes_delivered += bytes;
+                    self.unacked_bytes += bytes;
+                }
+                // RFC 5681 4.2: ACK at once when the gap is filled.
+                if self.ooo.is_empty() {
+                    self.ack_now = true;
+                }
+                let rn = self.rcv_nxt;
+                self.sack_retain(|(_, e)| e > rn);
+            }
+            self.event_data_recv(now);
+            self.ecn_check_ce(ce, now, out);
+            self.ack_pending = true;
+        } else {
+            self.stats.ooo_pkts += 1;
+            let iv = self.ooo_insert(seq, p.payload as u64);
+            self.sack_new_ofo(iv);
+            self.ecn_check_ce(ce, now, out);
+            self.ack_pending = true;
+        }
+        self.prior_rcv_nxt = self.rcv_nxt;
+        self.ack_snd_check(now, out);
+    }
+
+    fn ooo_contains(&self, seq: u32) -> bool {
+        self.ooo
+            .range(..=seq)
+            .next_back()
+            .is_some_and(|(_, &(e, _))| seq < e)
+    }
+
+    /// Insert segment `seq` into the out-of-order set; returns the merged range.
+    fn ooo_insert(&mut self, seq: u32, bytes: u64) -> (u32, u32) {
+        let mut s = seq;
+        let mut e = seq + 1;
+        let mut b = bytes;
+        if let Some((&a, &(pe, pb))) = self.ooo.range(..seq).next_back() {
+            if pe == seq {
+                self.ooo.remove(&a);
+                s = a;
+                b += pb;
+            }
+        }
+        if let Some(&(ne, nb)) = self.ooo.get(&e) {
+            self.ooo.remove(&e);
+            e = ne;
+            b += nb;
+        }
+        self.ooo.insert(s, (e, b));
+        (s, e)
+    }
+
+    fn sack_retain(&mut self, keep: impl Fn((u32, u32)) -> bool) {
+        let mut n = 0;
+        for i in 0..self.n_sacks {
+            if keep(self.sacks[i]) {
+                self.sacks[n] = self.sacks[i];
+                n += 1;
+            }
+        }
+        self.n_sacks = n;
+    }
+
+    /// `tcp_sack_new_ofo_skb`: the block holding the new segment goes first.
+    fn sack_new_ofo(&mut self, (s, e): (u32, u32)) {
+        self.sack_retain(|(a, b)| !(a <= e && b >= s));
+        let n = self.n_sacks.min(3);
+        for i in (0..n).rev() {
+            self.sacks[i + 1] = self.sacks[i];
+        }
+        self.sacks[0] = (s, e);
+        self.n_sacks = n + 1;
+    }
+
+    /// `tcp_enter_quickack_mode`.
+    fn enter_quickack_mode(&mut self, n: u32) {
+        self.quick = self.quick.max(n);
+        self.ato = TCP_ATO_MIN;
+    }
+
+    /// `tcp_event_data_recv`: adapt `ato` to the inter-arrival time.
+    fn event_data_recv(&mut self, now: SimTime) {
+        if self.ato == 0 {
+            self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+        } else {
+            let m = now.saturating_sub(self.lrcvtime);
+            if m <= TCP_ATO_MIN / 2 {
+                self.ato = (self.ato >> 1) + TCP_ATO_MIN / 2;
+            } else if m < self.ato {
+                self.ato = ((self.ato >> 1) + m).min(self.rto);
+            } else if m > self.rto {
+                self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            }
+        }
+        self.lrcvtime = now;
+    }
+
+    /// `tcp_ecn_check_ce`: RFC 3168 latch or DCTCP-style echo.
+    fn ecn_check_ce(&mut self, ce: bool, now: SimTime, out: &mut Vec<Packet>) {
+        if self.mode != EcnMode::Rfc3168 {
+            return;
+        }
+        if self.cc_flags.dctcp_echo {
+            if ce != self.dctcp_ce_state {
+                // Send any delayed ACK with the old CE state first, then ACK at once.
+                if self.delack_at != NEVER {
+                    let prior = self.prior_rcv_nxt;
+                    self.send_ack_seq(prior, self.dctcp_ce_state, now, out);
+                }
+                self.ack_now = true;
+            }
+            self.dctcp_ce_state = ce;
+            self.demand_cwr = ce;
+        } else if ce && !self.demand_cwr {
+            self.enter_quickack_mode(2);
+            self.demand_cwr = true;
+        }
+    }
+
+    /// `__tcp_ack_snd_check`.
+    fn ack_snd_check(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if !self.ack_pending {
+            return;
+        }
+        if self.unacked_bytes > self.spec.mss as u64 || self.quick > 0 || self.ack_now {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.ooo.is_empty() {
+            self.send_delayed_ack(now, out);
+            return;
+        }
+        if self.compressed_ack >= self.spec.comp_sack_nr {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < FASTRETRANS_THRESH {
+            self.dup_ack_counter += 1;
+            self.send_ack(now, out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.comp_at != NEVER {
+            return;
+        }
+        let delay = ((self.spec.comp_sack_delay_us * US as f64) as u64).min(self.rtt / 20);
+        self.comp_at = now + delay;
+    }
+
+    /// `tcp_send_delayed_ack`.
+    fn send_delayed_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let mut ato = self.ato;
+        if ato > TCP_ATO_MIN {
+            let mut max_ato = 500 * MS; // HZ/2
+            if self.rtt > 0 {
+                let rtt = self.rtt.max(TCP_ATO_MIN);
+                if rtt < max_ato {
+                    max_ato = rtt;
+                }
+            }
+            ato = ato.min(max_ato);
+        }
+        let mut timeout = now + ato;
+        if self.delack_at != NEVER {
+            if self.delack_at <= now + (ato >> 2) {
+                self.send_ack(now, out);
+                return;
+            }
+            timeout = timeout.min(self.delack_at);
+        }
+        self.delack_at = timeout;
+    }
+
+    fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let ece = self.demand_cwr;
+        self.send_ack_seq(self.rcv_nxt, ece, now, out);
+    }
+
+    /// Build and send an ACK of `ack`; a full ACK (ack == rcv_nxt) also resets the ACK engine
+    /// (`tcp_event_ack_sent`).
+    fn send_ack_seq(&mut self, ack: u32, ece: bool, now: SimTime, out: &mut Vec<Packet>) {
+        let mut p = self.pkt(now);
+        p.flags = flags::ACK;
+        p.ack = ack;
+        let mut n = 0usize;
+        if let Some(d) = self.dsack.take() {
+            p.sack[0] = d;
+            p.dsack = true;
+            n = 1;
+        }
+        for i in 0..self.n_sacks {
+            if n == 3 {
+                break;
+            }
+            p.sack[n] = self.sacks[i];
+            n += 1;
+        }
+        p.n_sack = n as u8;
+        p.len = hdr::wire_len(0, p.n_sack);
+        match self.mode {
+            EcnMode::None => {}
+            EcnMode::Rfc3168 => {
+                if ece {
+                    p.flags |= flags::ECE;
+                }
+            }
+            EcnMode::AccEcn => {
+                p.set_ace(ecn::ace_encode(self.received_ce));
+                p.ecn = self.own_ect();
+                self.ce_pending = 0;
+            }
+        }
+        out.push(p);
+        self.stats.acks_sent += 1;
+        if p.n_sack > 0 {
+            self.stats.sack_acks_sent += 1;
+        }
+        self.rcv_wup = self.rcv_nxt;
+        self.unacked_bytes = 0;
+        if ack != self.rcv_nxt {
+            return; // DCTCP's special ACK reflecting the prior CE state
+        }
+        self.quick = self.quick.saturating_sub(1);
+        self.ack_pending = false;
+        self.ack_now = false;
+        self.delack_at = NEVER;
+        self.compressed_ack = 0;
+        self.comp_at = NEVER;
+    }
+
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.phase == Phase::SynRcvd && self.synack_at <= now {
+            self.synack_retries += 1;
+            self.stats.synack_retrans += 1;
+            self.send_synack(now, out);
+        }
+        if self.delack_at <= now {
+            self.delack_at = NEVER;
+            if self.ack_pending {
+                // Delayed ACK missed: inflate ato.
+                self.ato = (self.ato << 1).min(self.rto);
+                self.send_ack(now, out);
+            }
+        }
+        if self.comp_at <= now {
+            self.comp_at = NEVER;
+            if self.compressed_ack > 0 {
+                self.compressed_ack -= 1;
+                self.send_ack(now, out);
+            }
+        }
+    }
+
+    pub fn next_timer(&self) -> SimTime {
+        let syn = if self.phase == Phase::SynRcvd {
+            self.synack_at
+        } else {
+            NEVER
+        };
+        syn.min(self.delack_at).min(self.comp_at)
+    }
+
+    /// Next in-order segment expected.
+    pub fn rcv_nxt(&self) -> u32 {
+        self.rcv_nxt
+    }
+}

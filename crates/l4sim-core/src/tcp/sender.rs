@@ -1,0 +1,1264 @@
+//! The data sender (Linux tcp_output.c / tcp_input.c / tcp_timer.c / tcp_recovery.c).
+//!
+//! Modelled: SYN with ECN negotiation and SYN retransmission (1 s, doubling, ECN bits cleared
+//! on retransmitted SYNs as `tcp_ecn_clear_syn` with `tcp_ecn_fallback=1`), the SACK
+//! scoreboard, RACK-TLP loss detection, fast recovery with PRR, ECN-triggered CWR (RFC 3168
+//! ECE latch or AccECN ACE deltas), RTO with exponential backoff, delivery-rate samples,
+//! the CC hooks in Linux's order, and pacing (EDT departure stamps, enforced when the host
+//! has fq or the CC asks for pacing). Sequence numbers count segments; the SYN does not
+//! consume one. The handshake's third ACK is folded into the first data segment.
+//!
+//! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
+//! of the RACK reordering window, TSO/GSO (one segment per packet, so Prague's TSO burst
+//! sizing is ignored), TSQ, jiffies rounding of timers (except TCP_TIMEOUT_MIN), the receive
+//! window (never limiting), cwnd restart after idle.
+
+use std::collections::VecDeque;
+
+use super::ecn::{self, EcnRequest};
+use super::prr::Prr;
+use super::rack::{sent_after, Rack};
+use super::rate::{RateSampler, TxInfo};
+use super::rtt::{MinMax, RttEstimator};
+use super::sack::SackedRanges;
+use super::{ConnParams, SenderStats, TcpSpec, MIN_RTT_WIN, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
+use crate::cc::{AckSample, AnyCc, CaEvent, CaState, CongestionControl, EcnMode, RateSample, Sock};
+use crate::packet::{flags, hdr, Dir, Ecn, Packet};
+use crate::rng::Rng;
+use crate::time::{SimDuration, SimTime, MS, NEVER, SEC, US};
+
+const NIL: u32 = u32::MAX;
+
+// Segment state bits (`TCP_SKB_CB(skb)->sacked`).
+const S_SACKED: u8 = 1;
+const S_LOST: u8 = 2;
+/// A retransmission of this segment is in flight (TCPCB_SACKED_RETRANS).
+const S_RETRANS: u8 = 4;
+const S_EVER_RETRANS: u8 = 8;
+/// Linked in the send-time ordered list.
+const S_TSORTED: u8 = 16;
+/// Waiting in the retransmission queue.
+const S_QUEUED: u8 = 32;
+
+// ACK flags (subset of tcp_input.c FLAG_*).
+const FLAG_DATA_SACKED: u32 = 0x20;
+const FLAG_ECE: u32 = 0x40;
+const FLAG_LOST_RETRANS: u32 = 0x80;
+const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
+const FLAG_DSACK: u32 = 0x800;
+const FLAG_RETRANS_DATA_ACKED: u32 = 0x8;
+const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
+
+#[derive(Clone, Copy, Debug)]
+struct Seg {
+    /// Last (re)transmission time.
+    tx_time: SimTime,
+    st: u8,
+    /// Links of the send-time ordered list (`tsorted_sent_queue`), by segment number.
+    prev: u32,
+    next: u32,
+    tx: TxInfo,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timer {
+    Rto,
+    Tlp,
+    Reo,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Closed,
+    SynSent,
+    Established,
+    Done,
+}
+
+/// The data sender (client side).
+pub struct TcpSender {
+    pub sk: Sock,
+    pub cc: AnyCc,
+    pub stats: SenderStats,
+    params: ConnParams,
+    spec: TcpSpec,
+    #[allow(dead_code)]
+    rng: Rng,
+    phase: Phase,
+    ecn_req: EcnRequest,
+    syn_retries: u32,
+    syn_at: SimTime,
+    /// Segments to send (u32::MAX: bulk) and the payload of the last one.
+    total_segs: u32,
+    last_payload: u32,
+    segs: VecDeque<Seg>,
+    ts_head: u32,
+    ts_tail: u32,
+    sacked: SackedRanges,
+    lost_q: VecDeque<u32>,
+    rtt: RttEstimator,
+    min_rtt: MinMax,
+    rto: SimDuration,
+    /// RTO retransmissions since snd_una last advanced (`icsk_retransmits`).
+    retransmits: u32,
+    timer: Option<(Timer, SimTime)>,
+    paced: bool,
+    /// EDT departure stamp (`tcp_wstamp_ns`) and the pending pacing wakeup.
+    wstamp: SimTime,
+    pace_at: SimTime,
+    data_segs_out: u64,
+    cwnd_usage_seq: u32,
+    queue_cwr: bool,
+    prr: Prr,
+    rack: Rack,
+    tlp_high_seq: Option<u32>,
+    tlp_retrans: bool,
+    rate: RateSampler,
+    rs: RateSample,
+    /// Echo value for our timestamps (peer's latest ts_val).
+    ts_recent: SimTime,
+    /// CE-marked packets received (our own ACE field, AccECN).
+    received_ce: u64,
+}
+
+fn ect_of(sk: &Sock) -> Ecn {
+    if sk.ect1 {
+        Ecn::Ect1
+    } else {
+        Ecn::Ect0
+    }
+}
+
+impl TcpSender {
+    pub fn new(params: &ConnParams, spec: &TcpSpec, cc: AnyCc, rng: Rng) -> TcpSender {
+        let mut sk = Sock::new(spec.mss);
+        sk.snd_cwnd = spec.init_cwnd;
+        let (total_segs, last_payload) = match params.size {
+            Some(b) => {
+                let n = b.div_ceil(spec.mss as u64).max(1);
+                (n as u32, (b - (n - 1) * spec.mss as u64) as u32)
+            }
+            None => (u32::MAX, spec.mss),
+        };
+        let stats = SenderStats {
+            established_at: NEVER,
+            completed_at: NEVER,
+            ..Default::default()
+        };
+        TcpSender {
+            sk,
+            cc,
+            stats,
+            params: params.clone(),
+            spec: spec.clone(),
+            rng,
+            phase: Phase::Closed,
+            ecn_req: EcnRequest::None,
+            syn_retries: 0,
+            syn_at: NEVER,
+            total_segs,
+            last_payload,
+            segs: VecDeque::with_capacity(256),
+            ts_head: NIL,
+            ts_tail: NIL,
+            sacked: SackedRanges::default(),
+            lost_q: VecDeque::with_capacity(64),
+            rtt: RttEstimator::default(),
+            min_rtt: MinMax::default(),
+            rto: TCP_TIMEOUT_INIT,
+            retransmits: 0,
+            timer: None,
+            paced: false,
+            wstamp: 0,
+            pace_at: NEVER,
+            data_segs_out: 0,
+            cwnd_usage_seq: 0,
+            queue_cwr: false,
+            prr: Prr::default(),
+            rack: Rack::default(),
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            rate: RateSampler::default(),
+            rs: RateSample::default(),
+            ts_recent: 0,
+            received_ce: 0,
+        }
+    }
+
+    fn rto_min(&self) -> SimDuration {
+        (self.spec.rto_min_ms * MS as f64).round() as SimDuration
+    }
+    /// TCP_TIMEOUT_MIN: 2 jiffies.
+    fn timeout_min(&self) -> SimDuration {
+        2 * SEC / self.spec.hz.max(1) as u64
+    }
+
+    /// Open the connection (send the SYN) at `now`.
+    pub fn connect(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.sk.now = now;
+        self.ecn_req = ecn::syn_request(self.spec.ecn, self.cc.flags());
+        self.phase = Phase::SynSent;
+        self.send_syn(now, out);
+    }
+
+    fn send_syn(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let mut p = self.pkt(now);
+        p.flags = flags::SYN | ecn::syn_flags(self.ecn_req);
+        // tcp_ecn_send_syn: the SYN itself is ECT only for NEEDS_ECN CCs (ECT(0): the CC has
+        // not chosen its codepoint before init).
+        if self.ecn_req != EcnRequest::None && self.cc.flags().needs_ecn {
+            p.ecn = Ecn::Ect0;
+        }
+        out.push(p);
+        self.syn_at = now + (TCP_TIMEOUT_INIT << self.syn_retries.min(7)).min(TCP_RTO_MAX);
+    }
+
+    fn pkt(&self, now: SimTime) -> Packet {
+        let mut p = Packet::new(
+            self.params.flow,
+            Dir::Fwd,
+            self.params.sender,
+            self.params.receiver,
+        );
+        p.hash = self.params.hash_fwd;
+        p.ts_val = now;
+        p.ts_ecr = self.ts_recent;
+        p
+    }
+
+    pub fn on_packet(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
+        self.sk.now = now;
+        if pkt.ecn == Ecn::Ce {
+            self.received_ce += 1;
+        }
+        match self.phase {
+            Phase::SynSent if pkt.has(flags::SYN) && pkt.has(flags::ACK) => {
+                self.on_synack(pkt, now, out);
+            }
+            Phase::Established if !pkt.has(flags::SYN) && pkt.has(flags::ACK) => {
+                self.ts_recent = pkt.ts_val;
+                self.on_ack(pkt, now, out);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_synack(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
+        self.ts_recent = pkt.ts_val;
+        let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc.flags());
+        self.sk.ecn_mode = mode;
+        // RTT sample of the SYN (timestamp echo covers retransmitted SYNs).
+        let rtt_us = (now.saturating_sub(pkt.ts_ecr) / US).max(1);
+        let rto_min_us = self.rto_min() / US;
+        self.rtt.sample(rtt_us, 0, 0, rto_min_us);
+        self.min_rtt.running_min(MIN_RTT_WIN, now, rtt_us * US);
+        self.sync_rtt();
+        self.rto = self.rtt.rto();
+        self.syn_at = NEVER;
+        self.phase = Phase::Established;
+        self.stats.established_at = now;
+        self.sk.snd_cwnd = self.spec.init_cwnd;
+        self.sk.snd_cwnd_stamp = now;
+        self.cc.init(&mut self.sk);
+        self.paced = self.spec.fq_pacing || self.sk.pacing_needed;
+        self.stats.ecn_mode = mode;
+        self.stats.data_ecn = match mode {
+            EcnMode::None => Ecn::NotEct,
+            _ => ect_of(&self.sk),
+        };
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate();
+        }
+        self.write_xmit(now, out, false);
+    }
+
+    fn sync_rtt(&mut self) {
+        self.sk.srtt = self.rtt.srtt_ns();
+        self.sk.rttvar = self.rtt.rttvar_us * US;
+        self.sk.min_rtt = self.min_rtt.get();
+    }
+
+    // ---------------------------------------------------------------- scoreboard helpers
+
+    fn idx(&self, seq: u32) -> usize {
+        (seq - self.sk.snd_una) as usize
+    }
+    fn seg(&self, seq: u32) -> &Seg {
+        &self.segs[(seq - self.sk.snd_una) as usize]
+    }
+    fn seg_mut(&mut self, seq: u32) -> &mut Seg {
+        let i = (seq - self.sk.snd_una) as usize;
+        &mut self.segs[i]
+    }
+    fn payload_of(&self, seq: u32) -> u32 {
+        if seq + 1 == self.total_segs {
+            self.last_payload
+        } else {
+            self.spec.mss
+        }
+    }
+    fn ts_unlink(&mut self, seq: u32) {
+        let (prev, next, st) = {
+            let s = self.seg(seq);
+            (s.prev, s.next, s.st)
+        };
+        if st & S_TSORTED == 0 {
+            return;
+        }
+        if prev == NIL {
+            self.ts_head = next;
+        } else {
+            self.seg_mut(prev).next = next;
+        }
+        if next == NIL {
+            self.ts_tail = prev;
+        } else {
+            self.seg_mut(next).prev = prev;
+        }
+        let s = self.seg_mut(seq);
+        s.st &= !S_TSORTED;
+        s.prev = NIL;
+        s.next = NIL;
+    }
+    fn ts_push(&mut self, seq: u32) {
+        self.ts_unlink(seq);
+        let tail = self.ts_tail;
+        {
+            let s = self.seg_mut(seq);
+            s.prev = tail;
+            s.next = NIL;
+            s.st |= S_TSORTED;
+        }
+        if tail == NIL {
+            self.ts_head = seq;
+        } else {
+            self.seg_mut(tail).next = seq;
+        }
+        self.ts_tail = seq;
+    }
+
+    /// `tcp_mark_skb_lost` (+ `tcp_notify_skb_loss_event`).
+    fn mark_lost(&mut self, seq: u32) {
+        let st = self.seg(seq).st;
+        if st & S_SACKED != 0 {
+            return;
+        }
+        if st & S_LOST != 0 {
+            if st & S_RETRANS != 0 {
+                self.seg_mut(seq).st &= !S_RETRANS;
+                self.sk.retrans_out -= 1;
+                self.sk.lost += 1;
+                self.stats.lost_retrans += 1;
+            }
+        } else {
+            self.seg_mut(seq).st |= S_LOST;
+            self.sk.lost_out += 1;
+            self.sk.lost += 1;
+        }
+        self.ts_unlink(seq);
+        if self.seg(seq).st & S_QUEUED == 0 {
+            self.seg_mut(seq).st |= S_QUEUED;
+            self.lost_q.push_back(seq);
+        }
+    }
+
+    // ---------------------------------------------------------------- transmission
+
+    fn ecn_for(&mut self, p: &mut Packet, retrans: bool) {
+        match self.sk.ecn_mode {
+            EcnMode::None => {}
+            EcnMode::Rfc3168 => {
+                if !retrans {
+                    p.ecn = ect_of(&self.sk);
+                    if self.queue_cwr {
+                        self.queue_cwr = false;
+                        p.flags |= flags::CWR;
+                    }
+                }
+            }
+            EcnMode::AccEcn => {
+                p.ecn = ect_of(&self.sk);
+                p.set_ace(ecn::ace_encode(self.received_ce));
+            }
+        }
+    }
+
+    /// Transmit segment `seq` (new if seq == snd_nxt) and update pacing, rate and counters.
+    fn transmit(&mut self, seq: u32, now: SimTime, out: &mut Vec<Packet>, retrans: bool) {
+        let payload = self.payload_of(seq);
+        let mut p = self.pkt(now);
+        p.flags = flags::ACK;
+        p.seq = seq;
+        p.payload = payload;
+        p.len = hdr::wire_len(payload, 0);
+        p.retrans = retrans;
+        self.ecn_for(&mut p, retrans);
+        out.push(p);
+        // tcp_event_data_sent: first transmission with nothing in flight.
+        if self.sk.packets_in_flight() == 0 {
+            self.cc.cwnd_event(&mut self.sk, CaEvent::TxStart);
+        }
+        let tx = self.rate.on_sent(&mut self.sk, now);
+        if retrans {
+            let s = self.seg_mut(seq);
+            s.tx_time = now;
+            s.tx = tx;
+            s.st |= S_EVER_RETRANS;
+            self.stats.retrans += 1;
+        } else {
+            self.segs.push_back(Seg {
+                tx_time: now,
+                st: 0,
+                prev: NIL,
+                next: NIL,
+                tx,
+            });
+            self.sk.snd_nxt += 1;
+            self.sk.packets_out += 1;
+        }
+        self.ts_push(seq);
+        self.stats.data_pkts_sent += 1;
+        self.data_segs_out += 1;
+        // tcp_update_skb_after_send: EDT stamp advances by payload/pacing_rate.
+        if self.paced {
+            let prior = self.wstamp;
+            self.wstamp = self.wstamp.max(now);
+            let rate = self.sk.pacing_rate;
+            if rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
+                let mut len_ns = payload as u64 * SEC / rate;
+                let credit = self.wstamp - prior;
+                len_ns -= (len_ns / 2).min(credit);
+                self.wstamp += len_ns;
+            }
+        }
+    }
+
+    fn pacing_blocked(&mut self, now: SimTime) -> bool {
+        if self.paced && self.wstamp > now {
+            self.pace_at = self.wstamp;
+            return true;
+        }
+        false
+    }
+
+    fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.sk.ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
+    /// `tcp_write_xmit`: new data within cwnd (and pacing). `tlp` forces one segment out.
+    fn write_xmit(&mut self, now: SimTime, out: &mut Vec<Packet>, tlp: bool) -> u32 {
+        let mut sent = 0;
+        let mut cwnd_limited = false;
+        let prior_packets = self.sk.packets_out;
+        while self.sk.snd_nxt < self.total_segs {
+            if !tlp && self.pacing_blocked(now) {
+                break;
+            }
+            if self.sk.packets_in_flight() >= self.sk.snd_cwnd && !(tlp && sent == 0) {
+                cwnd_limited = true;
+                break;
+            }
+            let seq = self.sk.snd_nxt;
+            self.transmit(seq, now, out, false);
+            sent += 1;
+            if tlp {
+                break;
+            }
+        }
+        // tcp_rate_check_app_limited at the tail of a sized transfer.
+        if self.sk.snd_nxt >= self.total_segs
+            && self.sk.packets_in_flight() < self.sk.snd_cwnd
+            && self.sk.lost_out <= self.sk.retrans_out
+        {
+            self.sk.app_limited = (self.sk.delivered + self.sk.packets_in_flight() as u64).max(1);
+        }
+        cwnd_limited |= self.sk.packets_in_flight() >= self.sk.snd_cwnd;
+        if sent > 0 || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+        if sent > 0 {
+            if self.in_cwnd_reduction() {
+                self.prr.out += sent;
+            }
+            // tcp_event_new_data_sent
+            if prior_packets == 0 || matches!(self.timer, Some((Timer::Tlp, _))) {
+                self.rearm_rto(now);
+            }
+            if !tlp {
+                self.schedule_loss_probe(now, false);
+            }
+        }
+        sent
+    }
+
+    /// `tcp_cwnd_validate` (6.x): track whether the window was fully used.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        let sk = &mut self.sk;
+        if sk.snd_una >= self.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!sk.is_cwnd_limited && sk.packets_out > sk.max_packets_out)
+        {
+            sk.is_cwnd_limited = is_cwnd_limited;
+            sk.max_packets_out = sk.packets_out;
+            self.cwnd_usage_seq = sk.snd_nxt;
+        }
+        if sk.cwnd_limited() {
+            sk.snd_cwnd_stamp = sk.now;
+        }
+    }
+
+    /// `tcp_xmit_retransmit_queue`: retransmit segments marked lost, within cwnd and pacing.
+    fn xmit_retransmit_queue(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let mut rearm = false;
+        while let Some(&seq) = self.lost_q.front() {
+            let valid = seq >= self.sk.snd_una && {
+                let st = self.seg(seq).st;
+                st & S_LOST != 0 && st & (S_SACKED | S_RETRANS) == 0
+            };
+            if !valid {
+                self.lost_q.pop_front();
+                if seq >= self.sk.snd_una {
+                    self.seg_mut(seq).st &= !S_QUEUED;
+                }
+                continue;
+            }
+            if self.pacing_blocked(now) {
+                break;
+            }
+            if self.sk.packets_in_flight() >= self.sk.snd_cwnd {
+                break;
+            }
+            self.lost_q.pop_front();
+            self.retransmit_one(seq, now, out);
+            if self.in_cwnd_reduction() {
+                self.prr.out += 1;
+            }
+            if seq == self.sk.snd_una && !matches!(self.timer, Some((Timer::Reo, _))) {
+                rearm = true;
+            }
+        }
+        if rearm {
+            self.timer = Some((Timer::Rto, now + self.rto));
+        }
+    }
+
+    /// `tcp_retransmit_skb` of a lost segment: it is in flight again (SACKED_RETRANS).
+    fn retransmit_one(&mut self, seq: u32, now: SimTime, out: &mut Vec<Packet>) {
+        let s = self.seg_mut(seq);
+        s.st &= !S_QUEUED;
+        s.st |= S_RETRANS;
+        self.sk.retrans_out += 1;
+        self.transmit(seq, now, out, true);
+    }
+
+    // ---------------------------------------------------------------- timers
+
+    fn head_tx_time(&self) -> SimTime {
+        self.segs.front().map(|s| s.tx_time).unwrap_or(self.sk.now)
+    }
+
+    /// `tcp_rearm_rto`.
+    fn rearm_rto(&mut self, now: SimTime) {
+        if self.sk.packets_out == 0 {
+            self.timer = None;
+            return;
+        }
+        let mut rto = self.rto;
+        if matches!(self.timer, Some((Timer::Reo, _)) | Some((Timer::Tlp, _))) {
+            // Offset the time elapsed since the head was sent.
+            let delta = (self.head_tx_time() + self.rto) as i64 - now as i64;
+            rto = delta.max(1) as u64;
+        }
+        self.timer = Some((Timer::Rto, now + rto.min(TCP_RTO_MAX)));
+    }
+
+    /// `tcp_schedule_loss_probe`.
+    fn schedule_loss_probe(&mut self, now: SimTime, advancing_rto: bool) -> bool {
+        if self.sk.packets_out == 0 || !matches!(self.sk.ca_state, CaState::Open | CaState::Cwr) {
+            return false;
+        }
+        let mut timeout = if self.rtt.srtt_us > 0 {
+            let t = (self.rtt.srtt_us >> 2) * US;
+            t + if self.sk.packets_out == 1 {
+                self.rto_min()
+            } else {
+                self.timeout_min()
+            }
+        } else {
+            TCP_TIMEOUT_INIT
+        };
+        let rto_delta = if advancing_rto {
+            self.rto as i64
+        } else {
+            (self.head_tx_time() + self.rto) as i64 - now as i64
+        };
+        if rto_delta > 0 {
+            timeout = timeout.min(rto_delta as u64);
+        }
+        self.timer = Some((Timer::Tlp, now + timeout));
+        true
+    }
+
+    /// `tcp_set_xmit_timer`.
+    fn set_xmit_timer(&mut self, now: SimTime) {
+        if !self.schedule_loss_probe(now, true) {
+            self.rearm_rto(now);
+        }
+    }
+
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.sk.now = now;
+        match self.phase {
+            Phase::SynSent => {
+                if now >= self.syn_at {
+                    // Retransmitted SYN: tcp_ecn_clear_syn drops the ECN request.
+                    self.syn_retries += 1;
+                    self.stats.syn_retrans += 1;
+                    self.ecn_req = EcnRequest::None;
+                    self.send_syn(now, out);
+                }
+                return;
+            }
+            Phase::Established => {}
+            _ => return,
+        }
+        if self.pace_at <= now {
+            self.pace_at = NEVER;
+            if self.sk.lost_out > self.sk.retrans_out {
+                self.xmit_retransmit_queue(now, out);
+            }
+            self.write_xmit(now, out, false);
+        }
+        if let Some((kind, at)) = self.timer {
+            if at <= now {
+                self.timer = None;
+                match kind {
+                    Timer::Rto => self.retransmit_timer(now, out),
+                    Timer::Tlp => self.send_loss_probe(now, out),
+                    Timer::Reo => self.rack_reo_timeout(now, out),
+                }
+            }
+        }
+    }
+
+    pub fn next_timer(&self) -> SimTime {
+        match self.phase {
+            Phase::SynSent => self.syn_at,
+            Phase::Established => {
+                let t = self.timer.map(|(_, t)| t).unwrap_or(NEVER);
+                t.min(self.pace_at)
+            }
+            _ => NEVER,
+        }
+    }
+
+    /// `tcp_retransmit_timer`: RTO.
+    fn retransmit_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.sk.packets_out == 0 {
+            return;
+        }
+        self.stats.rto_count += 1;
+        self.enter_loss(now);
+        // Retransmit the head regardless of cwnd.
+        let head = self.sk.snd_una;
+        let st = self.seg(head).st;
+        if st & S_LOST != 0 && st & (S_RETRANS | S_SACKED) == 0 {
+            self.retransmit_one(head, now, out);
+        }
+        self.retransmits += 1;
+        self.rto = (self.rto * 2).min(TCP_RTO_MAX);
+        self.timer = Some((Timer::Rto, now + self.rto));
+    }
+
+    /// `tcp_enter_loss`.
+    fn enter_loss(&mut self, now: SimTime) {
+        // tcp_timeout_mark_lost: the head, and every segment RACK considers timed out.
+        let una = self.sk.snd_una;
+        for seq in una..self.sk.snd_nxt {
+            let s = self.seg(seq);
+            if s.st & S_SACKED != 0 {
+                continue;
+            }
+            if seq != una && (self.rack.rtt as i64 - (now.saturating_sub(s.tx_time)) as i64) > 0 {
+                continue;
+            }
+            self.mark_lost(seq);
+        }
+        let state = self.sk.ca_state;
+        if state <= CaState::Disorder
+            || self.sk.high_seq <= self.sk.snd_una
+            || (state == CaState::Loss && self.retransmits == 0)
+        {
+            self.sk.prior_ssthresh = self.sk.snd_ssthresh;
+            self.sk.prior_cwnd = self.sk.snd_cwnd;
+            self.sk.snd_ssthresh = self.cc.ssthresh(&mut self.sk);
+            self.cc.cwnd_event(&mut self.sk, CaEvent::Loss);
+        }
+        self.sk.snd_cwnd = self.sk.packets_in_flight() + 1;
+        self.sk.snd_cwnd_cnt = 0;
+        self.sk.snd_cwnd_stamp = now;
+        self.set_state(CaState::Loss);
+        self.sk.high_seq = self.sk.snd_nxt;
+        if self.sk.ecn_mode == EcnMode::Rfc3168 {
+            self.queue_cwr = true;
+        }
+    }
+
+    /// `tcp_send_loss_probe`.
+    fn send_loss_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.tlp_high_seq.is_none() {
+            self.tlp_retrans = false;
+            let mut probed = false;
+            if self.sk.snd_nxt < self.total_segs {
+                probed = self.write_xmit(now, out, true) > 0;
+            } else if self.sk.packets_out > 0 {
+                let last = self.sk.snd_nxt - 1;
+                if self.seg(last).st & S_SACKED == 0 {
+                    self.transmit(last, now, out, true);
+                    self.tlp_retrans = true;
+                    probed = true;
+                }
+            }
+            if probed {
+                self.tlp_high_seq = Some(self.sk.snd_nxt);
+                self.stats.tlp_count += 1;
+                self.timer = None;
+            }
+        }
+        self.rearm_rto(now);
+    }
+
+    /// `tcp_rack_reo_timeout`.
+    fn rack_reo_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let prior_inflight = self.sk.packets_in_flight();
+        let timeout = self.rack_detect_loss(now);
+        if prior_inflight != self.sk.packets_in_flight() {
+            if self.sk.ca_state != CaState::Recovery {
+                self.enter_recovery(false);
+                if !self.cc.has_cong_control() {
+                    let sk = &mut self.sk;
+                    self.prr.reduce(sk, 1, 0, false);
+                }
+            }
+            self.xmit_retransmit_queue(now, out);
+        }
+        if timeout > 0 {
+            self.timer = Some((Timer::Reo, now + timeout + self.timeout_min()));
+        } else if !matches!(self.timer, Some((Timer::Rto, _))) {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// `tcp_rack_detect_loss`: mark lost every segment sent before the most recently delivered
+    /// one and outstanding for longer than rack.rtt + reo_wnd. Returns the time until the next
+    /// one would expire (0 if none).
+    fn rack_detect_loss(&mut self, now: SimTime) -> u64 {
+        let reo_wnd = self.rack.reo_wnd(
+            self.sk.ca_state,
+            self.sk.sacked_out,
+            self.sk.min_rtt,
+            self.sk.srtt,
+        );
+        let mut timeout = 0u64;
+        let mut cur = self.ts_head;
+        while cur != NIL {
+            let s = *self.seg(cur);
+            if !sent_after(self.rack.mstamp, s.tx_time, self.rack.end_seq, cur + 1) {
+                break;
+            }
+            let remaining = (self.rack.rtt + reo_wnd) as i64 - now.saturating_sub(s.tx_time) as i64;
+            if remaining <= 0 {
+                self.mark_lost(cur);
+            } else {
+                timeout = timeout.max(remaining as u64);
+            }
+            cur = s.next;
+        }
+        timeout
+    }
+
+    /// `tcp_rack_mark_lost`; returns true when a reordering timer was armed.
+    fn rack_mark_lost(&mut self, now: SimTime) -> bool {
+        if !self.rack.advanced {
+            return false;
+        }
+        self.rack.advanced = false;
+        let timeout = self.rack_detect_loss(now);
+        if timeout > 0 {
+            self.timer = Some((Timer::Reo, now + timeout + self.timeout_min()));
+            return true;
+        }
+        false
+    }
+
+    // ---------------------------------------------------------------- state machine
+
+    fn set_state(&mut self, s: CaState) {
+        self.cc.set_state(&mut self.sk, s);
+        self.sk.ca_state = s;
+    }
+
+    /// `tcp_init_cwnd_reduction`.
+    fn init_cwnd_reduction(&mut self) {
+        self.sk.high_seq = self.sk.snd_nxt;
+        self.tlp_high_seq = None;
+        self.sk.snd_cwnd_cnt = 0;
+        self.sk.prior_cwnd = self.sk.snd_cwnd;
+        self.prr = Prr::default();
+        self.sk.snd_ssthresh = self.cc.ssthresh(&mut self.sk);
+        if self.sk.ecn_mode == EcnMode::Rfc3168 {
+            self.queue_cwr = true;
+        }
+    }
+
+    /// `tcp_end_cwnd_reduction`.
+    fn end_cwnd_reduction(&mut self) {
+        if self.cc.has_cong_control() {
+            return;
+        }
+        if self.sk.snd_ssthresh < crate::cc::INFINITE_SSTHRESH {
+            self.sk.snd_cwnd = self.sk.snd_ssthresh;
+            self.sk.snd_cwnd_stamp = self.sk.now;
+        }
+        self.cc.cwnd_event(&mut self.sk, CaEvent::CompleteCwr);
+    }
+
+    /// `tcp_enter_cwr`.
+    fn enter_cwr(&mut self) {
+        self.sk.prior_ssthresh = 0;
+        if self.sk.ca_state < CaState::Cwr {
+            self.init_cwnd_reduction();
+            self.set_state(CaState::Cwr);
+            self.stats.cwr_count += 1;
+        }
+    }
+
+    /// `tcp_enter_recovery`.
+    fn enter_recovery(&mut self, ece_ack: bool) {
+        self.sk.prior_ssthresh = 0;
+        if !self.in_cwnd_reduction() {
+            if !ece_ack {
+                self.sk.prior_ssthresh = self.sk.snd_ssthresh;
+            }
+            self.init_cwnd_reduction();
+        }
+        self.stats.fast_recoveries += 1;
+        self.set_state(CaState::Recovery);
+    }
+
+    fn any_retrans_done(&self) -> bool {
+        self.sk.retrans_out > 0
+            || self
+                .segs
+                .front()
+                .is_some_and(|s| s.st & S_EVER_RETRANS != 0)
+    }
+
+    /// `tcp_try_keep_open`.
+    fn try_keep_open(&mut self) {
+        let state = if self.sk.sacked_out + self.sk.lost_out > 0 || self.any_retrans_done() {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
+        if self.sk.ca_state != state {
+            self.set_state(state);
+            self.sk.high_seq = self.sk.snd_nxt;
+        }
+    }
+
+    /// `tcp_try_to_open`.
+    fn try_to_open(&mut self, flag: u32) {
+        if flag & FLAG_ECE != 0 {
+            self.enter_cwr();
+        }
+        if self.sk.ca_state != CaState::Cwr {
+            self.try_keep_open();
+        }
+    }
+
+    /// `tcp_identify_packet_loss` (RACK).
+    fn identify_packet_loss(&mut self, now: SimTime, flag: &mut u32) {
+        if self.sk.packets_out == 0 {
+            return;
+        }
+        let prior_retrans = self.sk.retrans_out;
+        if self.rack_mark_lost(now) {
+            *flag &= !FLAG_SET_XMIT_TIMER;
+        }
+        if prior_retrans > self.sk.retrans_out {
+            *flag |= FLAG_LOST_RETRANS;
+        }
+    }
+
+    /// `tcp_fastretrans_alert` for a SACK + RACK connection without undo. Returns whether
+    /// lost segments should be retransmitted.
+    fn fastretrans_alert(&mut self, now: SimTime, flag: &mut u32) -> bool {
+        let ece = *flag & FLAG_ECE != 0;
+        // D. State exit when high_seq is ACKed.
+        if self.sk.ca_state != CaState::Open && self.sk.snd_una >= self.sk.high_seq {
+            match self.sk.ca_state {
+                CaState::Cwr if self.sk.snd_una != self.sk.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_state(CaState::Open);
+                }
+                CaState::Recovery => {
+                    self.set_state(CaState::Open);
+                    self.end_cwnd_reduction();
+                }
+                _ => {}
+            }
+        }
+        // E. Process state.
+        match self.sk.ca_state {
+            CaState::Recovery => {
+                self.identify_packet_loss(now, flag);
+                return true;
+            }
+            CaState::Loss => {
+                if self.sk.snd_una >= self.sk.high_seq {
+                    self.set_state(CaState::Open);
+                } else {
+                    self.identify_packet_loss(now, flag);
+                    if *flag & FLAG_LOST_RETRANS == 0 {
+                        return true;
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.identify_packet_loss(now, flag);
+        if self.sk.lost_out == 0 {
+            self.try_to_open(*flag);
+            return false;
+        }
+        self.enter_recovery(ece);
+        true
+    }
+
+    /// `tcp_process_tlp_ack`.
+    fn process_tlp_ack(&mut self, ack: u32, flag: u32) {
+        let Some(high) = self.tlp_high_seq else {
+            return;
+        };
+        if ack < high {
+            return;
+        }
+        if !self.tlp_retrans || flag & FLAG_DSACK != 0 {
+            self.tlp_high_seq = None;
+        } else if ack > high {
+            // The probe repaired a loss: reduce once.
+            self.init_cwnd_reduction();
+            self.set_state(CaState::Cwr);
+            self.end_cwnd_reduction();
+            self.try_keep_open();
+        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_DATA_SACKED) == 0 {
+            self.tlp_high_seq = None;
+        }
+    }
+
+    /// `tcp_update_pacing_rate`.
+    fn update_pacing_rate(&mut self) {
+        let sk = &mut self.sk;
+        let ratio: u64 = if sk.snd_cwnd < sk.snd_ssthresh / 2 {
+            self.spec.pacing_ss_ratio as u64
+        } else {
+            self.spec.pacing_ca_ratio as u64
+        };
+        let mut rate = sk.mss as u64 * ((1_000_000 / 100) << 3) * ratio;
+        rate *= sk.snd_cwnd.max(sk.packets_out) as u64;
+        if let Some(r) = rate.checked_div(self.rtt.srtt_us) {
+            rate = r;
+        }
+        sk.pacing_rate = rate.min(sk.max_pacing_rate);
+    }
+
+    // ---------------------------------------------------------------- ACK processing
+
+    /// `tcp_ack`.
+    fn on_ack(&mut self, p: &Packet, now: SimTime, out: &mut Vec<Packet>) {
+        let ack = p.ack;
+        if ack < self.sk.snd_una || ack > self.sk.snd_nxt {
+            return;
+        }
+        self.stats.acks_received += 1;
+        let prior_snd_una = self.sk.snd_una;
+        let prior_delivered = self.sk.delivered;
+        let prior_lost = self.sk.lost;
+        let prior_fack = self.sacked.highest_end().max(prior_snd_una);
+        self.rs = RateSample {
+            prior_in_flight: self.sk.packets_in_flight(),
+            rtt: -1,
+            delivered: -1,
+            interval: -1,
+            ..Default::default()
+        };
+        self.rate.have_prior = false;
+        let mut flag = 0u32;
+        if ack > prior_snd_una {
+            flag |= FLAG_SND_UNA_ADVANCED;
+            self.retransmits = 0;
+        }
+        let min_rtt = self.sk.min_rtt;
+        // SACK blocks (tcp_sacktag_write_queue).
+        let mut first_sackt = NEVER;
+        let mut last_sackt = NEVER;
+        if p.n_sack > 0 {
+            if p.dsack {
+                flag |= FLAG_DSACK;
+                self.stats.dsacks_received += 1;
+            }
+            let start = if p.dsack { 1 } else { 0 };
+            for i in start..p.n_sack as usize {
+                let (s, e) = p.sack[i];
+                let s = s.max(ack);
+                let e = e.min(self.sk.snd_nxt);
+                if s >= e {
+                    continue;
+                }
+                // Tag only the parts not SACKed before (the range set is taken out while
+                // its callback updates the scoreboard).
+                let mut ranges = std::mem::take(&mut self.sacked);
+                ranges.add(s, e, |a, b| {
+                    for seq in a..b {
+                        self.sacktag_one(
+                            seq,
+                            now,
+                            min_rtt,
+                            prior_fack,
+                            &mut first_sackt,
+                            &mut last_sackt,
+                        );
+                        flag |= FLAG_DATA_SACKED;
+                    }
+                });
+                self.sacked = ranges;
+            }
+        }
+        // Cumulative ACK (tcp_clean_rtx_queue).
+        let mut first_ackt = NEVER;
+        let mut last_ackt = NEVER;
+        let mut pkts_acked = 0u32;
+        while self.sk.snd_una < ack {
+            let seq = self.sk.snd_una;
+            self.ts_unlink(seq);
+            let mut s = self.segs.pop_front().expect("segment below snd_nxt");
+            self.sk.snd_una += 1;
+            self.sk.packets_out -= 1;
+            pkts_acked += 1;
+            if s.st & S_SACKED != 0 {
+                self.sk.sacked_out -= 1;
+            } else {
+                if s.st & S_RETRANS != 0 {
+                    self.sk.retrans_out -= 1;
+                }
+                if s.st & S_LOST != 0 {
+                    self.sk.lost_out -= 1;
+                }
+                self.sk.delivered += 1;
+                self.rack
+                    .advance(s.st & S_EVER_RETRANS != 0, seq + 1, s.tx_time, now, min_rtt);
+                if s.st & S_EVER_RETRANS == 0 && seq < prior_fack {
+                    self.rack.reord_seen += 1;
+                }
+            }
+            if s.st & S_EVER_RETRANS != 0 {
+                flag |= FLAG_RETRANS_DATA_ACKED;
+            } else if s.st & S_SACKED == 0 {
+                last_ackt = s.tx_time;
+                if first_ackt == NEVER {
+                    first_ackt = s.tx_time;
+                }
+            }
+            let lost_now = self.sk.lost;
+            self.rate.on_delivered(
+                &mut self.rs,
+                &mut s.tx,
+                s.tx_time,
+                seq + 1,
+                s.st & S_EVER_RETRANS != 0,
+                false,
+                lost_now,
+            );
+        }
+        if pkts_acked > 0 {
+            self.sacked.trim_below(ack);
+            flag |= FLAG_SET_XMIT_TIMER;
+        }
+        // RTT (tcp_ack_update_rtt).
+        let mut seq_rtt: i64 = -1;
+        let mut ca_rtt: i64 = -1;
+        if first_ackt != NEVER && flag & FLAG_RETRANS_DATA_ACKED == 0 {
+            seq_rtt = (now - first_ackt) as i64;
+            ca_rtt = (now - last_ackt) as i64;
+        }
+        let mut sack_rtt: i64 = -1;
+        if first_sackt != NEVER {
+            sack_rtt = (now - first_sackt) as i64;
+            ca_rtt = (now - last_sackt) as i64;
+        }
+        if seq_rtt < 0 {
+            seq_rtt = sack_rtt;
+        }
+        if seq_rtt < 0 && pkts_acked > 0 && p.ts_ecr > 0 {
+            // Timestamp fallback (ms resolution, TCP_TS_HZ = 1000).
+            let d = (now / MS).saturating_sub(p.ts_ecr / MS).max(1);
+            seq_rtt = (d * MS) as i64;
+            ca_rtt = seq_rtt;
+        }
+        self.rs.rtt = ca_rtt;
+        if seq_rtt >= 0 {
+            let ca_us = ((ca_rtt.max(0) as u64) / US).max(1);
+            self.min_rtt.running_min(MIN_RTT_WIN, now, ca_us * US);
+            let rto_min_us = self.rto_min() / US;
+            self.rtt.sample(
+                ((seq_rtt as u64) / US).max(1),
+                self.sk.snd_una,
+                self.sk.snd_nxt,
+                rto_min_us,
+            );
+            self.rto = self.rtt.rto();
+            self.sync_rtt();
+        }
+        // ECN feedback.
+        let newly = (self.sk.delivered - prior_delivered) as u32;
+        let ece_delta = match self.sk.ecn_mode {
+            EcnMode::None => 0,
+            EcnMode::Rfc3168 => {
+                if p.has(flags::ECE) {
+                    flag |= FLAG_ECE;
+                    newly
+                } else {
+                    0
+                }
+            }
+            EcnMode::AccEcn => {
+                let d = ecn::ace_delta(p.ace(), self.sk.delivered_ce, newly);
+                if d > 0 {
+                    flag |= FLAG_ECE;
+                }
+                d
+            }
+        };
+        self.sk.delivered_ce += ece_delta as u64;
+        self.rs.ece_delta = ece_delta;
+        // pkts_acked hook (tcp_clean_rtx_queue). Linux fills `in_flight` with
+        // `mss * (tp->delivered - rs->prior_delivered)`; here in segments.
+        let in_flight = (self.sk.delivered - self.rs.prior_delivered) as u32;
+        let sample = AckSample {
+            pkts_acked,
+            rtt: ca_rtt,
+            in_flight,
+        };
+        self.cc.pkts_acked(&mut self.sk, &sample);
+        self.cc.in_ack_event(&mut self.sk, flag & FLAG_ECE != 0);
+        // Loss detection and the CA state machine.
+        let dubious = pkts_acked == 0
+            || flag & (FLAG_DATA_SACKED | FLAG_ECE) != 0
+            || self.sk.ca_state != CaState::Open;
+        let mut rexmit = false;
+        if dubious {
+            rexmit = self.fastretrans_alert(now, &mut flag);
+        }
+        self.process_tlp_ack(ack, flag);
+        if flag & FLAG_SET_XMIT_TIMER != 0 {
+            self.set_xmit_timer(now);
+        }
+        // Rate sample and congestion control (tcp_cong_control).
+        let lost = (self.sk.lost - prior_lost) as u32;
+        let mut rs = self.rs;
+        self.rate.generate(&mut self.sk, &mut rs, newly, lost, now);
+        self.rs = rs;
+        if self.cc.has_cong_control() {
+            self.cc.cong_control(&mut self.sk, &rs);
+        } else {
+            if self.in_cwnd_reduction() {
+                let una_adv = flag & FLAG_SND_UNA_ADVANCED != 0;
+                self.prr.reduce(&mut self.sk, newly, lost, una_adv);
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 {
+                self.cc.cong_avoid(&mut self.sk, ack, newly);
+            }
+            self.update_pacing_rate();
+        }
+        // Completion of a sized transfer.
+        if self.sk.snd_una >= self.total_segs {
+            self.stats.completed_at = now;
+            self.phase = Phase::Done;
+            self.timer = None;
+            self.pace_at = NEVER;
+            return;
+        }
+        if rexmit {
+            self.xmit_retransmit_queue(now, out);
+        }
+        self.write_xmit(now, out, false);
+    }
+
+    /// `tcp_sacktag_one` for a newly SACKed segment.
+    fn sacktag_one(
+        &mut self,
+        seq: u32,
+        now: SimTime,
+        min_rtt: u64,
+        prior_fack: u32,
+        first_sackt: &mut SimTime,
+        last_sackt: &mut SimTime,
+    ) {
+        let i = self.idx(seq);
+        let st = self.segs[i].st;
+        if st & S_SACKED != 0 {
+            return;
+        }
+        let tx_time = self.segs[i].tx_time;
+        self.rack
+            .advance(st & S_EVER_RETRANS != 0, seq + 1, tx_time, now, min_rtt);
+        if st & S_RETRANS != 0 {
+            if st & S_LOST != 0 {
+                self.sk.lost_out -= 1;
+                self.sk.retrans_out -= 1;
+            }
+        } else {
+            if st & S_EVER_RETRANS == 0 {
+                if seq < prior_fack {
+                    self.rack.reord_seen += 1;
+                }
+                *last_sackt = tx_time;
+                if *first_sackt == NEVER {
+                    *first_sackt = tx_time;
+                }
+            }
+            if st & S_LOST != 0 {
+                self.sk.lost_out -= 1;
+            }
+        }
+        self.segs[i].st = (st | S_SACKED) & !(S_LOST | S_RETRANS);
+        self.sk.sacked_out += 1;
+        self.sk.delivered += 1;
+        self.ts_unlink(seq);
+        let lost_now = self.sk.lost;
+        let mut tx = self.segs[i].tx;
+        self.rate.on_delivered(
+            &mut self.rs,
+            &mut tx,
+            tx_time,
+            seq + 1,
+            st & S_EVER_RETRANS != 0,
+            true,
+            lost_now,
+        );
+        self.segs[i].tx = tx;
+    }
+
+    /// Segments sent and not yet known delivered or lost (`tcp_packets_in_flight`).
+    pub fn in_flight(&self) -> u64 {
+        self.sk.packets_in_flight() as u64
+    }
+    /// Current RTO, ns (with backoff).
+    pub fn rto(&self) -> SimDuration {
+        self.rto
+    }
+    /// Earliest time the pacer lets the next packet out.
+    pub fn pacing_stamp(&self) -> SimTime {
+        self.wstamp
+    }
+}

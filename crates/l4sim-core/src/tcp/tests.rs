@@ -1,0 +1,1289 @@
+//! Behaviour tests of the TCP endpoints through a small in-test network: a forward path with a
+//! FIFO bottleneck (fixed rate, packet limit, programmable drop/mark/delay per packet) and a
+//! fixed propagation delay, and a reverse path with a fixed delay.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::collections::VecDeque;
+
+use super::ecn::{self, EcnRequest};
+use super::*;
+use crate::cc::{reno::Reno, AnyCc, CaState, CcFlags, EcnMode};
+use crate::packet::{flags, Ecn, Packet};
+use crate::rng::Rng;
+use crate::time::{Rate, SimDuration, SimTime, MS, NEVER, SEC};
+
+enum Verdict {
+    Pass,
+    Drop,
+    Mark,
+    /// Pass, arriving this much later than the FIFO would deliver it (reordering).
+    Delay(SimDuration),
+}
+
+struct Ctx {
+    now: SimTime,
+    qlen: usize,
+}
+
+type Filter = Box<dyn FnMut(&Packet, &Ctx) -> Verdict>;
+
+struct Harness {
+    s: TcpSender,
+    r: TcpReceiver,
+    now: SimTime,
+    rate: Rate,
+    delay: SimDuration,
+    limit: usize,
+    departs: VecDeque<SimTime>,
+    last_depart: SimTime,
+    events: BinaryHeap<Reverse<(SimTime, u64)>>,
+    slab: Vec<(Packet, bool)>,
+    filter: Filter,
+    /// Drop decision for packets on the reverse path.
+    rev_drop: Box<dyn FnMut(&Packet) -> bool>,
+    /// Every packet the sender emitted, with the time and its pacing rate after the call.
+    fwd: Vec<(SimTime, Packet, u64)>,
+    /// Every packet the receiver emitted.
+    rev: Vec<(SimTime, Packet)>,
+    data_drops: u64,
+    data_in_net: u64,
+    out: Vec<Packet>,
+}
+
+fn params(size: Option<u64>) -> ConnParams {
+    ConnParams {
+        flow: 0,
+        sender: 1,
+        receiver: 2,
+        hash_fwd: 11,
+        hash_rev: 12,
+        size,
+    }
+}
+
+impl Harness {
+    /// `rate_mbps` bottleneck, `rtt_ms` base RTT (half each way), `limit` packets of buffer.
+    fn new(
+        rate_mbps: f64,
+        rtt_ms: f64,
+        limit: usize,
+        s_spec: TcpSpec,
+        r_spec: TcpSpec,
+        size: Option<u64>,
+    ) -> Harness {
+        Self::with_flags(
+            rate_mbps,
+            rtt_ms,
+            limit,
+            s_spec,
+            r_spec,
+            CcFlags::default(),
+            size,
+        )
+    }
+    fn with_flags(
+        rate_mbps: f64,
+        rtt_ms: f64,
+        limit: usize,
+        s_spec: TcpSpec,
+        r_spec: TcpSpec,
+        r_flags: CcFlags,
+        size: Option<u64>,
+    ) -> Harness {
+        let p = params(size);
+        let s = TcpSender::new(&p, &s_spec, AnyCc::Reno(Reno), Rng::new(1, 1));
+        let r = TcpReceiver::with_cc_flags(&p, &r_spec, r_flags, Rng::new(1, 2));
+        Harness {
+            s,
+            r,
+            now: 0,
+            rate: Rate::mbps(rate_mbps),
+            delay: (rtt_ms * MS as f64 / 2.0) as SimDuration,
+            limit,
+            departs: VecDeque::new(),
+            last_depart: 0,
+            events: BinaryHeap::new(),
+            slab: Vec::new(),
+            filter: Box::new(|_, _| Verdict::Pass),
+            rev_drop: Box::new(|_| false),
+            fwd: Vec::new(),
+            rev: Vec::new(),
+            data_drops: 0,
+            data_in_net: 0,
+            out: Vec::new(),
+        }
+    }
+    fn schedule(&mut self, t: SimTime, p: Packet, to_receiver: bool) {
+        let id = self.slab.len() as u64;
+        self.slab.push((p, to_receiver));
+        self.events.push(Reverse((t, id)));
+    }
+    fn route_fwd(&mut self) {
+        let out = std::mem::take(&mut self.out);
+        for mut p in out.iter().copied() {
+            self.fwd.push((self.now, p, self.s.sk.pacing_rate));
+            while self.departs.front().is_some_and(|&d| d <= self.now) {
+                self.departs.pop_front();
+            }
+            let ctx = Ctx {
+                now: self.now,
+                qlen: self.departs.len(),
+            };
+            let mut extra = 0;
+            match (self.filter)(&p, &ctx) {
+                Verdict::Pass => {}
+                Verdict::Drop => {
+                    if p.is_data() {
+                        self.data_drops += 1;
+                    }
+                    continue;
+                }
+                Verdict::Mark => {
+                    p.ecn.set_ce();
+                }
+                Verdict::Delay(d) => extra = d,
+            }
+            if self.departs.len() >= self.limit {
+                if p.is_data() {
+                    self.data_drops += 1;
+                }
+                continue;
+            }
+            let depart = self.now.max(self.last_depart) + self.rate.tx_time(p.len);
+            self.last_depart = depart;
+            self.departs.push_back(depart);
+            if p.is_data() {
+                self.data_in_net += 1;
+            }
+            self.schedule(depart + self.delay + extra, p, true);
+        }
+        self.out = out;
+        self.out.clear();
+    }
+    fn route_rev(&mut self) {
+        let out = std::mem::take(&mut self.out);
+        for p in out.iter().copied() {
+            self.rev.push((self.now, p));
+            if (self.rev_drop)(&p) {
+                continue;
+            }
+            self.schedule(self.now + self.delay, p, false);
+        }
+        self.out = out;
+        self.out.clear();
+    }
+    fn start(&mut self) {
+        self.s.connect(self.now, &mut self.out);
+        self.route_fwd();
+    }
+    /// Run events until `t_end` or until `stop` returns true after an event.
+    fn run_until(&mut self, t_end: SimTime, mut stop: impl FnMut(&Harness) -> bool) {
+        for _ in 0..50_000_000u64 {
+            let te = self
+                .events
+                .peek()
+                .map(|Reverse((t, _))| *t)
+                .unwrap_or(NEVER);
+            let ts = self.s.next_timer();
+            let tr = self.r.next_timer();
+            let t = te.min(ts).min(tr);
+            if t == NEVER || t > t_end {
+                self.now = t_end;
+                return;
+            }
+            self.now = self.now.max(t);
+            if te == t {
+                let Reverse((_, id)) = self.events.pop().unwrap();
+                let (p, to_r) = self.slab[id as usize];
+                if to_r {
+                    if p.is_data() {
+                        self.data_in_net -= 1;
+                    }
+                    self.r.on_packet(&p, self.now, &mut self.out);
+                    self.route_rev();
+                } else {
+                    self.s.on_packet(&p, self.now, &mut self.out);
+                    self.route_fwd();
+                }
+            } else if ts == t {
+                self.s.on_timer(self.now, &mut self.out);
+                self.route_fwd();
+            } else {
+                self.r.on_timer(self.now, &mut self.out);
+                self.route_rev();
+            }
+            if stop(self) {
+                return;
+            }
+        }
+        panic!("harness did not terminate");
+    }
+    fn run(&mut self, t_end: SimTime) {
+        self.run_until(t_end, |_| false);
+    }
+    fn data(&self) -> impl Iterator<Item = &(SimTime, Packet, u64)> {
+        self.fwd.iter().filter(|(_, p, _)| p.is_data())
+    }
+    fn retransmitted_seqs(&self) -> Vec<u32> {
+        self.data()
+            .filter(|(_, p, _)| p.retrans)
+            .map(|(_, p, _)| p.seq)
+            .collect()
+    }
+}
+
+fn spec(ecn: EcnSysctl) -> TcpSpec {
+    TcpSpec {
+        ecn,
+        ..TcpSpec::default()
+    }
+}
+
+fn first_tx_of(seqs: &'static [u32]) -> Filter {
+    Box::new(move |p, _| {
+        if p.is_data() && !p.retrans && seqs.contains(&p.seq) {
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    })
+}
+
+// ------------------------------------------------------------------------- ECN negotiation
+
+const SYSCTLS: [EcnSysctl; 6] = [
+    EcnSysctl::None,
+    EcnSysctl::Classic,
+    EcnSysctl::Passive,
+    EcnSysctl::Accecn,
+    EcnSysctl::AccecnClassicOut,
+    EcnSysctl::AccecnPassive,
+];
+
+fn mode_char(m: EcnMode) -> char {
+    match m {
+        EcnMode::None => '-',
+        EcnMode::Rfc3168 => 'C',
+        EcnMode::AccEcn => 'A',
+    }
+}
+
+#[test]
+fn ecn_negotiation_matrix_follows_the_linux_sysctl_table() {
+    // Rows: sender tcp_ecn 0..5; columns: receiver tcp_ecn 0..5 (Reno on both sides).
+    let expected = ["------", "-CCCCC", "------", "-CCAAA", "-CCCCC", "------"];
+    for (i, &ss) in SYSCTLS.iter().enumerate() {
+        for (j, &rs) in SYSCTLS.iter().enumerate() {
+            let mut h = Harness::new(10.0, 20.0, 100, spec(ss), spec(rs), Some(20_000));
+            h.start();
+            h.run(SEC);
+            let want = expected[i].as_bytes()[j] as char;
+            assert_eq!(
+                mode_char(h.s.stats.ecn_mode),
+                want,
+                "sender {ss:?} receiver {rs:?}"
+            );
+            assert_eq!(
+                mode_char(h.r.stats.ecn_mode),
+                want,
+                "receiver side, {ss:?} x {rs:?}"
+            );
+            let data_ecn = if want == '-' { Ecn::NotEct } else { Ecn::Ect0 };
+            assert_eq!(h.s.stats.data_ecn, data_ecn);
+            assert!(h.s.stats.completed_at != NEVER);
+        }
+    }
+}
+
+#[test]
+fn ecn_negotiation_cc_flags_override_the_sysctls() {
+    let prague = CcFlags {
+        needs_ecn: true,
+        needs_accecn: true,
+        ..Default::default()
+    };
+    let prague_nofb = CcFlags {
+        no_fallback_rfc3168: true,
+        ..prague
+    };
+    let dctcp = CcFlags {
+        needs_ecn: true,
+        dctcp_echo: true,
+        ..Default::default()
+    };
+    let plain = CcFlags::default();
+    let mainline = AccEcnAccept::Mainline;
+    let negotiate = |s_sys, s_f: CcFlags, r_sys, r_f: CcFlags, rule| {
+        let req = ecn::syn_request(s_sys, s_f);
+        let syn = ecn::syn_flags(req);
+        let syn_ecn = if req != EcnRequest::None && s_f.needs_ecn {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        };
+        let lm = ecn::listener_mode(syn, syn_ecn, r_sys, r_f, rule);
+        let cm = ecn::client_mode(req, ecn::synack_flags(lm, syn_ecn), s_f);
+        (cm, lm)
+    };
+    use EcnMode::*;
+    use EcnSysctl as S;
+    // Prague always requests AccECN, whatever its sysctl.
+    assert_eq!(
+        negotiate(S::None, prague, S::Accecn, plain, mainline).0,
+        AccEcn
+    );
+    // A Prague listener accepts AccECN even with tcp_ecn=0.
+    assert_eq!(
+        negotiate(S::Accecn, prague, S::None, prague, mainline).0,
+        AccEcn
+    );
+    // Prague against a classic-ECN receiver falls back to RFC 3168 (P06-cnt) ...
+    assert_eq!(
+        negotiate(S::Accecn, prague, S::Classic, plain, mainline).0,
+        Rfc3168
+    );
+    // ... or to no ECN with NO_FALLBACK_RFC3168, although the listener answered classic.
+    assert_eq!(
+        negotiate(S::Accecn, prague_nofb, S::Classic, plain, mainline),
+        (None, Rfc3168)
+    );
+    // Against tcp_ecn=0 with a plain CC: no ECN. The SYN was ECT, so a plain listener refuses.
+    assert_eq!(
+        negotiate(S::Accecn, prague, S::None, plain, mainline).0,
+        None
+    );
+    assert_eq!(
+        negotiate(S::Accecn, prague, S::Passive, plain, mainline).0,
+        Rfc3168
+    );
+    // NEEDS_ECN makes a tcp_ecn=0 sender request classic ECN, and a DCTCP listener accepts it.
+    assert_eq!(
+        negotiate(S::None, dctcp, S::None, dctcp, mainline).0,
+        Rfc3168
+    );
+    // An ECT SYN from a NEEDS_ECN sender is refused by a plain classic listener (no AE bit).
+    assert_eq!(
+        negotiate(S::None, dctcp, S::Classic, plain, mainline).0,
+        None
+    );
+    // Older L4STeam acceptance: tcp_ecn=2 accepts AccECN, tcp_ecn=1 answers classic.
+    assert_eq!(
+        negotiate(S::Accecn, plain, S::Passive, plain, AccEcnAccept::Legacy).0,
+        AccEcn
+    );
+    assert_eq!(
+        negotiate(S::Accecn, plain, S::Classic, plain, AccEcnAccept::Legacy).0,
+        Rfc3168
+    );
+    assert_eq!(
+        negotiate(S::Accecn, plain, S::Passive, plain, mainline).0,
+        Rfc3168
+    );
+    // A SYN/ACK reflecting all three bits is broken: no ECN.
+    let all = flags::AE | flags::CWR | flags::ECE;
+    assert_eq!(ecn::client_mode(EcnRequest::AccEcn, all, plain), None);
+}
+
+#[test]
+fn retransmitted_syn_drops_the_ecn_request_after_one_second() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::Accecn),
+        spec(EcnSysctl::Accecn),
+        Some(10_000),
+    );
+    let mut first = true;
+    h.filter = Box::new(move |p, _| {
+        if p.has(flags::SYN) && first {
+            first = false;
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(3 * SEC);
+    assert_eq!(h.s.stats.syn_retrans, 1);
+    let est = h.s.stats.established_at;
+    assert!((SEC + 20 * MS..SEC + 25 * MS).contains(&est), "{est}");
+    assert_eq!(h.s.stats.ecn_mode, EcnMode::None);
+    assert!(h.s.stats.completed_at != NEVER);
+}
+
+#[test]
+fn rfc3168_mode_sends_ect0_on_new_data_only() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        Some(200_000),
+    );
+    h.filter = first_tx_of(&[30]);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.stats.ecn_mode, EcnMode::Rfc3168);
+    for (_, p, _) in h.data() {
+        let want = if p.retrans { Ecn::NotEct } else { Ecn::Ect0 };
+        assert_eq!(p.ecn, want, "seq {} retrans {}", p.seq, p.retrans);
+    }
+    assert!(h
+        .rev
+        .iter()
+        .all(|(_, p)| p.has(flags::SYN) || p.ecn == Ecn::NotEct));
+    assert_eq!(h.retransmitted_seqs(), vec![30]);
+}
+
+#[test]
+fn accecn_mode_sends_every_packet_ect_without_cwr() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::Accecn),
+        spec(EcnSysctl::Accecn),
+        Some(200_000),
+    );
+    h.filter = first_tx_of(&[30]);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.stats.ecn_mode, EcnMode::AccEcn);
+    assert!(h.data().all(|(_, p, _)| p.ecn == Ecn::Ect0));
+    assert!(h
+        .rev
+        .iter()
+        .filter(|(_, p)| !p.has(flags::SYN))
+        .all(|(_, p)| p.ecn == Ecn::Ect0));
+    assert_eq!(h.retransmitted_seqs(), vec![30]);
+}
+
+// ------------------------------------------------------------------------- ECN feedback
+
+#[test]
+fn rfc3168_receiver_latches_ece_until_cwr_and_sender_reduces_once() {
+    let mut h = Harness::new(
+        10.0,
+        40.0,
+        1000,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        None,
+    );
+    // Mark 20 consecutive data packets (well within one RTT) once the flow is in steady growth.
+    h.filter = Box::new(|p, _| {
+        if p.is_data() && (200..220).contains(&p.seq) && !p.retrans {
+            Verdict::Mark
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(2 * SEC);
+    assert_eq!(
+        h.s.stats.cwr_count, 1,
+        "one reduction for marks within one RTT"
+    );
+    assert_eq!(h.r.stats.ce_received, 20);
+    // ECE is set on every ACK from the first CE until the ACK of the CWR segment.
+    let cwr_seq = h
+        .data()
+        .find(|(_, p, _)| p.has(flags::CWR))
+        .expect("CWR sent")
+        .1
+        .seq;
+    let acks: Vec<&Packet> = h
+        .rev
+        .iter()
+        .map(|(_, p)| p)
+        .filter(|p| !p.has(flags::SYN))
+        .collect();
+    let first_ece = acks.iter().position(|p| p.has(flags::ECE)).unwrap();
+    assert_eq!(
+        acks[first_ece].ack, 201,
+        "first CE (seg 200) is ACKed at once with ECE"
+    );
+    let last_ece = acks.iter().rposition(|p| p.has(flags::ECE)).unwrap();
+    assert!(acks[first_ece..=last_ece].iter().all(|p| p.has(flags::ECE)));
+    assert!(
+        acks[last_ece].ack <= cwr_seq,
+        "ECE stops once CWR (seg {cwr_seq}) arrives"
+    );
+    assert!(acks[last_ece + 1].ack > cwr_seq && !acks[last_ece + 1].has(flags::ECE));
+}
+
+#[test]
+fn rfc3168_reduces_at_most_once_per_round_trip_under_persistent_marking() {
+    let mut h = Harness::new(
+        10.0,
+        40.0,
+        1000,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        None,
+    );
+    // A step AQM above one BDP (33 packets): mark everything above 40 packets of queue.
+    h.filter = Box::new(|p, c| {
+        if p.is_data() && c.qlen > 40 {
+            Verdict::Mark
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    let mut entries = vec![];
+    h.run_until(10 * SEC, |h| {
+        if h.s.stats.cwr_count > entries.len() as u64 {
+            entries.push(h.now);
+        }
+        false
+    });
+    let marks = h.r.stats.ce_received;
+    assert!(
+        marks > 2 * entries.len() as u64,
+        "{marks} marks, {} reductions",
+        entries.len()
+    );
+    assert_eq!(entries.len() as u64, h.s.stats.cwr_count);
+    for w in entries.windows(2) {
+        assert!(w[1] - w[0] >= 40 * MS, "{entries:?}");
+    }
+    assert_eq!(h.s.stats.retrans, 0, "ECN kept the queue below the limit");
+    let pkts_per_s = 10e6 / 8.0 / 1514.0;
+    assert!(
+        h.s.stats.data_pkts_sent as f64 > 0.9 * pkts_per_s * 9.5,
+        "{}",
+        h.s.stats.data_pkts_sent
+    );
+}
+
+#[test]
+fn accecn_ace_decoding_handles_counter_wraps() {
+    // The receiver's ACE after k CE marks, and the sender's decoding with n newly delivered.
+    let ace = |k: u64| ecn::ace_encode(k);
+    assert_eq!(ace(0), 5);
+    assert_eq!(ecn::ace_delta(ace(3), 0, 4), 3);
+    // 9 and 17 marks between two ACKs covering 9 / 17 segments: the conservative rule
+    // recovers them exactly when every delivered segment was marked.
+    assert_eq!(ecn::ace_delta(ace(9), 0, 9), 9);
+    assert_eq!(ecn::ace_delta(ace(17), 0, 17), 17);
+    assert_eq!(ecn::ace_delta(ace(12), 3, 9), 9);
+    // With at most 7 newly delivered segments the delta is taken mod 8 as is.
+    assert_eq!(ecn::ace_delta(ace(8), 0, 7), 0);
+    // ACK thinning: 20 segments with 3 marks are read as 19 marks (assume the most wraps).
+    assert_eq!(ecn::ace_delta(ace(3), 0, 20), 19);
+    assert_eq!(ecn::ace_delta(ace(0), 0, 20), 16);
+}
+
+#[test]
+fn accecn_sender_counts_exactly_the_marks_the_receiver_saw() {
+    let mut h = Harness::new(
+        10.0,
+        40.0,
+        1000,
+        spec(EcnSysctl::Accecn),
+        spec(EcnSysctl::Accecn),
+        None,
+    );
+    h.filter = Box::new(|p, c| {
+        if p.is_data() && c.qlen > 15 {
+            Verdict::Mark
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(5 * SEC);
+    assert!(h.r.stats.ce_received > 20);
+    // Two segments per ACK (< 8): the sender's delivered_ce matches the receiver's count for
+    // everything ACKed.
+    let in_flight_marks = h.r.stats.ce_received - h.s.sk.delivered_ce;
+    assert!(
+        in_flight_marks <= 6,
+        "{} vs {}",
+        h.r.stats.ce_received,
+        h.s.sk.delivered_ce
+    );
+    assert!(h.s.stats.cwr_count > 0);
+    assert!(h
+        .rev
+        .iter()
+        .all(|(_, p)| !p.has(flags::SYN) || p.has(flags::CWR) || p.has(flags::AE)));
+}
+
+/// Drive a receiver directly: established AccECN connection, then in-order data.
+fn accecn_receiver(s: TcpSpec) -> (TcpReceiver, Vec<Packet>) {
+    let p = params(None);
+    let mut r = TcpReceiver::with_cc_flags(&p, &s, CcFlags::default(), Rng::new(1, 2));
+    let mut out = Vec::new();
+    let mut syn = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
+    syn.flags = flags::SYN | ecn::syn_flags(EcnRequest::AccEcn);
+    r.on_packet(&syn, 0, &mut out);
+    assert!(out[0].has(flags::CWR) && !out[0].has(flags::AE) && !out[0].has(flags::ECE));
+    out.clear();
+    (r, out)
+}
+
+fn data_pkt(seq: u32, ecn: Ecn) -> Packet {
+    let mut d = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
+    d.flags = flags::ACK;
+    d.seq = seq;
+    d.payload = 1448;
+    d.ecn = ecn;
+    d
+}
+
+#[test]
+fn accecn_ace_on_every_ack_is_received_ce_plus_five_mod_8() {
+    let (mut r, mut out) = accecn_receiver(spec(EcnSysctl::Accecn));
+    let mut ce = 0u64;
+    for seq in 0..200u32 {
+        let e = if seq % 3 == 0 { Ecn::Ce } else { Ecn::Ect0 };
+        ce += (e == Ecn::Ce) as u64;
+        r.on_packet(&data_pkt(seq, e), (seq as u64 + 1) * MS, &mut out);
+        for a in out.drain(..) {
+            assert_eq!(a.ace(), ecn::ace_encode(ce), "seq {seq}");
+            assert_eq!(a.ecn, Ecn::Ect0, "AccECN ACKs are ECT");
+        }
+    }
+    assert_eq!(r.stats.ce_received, ce);
+    // Linux default: CE alone does not trigger immediate ACKs (one ACK per 2 segments after
+    // the quick-ACK phase).
+    assert!(r.stats.acks_sent < 16 + 100, "{}", r.stats.acks_sent);
+}
+
+#[test]
+fn accecn_change_triggered_ack_option_acks_the_first_ce_at_once() {
+    // Returns the number of ACKs sent on a lone CE segment following a non-CE one.
+    let lone_ce_acks = |on: bool| {
+        let opt = TcpSpec {
+            accecn_ack_on_ce_change: on,
+            ..spec(EcnSysctl::Accecn)
+        };
+        let (mut r, mut out) = accecn_receiver(opt);
+        let mut seq = 0;
+        while r.stats.acks_sent < 16 {
+            r.on_packet(&data_pkt(seq, Ecn::Ect0), seq as u64 * MS, &mut out);
+            seq += 1;
+        }
+        // Quick-ACK mode is over: one non-CE segment waits for the delayed-ACK timer.
+        let t = seq as u64 * MS;
+        r.on_packet(&data_pkt(seq, Ecn::Ect0), t, &mut out);
+        let n = out.len();
+        r.on_timer(r.next_timer(), &mut out);
+        assert_eq!(out.len(), n + 1, "delayed ACK");
+        out.clear();
+        seq += 1;
+        r.on_packet(&data_pkt(seq, Ecn::Ce), t + 100 * MS, &mut out);
+        out.iter()
+            .for_each(|a| assert_eq!(a.ace(), ecn::ace_encode(1)));
+        out.len()
+    };
+    assert_eq!(lone_ce_acks(false), 0, "Linux: no ACK before 6 pending CE");
+    assert_eq!(lone_ce_acks(true), 1, "RFC 9768 change-triggered ACK");
+}
+
+#[test]
+fn sack_compression_holds_dup_acks_until_six_ce_marks_force_one() {
+    let (mut r, mut out) = accecn_receiver(spec(EcnSysctl::Accecn));
+    let mut seq = 0;
+    while r.stats.acks_sent < 16 {
+        r.on_packet(&data_pkt(seq, Ecn::Ect0), 0, &mut out);
+        seq += 1;
+    }
+    out.clear();
+    // Segment `seq` is lost: the next three out-of-order segments get immediate dup-ACKs
+    // with SACK, the following ones are compressed.
+    let t = 10 * MS;
+    for k in 1..=5 {
+        r.on_packet(&data_pkt(seq + k, Ecn::Ect0), t, &mut out);
+    }
+    assert_eq!(out.len(), 3);
+    assert!(out
+        .iter()
+        .all(|a| a.ack == seq && a.n_sack == 1 && a.sack[0].0 == seq + 1));
+    assert_eq!(out[2].sack[0], (seq + 1, seq + 4));
+    out.clear();
+    // CE marks pile up in the compressed state until TCP_ACCECN_ACE_MAX_DELTA = 6.
+    for k in 6..=10 {
+        r.on_packet(&data_pkt(seq + k, Ecn::Ce), t, &mut out);
+    }
+    assert!(out.is_empty());
+    r.on_packet(&data_pkt(seq + 11, Ecn::Ce), t, &mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ace(), ecn::ace_encode(6));
+    assert_eq!(out[0].sack[0], (seq + 1, seq + 12));
+    // The compression timer (min(1 ms, RTT/20)) flushes the rest.
+    out.clear();
+    r.on_packet(&data_pkt(seq + 12, Ecn::Ect0), t, &mut out);
+    assert!(out.is_empty());
+    let due = r.next_timer();
+    assert!(due > t && due <= t + MS);
+    r.on_timer(due, &mut out);
+    assert_eq!(out.len(), 1);
+}
+
+#[test]
+fn dctcp_style_receiver_mirrors_the_ce_state_of_each_packet() {
+    let dctcp = CcFlags {
+        needs_ecn: true,
+        dctcp_echo: true,
+        ..Default::default()
+    };
+    let mut h = Harness::with_flags(
+        10.0,
+        40.0,
+        1000,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        dctcp,
+        None,
+    );
+    h.filter = Box::new(|p, _| {
+        if p.is_data() && !p.retrans && p.seq % 10 == 5 && p.seq > 100 {
+            Verdict::Mark
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(2 * SEC);
+    // Each mark flips the state twice, each flip forces an ACK: the ACK of a marked segment
+    // carries ECE and the next one does not.
+    let acks: Vec<&Packet> = h
+        .rev
+        .iter()
+        .map(|(_, p)| p)
+        .filter(|p| !p.has(flags::SYN))
+        .collect();
+    for w in acks.windows(2) {
+        if w[0].has(flags::ECE) && w[0].ack % 10 == 6 && w[0].ack > 101 {
+            assert!(!w[1].has(flags::ECE) || w[1].ack % 10 == 6);
+        }
+    }
+    let ece_acks = acks.iter().filter(|p| p.has(flags::ECE)).count();
+    assert!(ece_acks as u64 >= h.r.stats.ce_received - 1, "{ece_acks}");
+    assert!(acks
+        .iter()
+        .filter(|p| p.has(flags::ECE))
+        .all(|p| p.ack % 10 == 6));
+}
+
+// ------------------------------------------------------------------------- ACK policy
+
+#[test]
+fn delayed_acks_halve_the_ack_count_in_steady_state() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100_000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.start();
+    h.run(5 * SEC);
+    let data = h.r.stats.data_pkts_received as f64;
+    let acks = h.r.stats.acks_sent as f64;
+    let ratio = acks / data;
+    assert!(
+        (0.49..0.52).contains(&ratio),
+        "{acks} ACKs for {data} segments"
+    );
+    assert_eq!(h.s.stats.retrans, 0);
+}
+
+#[test]
+fn a_lone_segment_is_acked_by_the_delayed_ack_timer() {
+    // One segment after the 16 quick ACKs: the 17th+ ACK waits for the 40 ms timer.
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1448 * 33),
+    );
+    h.start();
+    h.run(2 * SEC);
+    assert!(h.s.stats.completed_at != NEVER);
+    let last_data = h.r.stats.data_pkts_received;
+    assert_eq!(last_data, 33);
+    assert!(h.r.stats.acks_sent < 33);
+}
+
+// ------------------------------------------------------------------------- loss recovery
+
+#[test]
+fn sack_recovery_retransmits_exactly_the_lost_segments() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
+    h.filter = first_tx_of(&[20, 23, 24]);
+    h.start();
+    h.run(10 * SEC);
+    assert_eq!(h.retransmitted_seqs(), vec![20, 23, 24]);
+    assert_eq!(h.s.stats.rto_count, 0);
+    assert_eq!(h.s.stats.fast_recoveries, 1);
+    assert_eq!(h.r.stats.bytes_delivered, 1_000_000);
+    assert!(h.s.stats.completed_at != NEVER);
+}
+
+#[test]
+fn prr_ends_recovery_with_cwnd_equal_to_ssthresh() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.filter = first_tx_of(&[100]);
+    h.start();
+    let mut prev = CaState::Open;
+    let mut seen_exit = false;
+    let mut entered_with = 0;
+    h.run_until(5 * SEC, |h| {
+        let st = h.s.sk.ca_state;
+        if prev != CaState::Recovery && st == CaState::Recovery {
+            entered_with = h.s.sk.prior_cwnd;
+        }
+        if prev == CaState::Recovery && st != CaState::Recovery {
+            assert_eq!(h.s.sk.snd_cwnd, h.s.sk.snd_ssthresh);
+            assert_eq!(h.s.sk.snd_ssthresh, (entered_with / 2).max(2));
+            seen_exit = true;
+        }
+        prev = st;
+        false
+    });
+    assert!(seen_exit);
+    assert_eq!(h.retransmitted_seqs(), vec![100]);
+}
+
+#[test]
+fn rto_fires_when_a_whole_window_is_lost_and_restarts_from_snd_una_with_cwnd_one() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    // Lose the initial window and the tail-loss probe.
+    h.filter = Box::new(|p, _| {
+        if p.is_data() && !p.retrans && p.seq <= 10 {
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    let mut at_rto = None;
+    h.run_until(3 * SEC, |h| {
+        if at_rto.is_none() && h.s.stats.rto_count == 1 {
+            at_rto = Some((
+                h.s.sk.snd_cwnd,
+                h.s.sk.ca_state,
+                h.now,
+                h.fwd.last().unwrap().1,
+            ));
+        }
+        false
+    });
+    let (cwnd, state, t, pkt) = at_rto.expect("RTO fired");
+    // The probe went out 2 srtt + 2 jiffies after the window; the RTO restarts from it.
+    let t_tlp = h.data().find(|(_, p, _)| p.seq == 10).unwrap().0;
+    let t0 = h.data().next().unwrap().0;
+    let srtt = h.s.stats.established_at; // the handshake sample (SYN sent at 0)
+    assert!(
+        (t_tlp - t0).abs_diff(2 * srtt + 8 * MS) < 10_000,
+        "{} {srtt}",
+        t_tlp - t0
+    );
+    assert_eq!(state, CaState::Loss);
+    assert_eq!(cwnd, 1);
+    assert!(pkt.retrans && pkt.seq == 0, "{pkt:?}");
+    assert_eq!(h.s.stats.tlp_count, 1);
+    // RTO = srtt + max(2 srtt, rto_min) after the handshake sample: 20 + 200 ms.
+    assert!(
+        (t - t_tlp).abs_diff(srtt + 200 * MS) < 10_000,
+        "{}",
+        t - t_tlp
+    );
+    assert_eq!(h.s.sk.snd_ssthresh, 5);
+    assert!(h.r.stats.bytes_delivered > 1_000_000);
+}
+
+#[test]
+fn rto_backoff_doubles_the_timeout() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.filter = Box::new(|p, c| {
+        if p.is_data() && c.now < 5 * SEC {
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(8 * SEC);
+    let rtx0: Vec<SimTime> = h
+        .data()
+        .filter(|(_, p, _)| p.retrans && p.seq == 0)
+        .map(|(t, _, _)| *t)
+        .collect();
+    assert!(rtx0.len() >= 4, "{rtx0:?}");
+    for w in rtx0.windows(3) {
+        assert_eq!(w[2] - w[1], 2 * (w[1] - w[0]), "{rtx0:?}");
+    }
+    assert!(h.s.stats.rto_count >= 4);
+}
+
+#[test]
+fn rack_waits_a_reordering_window_before_marking_loss() {
+    // Segment 50 arrives 2 ms late: only one later segment is SACKed meanwhile, so RACK's
+    // reo_wnd (min_rtt/4 = 5 ms) absorbs it and nothing is retransmitted.
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(500_000),
+    );
+    h.filter = Box::new(|p, _| {
+        if p.is_data() && p.seq == 50 && !p.retrans {
+            Verdict::Delay(2 * MS)
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.stats.retrans, 0);
+    assert_eq!(h.s.stats.fast_recoveries, 0);
+    assert!(h.s.stats.completed_at != NEVER);
+    // A real loss of segment 50 is retransmitted no earlier than one RTT after its send.
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(500_000),
+    );
+    h.filter = first_tx_of(&[50]);
+    h.start();
+    h.run(5 * SEC);
+    let sent: Vec<SimTime> = h
+        .data()
+        .filter(|(_, p, _)| p.seq == 50)
+        .map(|(t, _, _)| *t)
+        .collect();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[1] - sent[0] >= h.s.sk.min_rtt, "{sent:?}");
+}
+
+#[test]
+fn rack_detects_a_lost_retransmission_without_an_rto() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
+    let mut drops = 0;
+    h.filter = Box::new(move |p, _| {
+        if p.is_data() && p.seq == 60 && drops < 2 {
+            drops += 1;
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(10 * SEC);
+    assert_eq!(h.retransmitted_seqs(), vec![60, 60]);
+    assert_eq!(h.s.stats.lost_retrans, 1);
+    assert_eq!(h.s.stats.rto_count, 0);
+    assert!(h.s.stats.completed_at != NEVER);
+}
+
+#[test]
+fn tail_loss_probe_repairs_a_lost_last_segment_without_recovery() {
+    let size = 1448 * 40;
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(size),
+    );
+    h.filter = first_tx_of(&[39]);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.stats.tlp_count, 1);
+    assert_eq!(h.s.stats.rto_count, 0);
+    assert_eq!(h.retransmitted_seqs(), vec![39]);
+    assert_eq!(h.r.stats.bytes_delivered, size);
+    // The probe went out 2 srtt + 2 jiffies after the last transmission; its ACK ends the
+    // transfer (it does not pass tlp_high_seq, so Linux makes no TLP cwnd reduction).
+    assert_eq!(h.s.stats.fast_recoveries, 0);
+    let d: Vec<SimTime> = h.data().map(|(t, _, _)| *t).collect();
+    let gap = d[d.len() - 1] - d[d.len() - 2];
+    assert!(gap >= 2 * h.s.stats.established_at, "{gap}");
+}
+
+#[test]
+fn rack_reordering_window_is_zero_in_recovery_or_after_three_sacks() {
+    use super::rack::Rack;
+    let r = Rack::default();
+    let min_rtt = 40 * MS;
+    assert_eq!(r.reo_wnd(CaState::Open, 1, min_rtt, 50 * MS), 10 * MS);
+    assert_eq!(r.reo_wnd(CaState::Open, 3, min_rtt, 50 * MS), 0);
+    assert_eq!(r.reo_wnd(CaState::Recovery, 0, min_rtt, 50 * MS), 0);
+    let seen = Rack {
+        reord_seen: 1,
+        ..Rack::default()
+    };
+    assert_eq!(
+        seen.reo_wnd(CaState::Recovery, 5, min_rtt, 50 * MS),
+        10 * MS
+    );
+    assert_eq!(seen.reo_wnd(CaState::Open, 0, min_rtt, 8 * MS), 8 * MS);
+}
+
+// ------------------------------------------------------------------------- pacing, throughput
+
+#[test]
+fn fq_pacing_spaces_packets_at_the_pacing_rate() {
+    let s = TcpSpec {
+        fq_pacing: true,
+        ..spec(EcnSysctl::None)
+    };
+    let mut h = Harness::new(10.0, 20.0, 1000, s, spec(EcnSysctl::None), None);
+    h.start();
+    h.run(3 * SEC);
+    let data: Vec<(SimTime, u32, u64)> = h.data().map(|(t, p, r)| (*t, p.payload, *r)).collect();
+    for i in 11..data.len() {
+        let (t0, len, rate) = data[i - 1];
+        let gap_min = len as u64 * SEC / rate / 2;
+        assert!(
+            data[i].0 - t0 >= gap_min,
+            "packet {i}: gap {} < {gap_min}",
+            data[i].0 - t0
+        );
+    }
+    // Unpaced Reno sends back-to-back bursts.
+    let mut u = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    u.start();
+    u.run(3 * SEC);
+    let d: Vec<SimTime> = u.data().map(|(t, _, _)| *t).collect();
+    assert!(d.windows(2).filter(|w| w[0] == w[1]).count() > 100);
+}
+
+#[test]
+fn pacing_rate_is_twice_cwnd_over_srtt_in_slow_start() {
+    let s = TcpSpec {
+        fq_pacing: true,
+        ..spec(EcnSysctl::None)
+    };
+    let mut h = Harness::new(10.0, 20.0, 1000, s, spec(EcnSysctl::None), None);
+    h.start();
+    h.run_until(SEC, |h| h.s.stats.acks_received == 3);
+    let sk = &h.s.sk;
+    let want = sk.mss as u64 * 2 * sk.snd_cwnd.max(sk.packets_out) as u64 * SEC / (sk.srtt);
+    let got = sk.pacing_rate;
+    assert!(
+        (got as f64 / want as f64 - 1.0).abs() < 0.01,
+        "{got} vs {want}"
+    );
+}
+
+#[test]
+fn reno_fills_a_10_mbit_link() {
+    // One BDP of buffer (20 ms at 10 Mbit/s = 17 packets).
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        17,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.start();
+    h.run(2 * SEC);
+    let b0 = h.r.stats.bytes_delivered;
+    h.run(12 * SEC);
+    let goodput = (h.r.stats.bytes_delivered - b0) as f64 * 8.0 / 10.0;
+    // Payload share of a full frame is 1448/1514 = 95.6 %.
+    assert!(goodput > 9.0e6, "{goodput}");
+    assert!(h.s.stats.fast_recoveries > 5);
+    assert_eq!(h.s.stats.rto_count, 0);
+}
+
+#[test]
+fn packet_conservation_holds_in_a_lossy_run() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        30,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    let mut rng = Rng::new(7, 0);
+    h.filter = Box::new(move |p, _| {
+        if p.is_data() && rng.uniform() < 0.03 {
+            Verdict::Drop
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    for k in 1..=10 {
+        h.run(k * SEC);
+        assert_eq!(
+            h.s.stats.data_pkts_sent,
+            h.r.stats.data_pkts_received + h.data_drops + h.data_in_net,
+            "at {k} s"
+        );
+        let sk = &h.s.sk;
+        assert!(sk.sacked_out + sk.lost_out <= sk.packets_out);
+        assert!(sk.retrans_out <= sk.lost_out);
+    }
+    assert!(h.data_drops > 50 && h.s.stats.retrans > 50);
+    // All bytes acknowledged were delivered in order.
+    assert!(h.r.stats.bytes_delivered >= h.s.sk.snd_una as u64 * 1448);
+}
+
+#[test]
+fn random_loss_reordering_ack_loss_and_marks_keep_the_scoreboard_consistent() {
+    for seed in 0..6u64 {
+        let ecn = [EcnSysctl::None, EcnSysctl::Classic, EcnSysctl::Accecn][seed as usize % 3];
+        let s = TcpSpec {
+            fq_pacing: seed % 2 == 1,
+            ..spec(ecn)
+        };
+        let mut h = Harness::new(
+            20.0,
+            10.0 + seed as f64 * 7.0,
+            40,
+            s,
+            spec(ecn),
+            Some(3_000_000),
+        );
+        let mut rng = Rng::new(seed, 9);
+        h.filter = Box::new(move |p, c| {
+            let u = rng.uniform();
+            if p.is_data() && u < 0.02 {
+                Verdict::Drop
+            } else if u < 0.04 {
+                Verdict::Delay((rng.uniform() * 3.0 * MS as f64) as SimDuration)
+            } else if c.qlen > 20 && u < 0.3 {
+                Verdict::Mark
+            } else {
+                Verdict::Pass
+            }
+        });
+        let mut rng2 = Rng::new(seed, 10);
+        h.rev_drop = Box::new(move |p| !p.has(flags::SYN) && rng2.uniform() < 0.05);
+        h.start();
+        h.run_until(60 * SEC, |h| {
+            let sk = &h.s.sk;
+            assert!(sk.sacked_out + sk.lost_out <= sk.packets_out);
+            assert!(sk.retrans_out <= sk.lost_out + 1);
+            assert!(sk.snd_cwnd >= 1);
+            assert_eq!(
+                h.s.stats.data_pkts_sent,
+                h.r.stats.data_pkts_received + h.data_drops + h.data_in_net
+            );
+            false
+        });
+        assert_eq!(h.r.stats.bytes_delivered, 3_000_000, "seed {seed}");
+        assert!(h.s.stats.completed_at != NEVER, "seed {seed}");
+        assert!(
+            h.s.stats.retrans >= h.data_drops,
+            "seed {seed}: {:?}",
+            h.s.stats
+        );
+        eprintln!(
+            "seed {seed}: {:?} done at {}",
+            h.s.stats, h.s.stats.completed_at
+        );
+    }
+}
+
+#[test]
+fn sized_flow_completes_and_records_its_completion_time() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(100_000),
+    );
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.r.stats.bytes_delivered, 100_000);
+    let n = h.data().count();
+    assert_eq!(n, 70); // ceil(100000 / 1448)
+    assert_eq!(h.data().last().unwrap().1.payload, 100_000 - 69 * 1448);
+    let done = h.s.stats.completed_at;
+    assert!(done != NEVER && done < SEC);
+    assert_eq!(h.s.next_timer(), NEVER);
+    assert_eq!(h.s.in_flight(), 0);
+}
+
+/// Speed check (not run by default): a 1 Gbit/s bulk flow with a 1-BDP buffer for 10 s.
+#[test]
+#[ignore]
+fn bench_one_gigabit_bulk_flow() {
+    let mut h = Harness::new(
+        1000.0,
+        20.0,
+        1700,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.start();
+    let t = std::time::Instant::now();
+    h.run(10 * SEC);
+    let el = t.elapsed().as_secs_f64();
+    let pkts = h.fwd.len() + h.rev.len();
+    eprintln!(
+        "{pkts} packets in {el:.2} s = {:.2} Mpkt/s; goodput {:.1} Mbit/s, recoveries {}, rto {}",
+        pkts as f64 / el / 1e6,
+        h.r.stats.bytes_delivered as f64 * 8.0 / 10.0 / 1e6,
+        h.s.stats.fast_recoveries,
+        h.s.stats.rto_count
+    );
+}
