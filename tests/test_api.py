@@ -55,8 +55,13 @@ def test_qdisc_dicts_flatten_into_prefixed_columns():
         }
     )
     assert row == {
-        "name": "bottleneck", "drops": 3, "marks": 2,
-        "drops_overlimit": 3, "drops_not_ect": 3, "marks_ect1": 2, "p_c": 0.1,
+        "name": "bottleneck",
+        "drops": 3,
+        "marks": 2,
+        "drops_overlimit": 3,
+        "drops_not_ect": 3,
+        "marks_ect1": 2,
+        "p_c": 0.1,
     }
 
 
@@ -182,6 +187,8 @@ def test_run_factors_builds_the_study_scenario(fake_engine, monkeypatch):
 
     monkeypatch.setattr(_core, "run", spy)
     monkeypatch.setattr(l4sim.scenario.Scenario, "validate", lambda self: self)
-    r = l4sim.run_factors(aqm="FIFO", n_bdp=2, btl_capacity=100, base_rtt=10, duration=2, cc_l4s="reno", cc_classic="reno")
+    r = l4sim.run_factors(
+        aqm="FIFO", n_bdp=2, btl_capacity=100, base_rtt=10, duration=2, cc_l4s="reno", cc_classic="reno"
+    )
     assert seen["sc"]["topology"]["bottleneck"]["qdisc"] == {"kind": "bfifo", "limit": 250000}
     assert list(r.flows["name"]) == ["l4s", "classic"]

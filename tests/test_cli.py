@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from l4sim.cli import build_parser, main
-
 from conftest import MINIMAL_TOML
+from l4sim.cli import build_parser, main
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -84,9 +83,26 @@ def test_run_without_arguments_is_a_usage_error(capsys):
 
 def test_parser_offers_every_study_factor_option():
     text = build_parser().format_help() + build_parser()._subparsers._group_actions[0].choices["run"].format_help()
-    for opt in ("--aqm", "--n-bdp", "--btl-capacity", "--base-rtt", "--ecn-threshold", "--ecn-fallback",
-                "--tx-l4s-ecn", "--rx-l4s-ecn", "--tx-classic-ecn", "--rx-classic-ecn", "--cc-l4s",
-                "--cc-classic", "--n-l4s", "--n-classic", "--seed", "--duration", "--json", "--save-series"):
+    for opt in (
+        "--aqm",
+        "--n-bdp",
+        "--btl-capacity",
+        "--base-rtt",
+        "--ecn-threshold",
+        "--ecn-fallback",
+        "--tx-l4s-ecn",
+        "--rx-l4s-ecn",
+        "--tx-classic-ecn",
+        "--rx-classic-ecn",
+        "--cc-l4s",
+        "--cc-classic",
+        "--n-l4s",
+        "--n-classic",
+        "--seed",
+        "--duration",
+        "--json",
+        "--save-series",
+    ):
         assert opt in text
 
 
@@ -107,8 +123,23 @@ def test_run_json_prints_one_object_with_flows_links_and_timing(minimal_toml: Pa
 
 
 def test_run_study_point_prints_a_table(tmp_path: Path):
-    p = run_cli("run", "--aqm", "FIFO", "--n-bdp", "2", "--btl-capacity", "20", "--base-rtt", "10",
-                "--cc-l4s", "cubic", "--cc-classic", "cubic", "--duration", "2")
+    p = run_cli(
+        "run",
+        "--aqm",
+        "FIFO",
+        "--n-bdp",
+        "2",
+        "--btl-capacity",
+        "20",
+        "--base-rtt",
+        "10",
+        "--cc-l4s",
+        "cubic",
+        "--cc-classic",
+        "cubic",
+        "--duration",
+        "2",
+    )
     assert p.returncode == 0, p.stderr
     assert "l4s" in p.stdout and "classic" in p.stdout
     assert "utilisation" in p.stdout and "Jain" in p.stdout

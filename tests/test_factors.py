@@ -30,7 +30,15 @@ def flows(**kw) -> dict:
 
 def test_aqms_are_in_the_studys_order():
     assert AQMS == (
-        "FIFO", "single_queue_FQ", "Codel", "FQ", "FQ_Codel", "FQ_Codel_L4S", "pie_drop", "Codel_drop", "DualPI2",
+        "FIFO",
+        "single_queue_FQ",
+        "Codel",
+        "FQ",
+        "FQ_Codel",
+        "FQ_Codel_L4S",
+        "pie_drop",
+        "Codel_drop",
+        "DualPI2",
     )
 
 
@@ -72,7 +80,11 @@ def test_fq_has_flow_limit_equal_to_limit_and_default_hashing():
 
 def test_codel_marks_with_target_t_interval_100ms_and_packet_limit():
     assert qdisc("Codel", ecn_threshold=20) == {
-        "kind": "codel", "limit": 167, "target_ms": 20.0, "interval_ms": 100.0, "ecn": True,
+        "kind": "codel",
+        "limit": 167,
+        "target_ms": 20.0,
+        "interval_ms": 100.0,
+        "ecn": True,
     }
 
 
@@ -129,7 +141,9 @@ def test_defaults_are_prague_accecn_against_cubic_without_ecn():
     assert f["classic"]["receiver"] == {"cc": {"name": "cubic"}, "tcp": {"ecn": "none"}}
 
 
-@pytest.mark.parametrize("rx,cc,ecn", [("accecn", "prague", "accecn"), ("classic", "cubic", "classic"), ("none", "cubic", "none")])
+@pytest.mark.parametrize(
+    "rx,cc,ecn", [("accecn", "prague", "accecn"), ("classic", "cubic", "classic"), ("none", "cubic", "none")]
+)
 def test_l4s_receiver_ecn_sets_the_listener_cc_and_tcp_ecn(rx, cc, ecn):
     assert flows(rx_l4s_ecn=rx)["l4s"]["receiver"] == {"cc": {"name": cc}, "tcp": {"ecn": ecn}}
 

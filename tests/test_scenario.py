@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 import l4sim
-from l4sim.scenario import Dumbbell, Flow, Scenario, load
-
 from conftest import EXAMPLES
+from l4sim.scenario import Dumbbell, Flow, Scenario, load
 
 
 def _error(data) -> l4sim.ScenarioError:
@@ -169,7 +168,7 @@ def test_scenario_error_is_a_value_error_with_field_and_message(minimal):
 
 def test_malformed_toml_error_names_the_file_and_line(tmp_path: Path):
     p = tmp_path / "broken.toml"
-    p.write_text('duration = 5\n[topology\nbase_rtt = 10\n', encoding="utf-8")
+    p.write_text("duration = 5\n[topology\nbase_rtt = 10\n", encoding="utf-8")
     with pytest.raises(l4sim.ScenarioError) as ei:
         Scenario.from_file(p)
     assert str(p) in str(ei.value)
@@ -179,7 +178,7 @@ def test_malformed_toml_error_names_the_file_and_line(tmp_path: Path):
 def test_validation_error_from_a_file_records_the_file(tmp_path: Path):
     p = tmp_path / "neg.toml"
     p.write_text(
-        'duration = 2\n[topology]\nbase_rtt = 10\n[topology.bottleneck]\nrate = -1\n'
+        "duration = 2\n[topology]\nbase_rtt = 10\n[topology.bottleneck]\nrate = -1\n"
         'qdisc = { kind = "bfifo", limit = 250000 }\n[[flows]]\nname = "a"\ncc = "reno"\n',
         encoding="utf-8",
     )

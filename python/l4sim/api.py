@@ -53,12 +53,16 @@ def _long(t: list[float], items: list[Mapping[str, Any]], fixed: tuple[str, ...]
         for variable, values in columns.items():
             v = np.asarray(values, dtype=float)
             n = min(len(v), len(tt))
-            parts.append(
-                pd.DataFrame({"t": tt[:n], "name": item["name"], "variable": variable, "value": v[:n]})
-            )
+            parts.append(pd.DataFrame({"t": tt[:n], "name": item["name"], "variable": variable, "value": v[:n]}))
     if not parts:
-        return pd.DataFrame({"t": pd.Series(dtype=float), "name": pd.Series(dtype=object),
-                             "variable": pd.Series(dtype=object), "value": pd.Series(dtype=float)})
+        return pd.DataFrame(
+            {
+                "t": pd.Series(dtype=float),
+                "name": pd.Series(dtype=object),
+                "variable": pd.Series(dtype=object),
+                "value": pd.Series(dtype=float),
+            }
+        )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -163,7 +167,9 @@ class RunResult:
     def summary(self) -> str:
         """A human-readable table of the flows, links and run totals."""
         lines = [f"{self.name or 'run'} (seed {self.seed}, model {self.model_version})"]
-        header = f"{'flow':<12} {'cc':<8} {'ecn':<8} {'goodput Mbit/s':>14} {'srtt ms':>9} {'qdelay ms':>9} {'retrans':>8}"
+        header = (
+            f"{'flow':<12} {'cc':<8} {'ecn':<8} {'goodput Mbit/s':>14} {'srtt ms':>9} {'qdelay ms':>9} {'retrans':>8}"
+        )
         lines.append(header)
         lines.append("-" * len(header))
         for f in self.raw.get("flows", []):

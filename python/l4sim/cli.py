@@ -23,7 +23,7 @@ from l4sim.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
 from l4sim.scenario import CC_NAMES, Scenario
 
 try:
-    from l4sim import cli_study
+    from l4sim import cli_study  # type: ignore[attr-defined,unused-ignore]
 except ImportError:
     cli_study = None
 
@@ -42,7 +42,7 @@ _FACTOR_OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--tx-classic-ecn", "tx_classic_ecn", str, f"classic sender ECN: {', '.join(CLASSIC_ECN)} (default none)"),
     ("--rx-classic-ecn", "rx_classic_ecn", str, f"classic receiver ECN: {', '.join(CLASSIC_ECN)} (default none)"),
     ("--cc-l4s", "cc_l4s", str, f"L4S sender CC: {', '.join(CC_NAMES)} (default prague)"),
-    ("--cc-classic", "cc_classic", str, f"classic sender CC (default cubic)"),
+    ("--cc-classic", "cc_classic", str, "classic sender CC (default cubic)"),
     ("--n-l4s", "n_l4s", int, "parallel streams of the L4S sender (default 1)"),
     ("--n-classic", "n_classic", int, "parallel streams of the classic sender (default 1)"),
     ("--trial", "trial", int, "trial number (sets the seed when --seed is not given)"),
@@ -82,9 +82,7 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
         raise _UsageError("--aqm is required for a study point")
     missing = [n for n in _REQUIRED_FACTORS if n not in factors]
     if missing:
-        raise _UsageError(
-            "a study point needs " + ", ".join("--" + n.replace("_", "-") for n in missing)
-        )
+        raise _UsageError("a study point needs " + ", ".join("--" + n.replace("_", "-") for n in missing))
     from l4sim.factors import scenario_from_factors
 
     if args.duration is not None:

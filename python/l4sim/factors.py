@@ -19,6 +19,7 @@ case-insensitively (spaces and hyphens count as underscores: "single queue FQ" w
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from l4sim.scenario import CC_NAMES, scenario_error
@@ -98,7 +99,7 @@ def _canonical_aqm(aqm: Any) -> str:
 
 
 def _positive(name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v or v == float("inf"):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise scenario_error(name, f"must be a positive number, got {v!r}")
     return float(v)
 
@@ -131,7 +132,9 @@ def buffer_packets(nbytes: int) -> int:
     return nbytes // PACKET_BYTES + 1
 
 
-def qdisc_for(aqm: str, *, n_bdp: float, btl_capacity: float, base_rtt: float, ecn_threshold: float = 5) -> dict[str, Any]:
+def qdisc_for(
+    aqm: str, *, n_bdp: float, btl_capacity: float, base_rtt: float, ecn_threshold: float = 5
+) -> dict[str, Any]:
     """The bottleneck qdisc spec of one AQM configuration of the study (threshold T in ms)."""
     aqm = _canonical_aqm(aqm)
     nbytes = buffer_bytes(n_bdp, btl_capacity, base_rtt)
@@ -240,7 +243,8 @@ def scenario_from_factors(
         raise scenario_error("n_l4s", "n_l4s and n_classic are both 0: at least one flow is needed")
     if ecn_fallback and cc_l4s != "prague":
         raise scenario_error(
-            "ecn_fallback", f"the classic-ECN fallback is a TCP Prague switch; got ecn_fallback={ecn_fallback} with cc_l4s={cc_l4s!r}"
+            "ecn_fallback",
+            f"the classic-ECN fallback is a TCP Prague switch; got ecn_fallback={ecn_fallback} with cc_l4s={cc_l4s!r}",
         )
     if seed is None:
         seed = seed_for_trial(trial) if trial is not None else 1

@@ -172,9 +172,7 @@ class Dumbbell:
 
     def to_dict(self) -> dict[str, Any]:
         btl = _drop_none({"rate": self.rate, "qdisc": self.qdisc, "burst": self.burst})
-        return _drop_none(
-            {"kind": "dumbbell", "base_rtt": self.base_rtt, "bottleneck": btl, "nic_rate": self.nic_rate}
-        )
+        return _drop_none({"kind": "dumbbell", "base_rtt": self.base_rtt, "bottleneck": btl, "nic_rate": self.nic_rate})
 
 
 # --- normalisation ---
@@ -198,7 +196,7 @@ def _norm_cc(value: Any, field: str) -> Any:
         value = {"name": value}
     if not isinstance(value, dict):
         raise scenario_error(
-            field, f"expected a congestion control name such as \"cubic\" or a table with a \"name\", got {value!r}"
+            field, f'expected a congestion control name such as "cubic" or a table with a "name", got {value!r}'
         )
     name = value.get("name")
     if not isinstance(name, str):
@@ -214,7 +212,7 @@ def _norm_qdisc(value: Any, field: str) -> Any:
     if isinstance(value, str):
         value = {"kind": value}
     if not isinstance(value, dict):
-        raise scenario_error(field, f"expected a qdisc kind such as \"fq_codel\" or a table with a \"kind\", got {value!r}")
+        raise scenario_error(field, f'expected a qdisc kind such as "fq_codel" or a table with a "kind", got {value!r}')
     kind = value.get("kind")
     if not isinstance(kind, str):
         raise scenario_error(f"{field}.kind", f"expected a qdisc kind, got {kind!r}")
