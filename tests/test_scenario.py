@@ -202,3 +202,17 @@ def test_every_example_scenario_validates(path: Path):
 def test_there_are_example_scenarios():
     names = {p.name for p in EXAMPLES.glob("*.toml")}
     assert {"dumbbell_cubic.toml", "prague_vs_cubic_dualpi2.toml"} <= names
+
+
+def test_bad_qdisc_parameter_error_names_the_qdisc_parameter(minimal):
+    minimal["topology"]["bottleneck"]["qdisc"] = {"kind": "bfifo", "limt": 250000}
+    e = _error(minimal)
+    assert e.field.startswith("topology.bottleneck.qdisc")
+    assert "limt" in e.message
+
+
+def test_missing_fifo_limit_is_reported_on_the_qdisc(minimal):
+    minimal["topology"]["bottleneck"]["qdisc"] = "bfifo"
+    e = _error(minimal)
+    assert e.field.startswith("topology.bottleneck.qdisc")
+    assert "limit" in e.message
