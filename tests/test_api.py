@@ -10,12 +10,11 @@ import pytest
 
 import l4sim
 from l4sim.api import RunResult, _flatten_qdisc
+from l4sim_testdata import SHORT_TWO_FLOWS, fake_engine, minimal  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="module")
 def result() -> RunResult:
-    from conftest import SHORT_TWO_FLOWS
-
     return l4sim.run(SHORT_TWO_FLOWS)
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MINIMAL_TOML
 from l4sim.cli import build_parser, main
+from l4sim_testdata import MINIMAL_TOML, fake_engine, minimal_toml  # noqa: F401 (fixtures)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

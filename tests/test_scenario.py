@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import l4sim
-from conftest import EXAMPLES
 from l4sim.scenario import Dumbbell, Flow, Scenario, load
+from l4sim_testdata import EXAMPLES, minimal, minimal_toml  # noqa: F401 (fixtures)
 
 
 def _error(data) -> l4sim.ScenarioError:

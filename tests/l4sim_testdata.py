@@ -1,4 +1,6 @@
-"""Shared fixtures: small scenarios that the core accepts."""
+"""Shared test data and fixtures of the API/CLI/scenario tests: small scenarios the core
+accepts and a stand-in engine. Imported by the test modules (no conftest.py, so the study's
+tests can have their own)."""
 
 from __future__ import annotations
 
@@ -174,9 +176,3 @@ def fake_engine(monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(_core, "run", fake_core_run)
     return fake_core_run
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Collecting no tests is a failure (pytest's exit code 5 would otherwise be easy to miss)."""
-    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
