@@ -191,3 +191,14 @@ def test_run_factors_builds_the_study_scenario(fake_engine, monkeypatch):
     )
     assert seen["sc"]["topology"]["bottleneck"]["qdisc"] == {"kind": "bfifo", "limit": 250000}
     assert list(r.flows["name"]) == ["l4s", "classic"]
+
+
+def test_scenario_error_survives_pickling_for_worker_processes(minimal):
+    import pickle
+
+    minimal["topology"]["bottleneck"]["rate"] = -5
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        l4sim.Scenario.from_dict(minimal).validate()
+    e = pickle.loads(pickle.dumps(ei.value))
+    assert isinstance(e, l4sim.ScenarioError)
+    assert (e.field, e.message) == (ei.value.field, ei.value.message)
