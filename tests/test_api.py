@@ -202,3 +202,20 @@ def test_scenario_error_survives_pickling_for_worker_processes(minimal):
     e = pickle.loads(pickle.dumps(ei.value))
     assert isinstance(e, l4sim.ScenarioError)
     assert (e.field, e.message) == (ei.value.field, ei.value.message)
+
+
+def test_summary_copes_with_missing_samples_written_as_null(fake_engine, monkeypatch, minimal):
+    from l4sim import _core
+
+    def no_samples(js: str) -> str:
+        raw = json.loads(fake_engine(js))
+        raw["flows"][0]["mean_srtt_ms"] = None  # NaN in the core becomes null in JSON
+        raw["flows"][0]["qdelay_ms"] = None
+        raw["series"]["flows"][0]["srtt_ms"][0] = None
+        return json.dumps(raw)
+
+    monkeypatch.setattr(_core, "run", no_samples)
+    r = l4sim.run(minimal)
+    assert "nan" in r.summary()
+    assert np.isnan(r.flows.loc[0, "mean_srtt_ms"])
+    assert np.isnan(r.timeseries("a")["srtt_ms"].iloc[0])

@@ -30,6 +30,26 @@ _FLOW_SERIES = ("tput_mbps", "cwnd", "srtt_ms", "pacing_mbps", "ce_fed_back")
 _QDISC_SERIES = ("backlog_pkts", "backlog_bytes", "sojourn_ms", "drops", "marks")
 
 
+# Float fields of the result tables: the core writes NaN as null, so a column of nulls must
+# still come out as float (NaN), not object.
+_FLOW_FLOATS = ("goodput_mbps", "mean_srtt_ms", "qdelay_ms", "base_rtt_ms", "start_s", "completion_s")
+_QDISC_FLOATS = ("sojourn_mean_ms", "sojourn_p50_ms", "sojourn_p90_ms", "sojourn_p99_ms", "sojourn_p999_ms")
+_LINK_FLOATS = ("rate_mbps", "utilisation")
+
+
+def _frame(rows: list[dict[str, Any]], floats: tuple[str, ...]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for col in floats:
+        if col in df.columns:
+            df[col] = df[col].astype(float)
+    return df
+
+
+def _num(v: Any) -> float:
+    """A number from the result JSON; the core writes NaN (e.g. no srtt sample yet) as null."""
+    return float("nan") if v is None else float(v)
+
+
 def _flatten_qdisc(q: Mapping[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {}
     nested = {k for k, _ in _QDISC_DICTS} | {"extra"}
@@ -105,7 +125,7 @@ class RunResult:
 
     @property
     def jain_index(self) -> float:
-        return float(self.raw.get("jain_index", 0.0))
+        return _num(self.raw.get("jain_index", 0.0))
 
     @property
     def conservation_ok(self) -> bool:
@@ -116,17 +136,17 @@ class RunResult:
     @property
     def flows(self) -> pd.DataFrame:
         """One row per flow; columns are the ``FlowResult`` fields."""
-        return pd.DataFrame(self.raw.get("flows", []))
+        return _frame(self.raw.get("flows", []), _FLOW_FLOATS)
 
     @property
     def qdiscs(self) -> pd.DataFrame:
         """One row per qdisc; drop/mark dicts flattened (``drops_overlimit``, ``marks_ect1``)."""
-        return pd.DataFrame([_flatten_qdisc(q) for q in self.raw.get("qdiscs", [])])
+        return _frame([_flatten_qdisc(q) for q in self.raw.get("qdiscs", [])], _QDISC_FLOATS)
 
     @property
     def links(self) -> pd.DataFrame:
         """One row per shaped link (``name``, ``rate_mbps``, ``utilisation``, ...)."""
-        return pd.DataFrame(self.raw.get("links", []))
+        return _frame(self.raw.get("links", []), _LINK_FLOATS)
 
     @property
     def rtt_samples(self) -> dict[str, np.ndarray]:
@@ -168,20 +188,21 @@ class RunResult:
         """A human-readable table of the flows, links and run totals."""
         lines = [f"{self.name or 'run'} (seed {self.seed}, model {self.model_version})"]
         header = (
-            f"{'flow':<12} {'cc':<8} {'ecn':<8} {'goodput Mbit/s':>14} {'srtt ms':>9} {'qdelay ms':>9} {'retrans':>8}"
+            f"{'flow':<12} {'cc':<8} {'ecn mode':<10} {'goodput Mbit/s':>14} {'srtt ms':>9} "
+            f"{'qdelay ms':>9} {'retrans':>8}"
         )
         lines.append(header)
         lines.append("-" * len(header))
         for f in self.raw.get("flows", []):
             lines.append(
-                f"{f.get('name', ''):<12} {f.get('cc', ''):<8} {f.get('ecn_mode', ''):<8} "
-                f"{f.get('goodput_mbps', 0.0):>14.2f} {f.get('mean_srtt_ms', 0.0):>9.2f} "
-                f"{f.get('qdelay_ms', 0.0):>9.2f} {f.get('retrans', 0):>8d}"
+                f"{f.get('name', ''):<12} {f.get('cc', ''):<8} {f.get('ecn_mode', ''):<10} "
+                f"{_num(f.get('goodput_mbps')):>14.2f} {_num(f.get('mean_srtt_ms')):>9.2f} "
+                f"{_num(f.get('qdelay_ms')):>9.2f} {int(f.get('retrans') or 0):>8d}"
             )
         for link in self.raw.get("links", []):
             lines.append(
-                f"link {link.get('name', '')}: {link.get('rate_mbps', 0.0):g} Mbit/s, "
-                f"utilisation {100 * link.get('utilisation', 0.0):.1f} %"
+                f"link {link.get('name', '')}: {_num(link.get('rate_mbps')):g} Mbit/s, "
+                f"utilisation {100 * _num(link.get('utilisation')):.1f} %"
             )
         lines.append(f"Jain index {self.jain_index:.3f}")
         speed = self.sim_seconds / self.wall_seconds if self.wall_seconds > 0 else float("inf")
