@@ -1,0 +1,247 @@
+"""Running scenarios from Python: ``l4sim.run`` and the :class:`RunResult` it returns.
+
+The core returns its result as JSON (``crates/l4sim-core/src/metrics/results.rs``); this
+module turns each table into a pandas DataFrame:
+
+* ``flows``, ``qdiscs``, ``links``: one row per flow / qdisc / link, columns = result fields;
+  the per-reason and per-codepoint dicts of a qdisc are flattened into columns
+  (``drops_overlimit``, ``drops_ect1``, ``marks_ect1``, ...), its ``extra`` entries too;
+* ``series_flows()`` / ``series_qdiscs()``: long format (``t``, ``name``, ``variable``,
+  ``value``); ``timeseries(flow=...)`` a wide frame indexed by ``t``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from l4sim import _core
+from l4sim._core import ScenarioError
+from l4sim.scenario import Scenario, ScenarioLike, load
+
+__all__ = ["RunResult", "run", "run_factors", "run_scenario_json"]
+
+_QDISC_DICTS = (("drops_by_reason", "drops"), ("drops_by_ecn", "drops"), ("marks_by_ecn", "marks"))
+_FLOW_SERIES = ("tput_mbps", "cwnd", "srtt_ms", "pacing_mbps", "ce_fed_back")
+_QDISC_SERIES = ("backlog_pkts", "backlog_bytes", "sojourn_ms", "drops", "marks")
+
+
+# Float fields of the result tables: the core writes NaN as null, so a column of nulls must
+# still come out as float (NaN), not object.
+_FLOW_FLOATS = ("goodput_mbps", "mean_srtt_ms", "qdelay_ms", "base_rtt_ms", "start_s", "completion_s")
+_QDISC_FLOATS = ("sojourn_mean_ms", "sojourn_p50_ms", "sojourn_p90_ms", "sojourn_p99_ms", "sojourn_p999_ms")
+_LINK_FLOATS = ("rate_mbps", "utilisation")
+
+
+def _frame(rows: list[dict[str, Any]], floats: tuple[str, ...]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for col in floats:
+        if col in df.columns:
+            df[col] = df[col].astype(float)
+    return df
+
+
+def _num(v: Any) -> float:
+    """A number from the result JSON; the core writes NaN (e.g. no srtt sample yet) as null."""
+    return float("nan") if v is None else float(v)
+
+
+def _flatten_qdisc(q: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    nested = {k for k, _ in _QDISC_DICTS} | {"extra"}
+    for k, v in q.items():
+        if k not in nested:
+            row[k] = v
+    for key, prefix in _QDISC_DICTS:
+        for sub, v in (q.get(key) or {}).items():
+            row[f"{prefix}_{sub}"] = v
+    for sub, v in (q.get("extra") or {}).items():
+        row[sub if sub not in row else f"extra_{sub}"] = v
+    return row
+
+
+def _long(t: list[float], items: list[Mapping[str, Any]], fixed: tuple[str, ...]) -> pd.DataFrame:
+    parts = []
+    tt = np.asarray(t, dtype=float)
+    for item in items:
+        columns: dict[str, Any] = {k: item.get(k) for k in fixed if item.get(k) is not None}
+        columns.update(item.get("extra") or {})
+        for variable, values in columns.items():
+            v = np.asarray(values, dtype=float)
+            n = min(len(v), len(tt))
+            parts.append(pd.DataFrame({"t": tt[:n], "name": item["name"], "variable": variable, "value": v[:n]}))
+    if not parts:
+        return pd.DataFrame(
+            {
+                "t": pd.Series(dtype=float),
+                "name": pd.Series(dtype=object),
+                "variable": pd.Series(dtype=object),
+                "value": pd.Series(dtype=float),
+            }
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+class RunResult:
+    """The result of one run. ``raw`` is the core's result as a dict."""
+
+    def __init__(self, raw: dict[str, Any], scenario: Scenario | None = None) -> None:
+        self.raw = raw
+        self.scenario = scenario
+
+    # scalars
+
+    @property
+    def name(self) -> str:
+        return str(self.raw.get("name", ""))
+
+    @property
+    def seed(self) -> int:
+        return int(self.raw.get("seed", 0))
+
+    @property
+    def model_version(self) -> str:
+        return str(self.raw.get("model_version", ""))
+
+    @property
+    def sim_seconds(self) -> float:
+        return float(self.raw.get("sim_seconds", 0.0))
+
+    @property
+    def wall_seconds(self) -> float:
+        return float(self.raw.get("wall_seconds", 0.0))
+
+    @property
+    def events(self) -> int:
+        return int(self.raw.get("events", 0))
+
+    @property
+    def bottleneck_pkts(self) -> int:
+        return int(self.raw.get("bottleneck_pkts", 0))
+
+    @property
+    def jain_index(self) -> float:
+        return _num(self.raw.get("jain_index", 0.0))
+
+    @property
+    def conservation_ok(self) -> bool:
+        return bool(self.raw.get("conservation_ok", False))
+
+    # tables
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """One row per flow; columns are the ``FlowResult`` fields."""
+        return _frame(self.raw.get("flows", []), _FLOW_FLOATS)
+
+    @property
+    def qdiscs(self) -> pd.DataFrame:
+        """One row per qdisc; drop/mark dicts flattened (``drops_overlimit``, ``marks_ect1``)."""
+        return _frame([_flatten_qdisc(q) for q in self.raw.get("qdiscs", [])], _QDISC_FLOATS)
+
+    @property
+    def links(self) -> pd.DataFrame:
+        """One row per shaped link (``name``, ``rate_mbps``, ``utilisation``, ...)."""
+        return _frame(self.raw.get("links", []), _LINK_FLOATS)
+
+    @property
+    def rtt_samples(self) -> dict[str, np.ndarray]:
+        """Per flow: the once-per-second srtt samples (ms) of its first stream."""
+        return {k: np.asarray(v, dtype=float) for k, v in (self.raw.get("rtt_samples") or {}).items()}
+
+    def series_flows(self) -> pd.DataFrame:
+        """Flow time series in long format: ``t``, ``name``, ``variable``, ``value``."""
+        s = self.raw.get("series") or {}
+        return _long(s.get("t", []), s.get("flows", []), _FLOW_SERIES)
+
+    def series_qdiscs(self) -> pd.DataFrame:
+        """Qdisc time series in long format: ``t``, ``name``, ``variable``, ``value``."""
+        s = self.raw.get("series") or {}
+        return _long(s.get("t", []), s.get("qdiscs", []), _QDISC_SERIES)
+
+    def timeseries(self, flow: str | None = None, *, qdisc: str | None = None) -> pd.DataFrame:
+        """Wide time series indexed by ``t``: one column per variable of ``flow`` (or of
+        ``qdisc``); with neither, every flow, columns ``(name, variable)``."""
+        if flow is not None and qdisc is not None:
+            raise ValueError("give flow or qdisc, not both")
+        long = self.series_qdiscs() if qdisc is not None else self.series_flows()
+        which = qdisc if qdisc is not None else flow
+        if which is not None:
+            sel = long[long["name"] == which]
+            if sel.empty:
+                names = sorted(set(long["name"]))
+                kind = "qdisc" if qdisc is not None else "flow"
+                raise KeyError(f"no {kind} named {which!r}; have {names}")
+            wide = sel.pivot(index="t", columns="variable", values="value")
+            wide.columns.name = None
+        else:
+            wide = long.pivot(index="t", columns=["name", "variable"], values="value")
+        return wide
+
+    # text
+
+    def summary(self) -> str:
+        """A human-readable table of the flows, links and run totals."""
+        lines = [f"{self.name or 'run'} (seed {self.seed}, model {self.model_version})"]
+        header = (
+            f"{'flow':<12} {'cc':<8} {'ecn mode':<10} {'goodput Mbit/s':>14} {'srtt ms':>9} "
+            f"{'qdelay ms':>9} {'retrans':>8}"
+        )
+        lines.append(header)
+        lines.append("-" * len(header))
+        for f in self.raw.get("flows", []):
+            lines.append(
+                f"{f.get('name', ''):<12} {f.get('cc', ''):<8} {f.get('ecn_mode', ''):<10} "
+                f"{_num(f.get('goodput_mbps')):>14.2f} {_num(f.get('mean_srtt_ms')):>9.2f} "
+                f"{_num(f.get('qdelay_ms')):>9.2f} {int(f.get('retrans') or 0):>8d}"
+            )
+        for link in self.raw.get("links", []):
+            lines.append(
+                f"link {link.get('name', '')}: {_num(link.get('rate_mbps')):g} Mbit/s, "
+                f"utilisation {100 * _num(link.get('utilisation')):.1f} %"
+            )
+        lines.append(f"Jain index {self.jain_index:.3f}")
+        speed = self.sim_seconds / self.wall_seconds if self.wall_seconds > 0 else float("inf")
+        lines.append(
+            f"simulated {self.sim_seconds:g} s in {self.wall_seconds:.2f} s wall ({speed:.1f}x real time), "
+            f"{self.bottleneck_pkts} bottleneck packets, {self.events} events"
+        )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<RunResult {self.name!r}: {len(self.raw.get('flows', []))} flows, {self.sim_seconds:g} s simulated>"
+
+    def to_json(self) -> str:
+        return json.dumps(self.raw)
+
+
+def run_scenario_json(scenario_json: str) -> dict[str, Any]:
+    """Run a scenario in the core's JSON form; the raw result dict (no pandas)."""
+    return json.loads(_core.run(scenario_json))
+
+
+def run(scenario: ScenarioLike, /, **overrides: Any) -> RunResult:
+    """Run a scenario: a :class:`~l4sim.scenario.Scenario`, a TOML/JSON file path or a dict.
+
+    ``overrides`` replace top-level keys (``duration=5``, ``seed=2``) or nested ones with
+    ``__`` as separator (``topology__bottleneck__rate=50``). The GIL is released while the
+    simulation runs. Bad input raises :class:`ScenarioError` before anything runs.
+    """
+    sc = load(scenario).with_overrides(**overrides)
+    try:
+        out = _core.run(sc.to_json())
+    except ScenarioError:
+        sc.validate()  # re-raise with the cleaned-up message and the source file
+        raise
+    return RunResult(json.loads(out), sc)
+
+
+def run_factors(**factors: Any) -> RunResult:
+    """Run one point of the study's design (see :func:`l4sim.factors.scenario_from_factors`)."""
+    from l4sim.factors import scenario_from_factors
+
+    return run(Scenario.from_dict(scenario_from_factors(**factors)))

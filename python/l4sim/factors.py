@@ -1,0 +1,302 @@
+"""The study's design point -> a scenario (see docs/study.md, "The experiment").
+
+One point of the single-bottleneck design (buffer size, capacity, base RTT, AQM, ECN
+threshold, Prague fallback, endpoint ECN settings, congestion controls, flow counts) becomes
+the dumbbell scenario the testbed ran:
+
+* buffer in bytes = n_bdp x capacity x base RTT / 8; qdiscs that count packets get
+  bytes / 1500 + 1 packets; DualPI2 keeps its default limit whatever the buffer factor;
+* the AQM configured as in the study's ``tc`` table, with ECN threshold T (ms);
+  FIFO has no threshold;
+* endpoint ECN: the L4S sender's ``net.ipv4.tcp_ecn`` from ``tx_l4s_ecn``; the receivers'
+  settings decide what is negotiated (an AccECN receiver runs the L4S CC as its listener, as
+  the testbed's ``tcp_congestion_control=prague`` + ``tcp_ecn=3`` receiver did; classic-ECN and
+  no-ECN receivers run cubic with ``tcp_ecn`` 1 or 0).
+
+Names of values are the study's and case-sensitive, except AQM names, which are matched
+case-insensitively (spaces and hyphens count as underscores: "single queue FQ" works).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from l4sim.scenario import CC_NAMES, scenario_error
+
+__all__ = [
+    "AQMS",
+    "FACTOR_NAMES",
+    "RUN_PARAMS",
+    "buffer_bytes",
+    "buffer_packets",
+    "qdisc_for",
+    "scenario_from_factors",
+    "seed_for_trial",
+]
+
+#: AQMs in the study's order (rows of its heatmaps).
+AQMS: tuple[str, ...] = (
+    "FIFO",
+    "single_queue_FQ",
+    "Codel",
+    "FQ",
+    "FQ_Codel",
+    "FQ_Codel_L4S",
+    "pie_drop",
+    "Codel_drop",
+    "DualPI2",
+)
+
+#: The design's factors, as keyword arguments of :func:`scenario_from_factors`.
+FACTOR_NAMES: tuple[str, ...] = (
+    "aqm",
+    "n_bdp",
+    "btl_capacity",
+    "base_rtt",
+    "ecn_threshold",
+    "ecn_fallback",
+    "tx_l4s_ecn",
+    "rx_l4s_ecn",
+    "tx_classic_ecn",
+    "rx_classic_ecn",
+    "cc_l4s",
+    "cc_classic",
+    "n_l4s",
+    "n_classic",
+)
+
+#: Run parameters that are not design factors.
+RUN_PARAMS: tuple[str, ...] = ("duration", "seed", "trial", "sample_interval")
+
+#: Keys accepted in ``**extra``: scenario settings outside the design.
+EXTRA_KEYS: tuple[str, ...] = ("name", "nic_rate", "burst")
+
+#: Values of the ECN factors.
+L4S_SENDER_ECN = ("accecn", "classic", "none")
+L4S_RECEIVER_ECN = ("accecn", "classic", "none")
+CLASSIC_ECN = ("none", "classic")
+
+#: Bytes per packet when a buffer in bytes is turned into a packet limit (the study's 1500).
+PACKET_BYTES = 1500
+#: CoDel / FQ-CoDel interval in the study, ms.
+CODEL_INTERVAL_MS = 100.0
+#: FQ-CoDel L4S: CE threshold applied to ECT(1) packets only (selector/mask on the ECN bits).
+L4S_CE_THRESHOLD_MS = 1.0
+L4S_CE_SELECTOR = 0x01
+L4S_CE_MASK = 0x03
+
+_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3"}
+_AQM_LOOKUP = {a.lower(): a for a in AQMS}
+
+
+def _canonical_aqm(aqm: Any) -> str:
+    if isinstance(aqm, str):
+        key = aqm.strip().lower().replace(" ", "_").replace("-", "_")
+        if key in _AQM_LOOKUP:
+            return _AQM_LOOKUP[key]
+    raise scenario_error("aqm", f"unknown AQM {aqm!r}; expected one of {', '.join(AQMS)}")
+
+
+def _positive(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise scenario_error(name, f"must be a positive number, got {v!r}")
+    return float(v)
+
+
+def _count(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise scenario_error(name, f"must be a whole number of flows (0 or more), got {v!r}")
+    return v
+
+
+def _choice(name: str, v: Any, allowed: tuple[str, ...]) -> str:
+    if v not in allowed:
+        raise scenario_error(name, f"unknown value {v!r}; expected one of {', '.join(allowed)}")
+    return str(v)
+
+
+def _cc_name(name: str, v: Any) -> str:
+    if isinstance(v, str) and v in _CC_ALIASES:
+        v = _CC_ALIASES[v]
+    return _choice(name, v, CC_NAMES)
+
+
+def buffer_bytes(n_bdp: float, btl_capacity: float, base_rtt: float) -> int:
+    """n x BDP in bytes: ``n_bdp * capacity (Mbit/s) * base RTT (ms) / 8``."""
+    return int(round(n_bdp * btl_capacity * 1e6 * base_rtt * 1e-3 / 8))
+
+
+def buffer_packets(nbytes: int) -> int:
+    """The study's packet limit for a buffer of ``nbytes``: ``bytes // 1500 + 1``."""
+    return nbytes // PACKET_BYTES + 1
+
+
+def qdisc_for(
+    aqm: str, *, n_bdp: float, btl_capacity: float, base_rtt: float, ecn_threshold: float = 5
+) -> dict[str, Any]:
+    """The bottleneck qdisc spec of one AQM configuration of the study (threshold T in ms)."""
+    aqm = _canonical_aqm(aqm)
+    nbytes = buffer_bytes(n_bdp, btl_capacity, base_rtt)
+    pkts = buffer_packets(nbytes)
+    t = float(ecn_threshold)
+    if aqm == "FIFO":
+        return {"kind": "bfifo", "limit": nbytes}
+    if aqm == "single_queue_FQ":
+        # orphan_mask 0: every forwarded packet hashes to the same flow -> one FIFO with a
+        # CE step at sojourn T.
+        return {"kind": "fq", "limit": pkts, "flow_limit": pkts, "orphan_mask": 0, "ce_threshold_ms": t}
+    if aqm == "Codel":
+        return {"kind": "codel", "limit": pkts, "target_ms": t, "interval_ms": CODEL_INTERVAL_MS, "ecn": True}
+    if aqm == "FQ":
+        return {"kind": "fq", "limit": pkts, "flow_limit": pkts, "ce_threshold_ms": t}
+    if aqm == "FQ_Codel":
+        return {"kind": "fq_codel", "limit": pkts, "target_ms": t, "interval_ms": CODEL_INTERVAL_MS, "ecn": True}
+    if aqm == "FQ_Codel_L4S":
+        return {
+            "kind": "fq_codel",
+            "limit": pkts,
+            "target_ms": t,
+            "interval_ms": CODEL_INTERVAL_MS,
+            "ecn": True,
+            "ce_threshold_ms": L4S_CE_THRESHOLD_MS,
+            "ce_threshold_selector": L4S_CE_SELECTOR,
+            "ce_threshold_mask": L4S_CE_MASK,
+        }
+    if aqm == "pie_drop":
+        return {"kind": "pie", "limit": pkts, "target_ms": t, "ecn": False}
+    if aqm == "Codel_drop":
+        return {"kind": "codel", "limit": pkts, "target_ms": t, "interval_ms": CODEL_INTERVAL_MS, "ecn": False}
+    if aqm == "DualPI2":
+        # Classic target T; everything else (limit 10000 packets, step 1 ms, ...) default.
+        return {"kind": "dualpi2", "target_ms": t}
+    raise AssertionError(aqm)  # pragma: no cover - _canonical_aqm covers every name
+
+
+def seed_for_trial(trial: int) -> int:
+    """The seed of trial ``trial`` when no seed is given: ``trial + 1`` (trial 0 -> seed 1,
+    the default seed)."""
+    if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
+        raise scenario_error("trial", f"must be a whole number (0 or more), got {trial!r}")
+    return trial + 1
+
+
+def _fmt(v: float) -> str:
+    return f"{v:g}"
+
+
+def scenario_from_factors(
+    *,
+    aqm: str,
+    n_bdp: float,
+    btl_capacity: float,
+    base_rtt: float,
+    ecn_threshold: float = 5,
+    ecn_fallback: int = 0,
+    tx_l4s_ecn: str = "accecn",
+    rx_l4s_ecn: str = "accecn",
+    tx_classic_ecn: str = "none",
+    rx_classic_ecn: str = "none",
+    cc_l4s: str = "prague",
+    cc_classic: str = "cubic",
+    n_l4s: int = 1,
+    n_classic: int = 1,
+    duration: float = 60,
+    seed: int | None = None,
+    trial: int | None = None,
+    sample_interval: float = 0.1,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The scenario (core JSON form, as a dict) of one design point.
+
+    Units as in the study: ``btl_capacity`` Mbit/s, ``base_rtt`` and ``ecn_threshold`` ms,
+    ``duration`` s. ``seed`` defaults to 1, or to :func:`seed_for_trial` of ``trial`` when a
+    trial is given and no seed. ``extra`` may hold ``name``, ``nic_rate`` (Mbit/s) and
+    ``burst`` (HTB burst, bytes); any other key is an error naming it.
+    """
+    unknown = sorted(k for k in extra if k not in EXTRA_KEYS)
+    if unknown:
+        k = unknown[0]
+        raise scenario_error(
+            k, f"unknown factor {k!r} (= {extra[k]!r}); known: {', '.join(FACTOR_NAMES + RUN_PARAMS + EXTRA_KEYS)}"
+        )
+    aqm = _canonical_aqm(aqm)
+    n_bdp = _positive("n_bdp", n_bdp)
+    btl_capacity = _positive("btl_capacity", btl_capacity)
+    base_rtt = _positive("base_rtt", base_rtt)
+    ecn_threshold = _positive("ecn_threshold", ecn_threshold)
+    duration = _positive("duration", duration)
+    sample_interval = _positive("sample_interval", sample_interval)
+    if isinstance(ecn_fallback, bool):
+        ecn_fallback = int(ecn_fallback)
+    if ecn_fallback not in (0, 1, 2):
+        raise scenario_error("ecn_fallback", f"must be 0 (off), 1 (on) or 2, got {ecn_fallback!r}")
+    tx_l4s_ecn = _choice("tx_l4s_ecn", tx_l4s_ecn, L4S_SENDER_ECN)
+    rx_l4s_ecn = _choice("rx_l4s_ecn", rx_l4s_ecn, L4S_RECEIVER_ECN)
+    tx_classic_ecn = _choice("tx_classic_ecn", tx_classic_ecn, CLASSIC_ECN)
+    rx_classic_ecn = _choice("rx_classic_ecn", rx_classic_ecn, CLASSIC_ECN)
+    cc_l4s = _cc_name("cc_l4s", cc_l4s)
+    cc_classic = _cc_name("cc_classic", cc_classic)
+    n_l4s = _count("n_l4s", n_l4s)
+    n_classic = _count("n_classic", n_classic)
+    if n_l4s + n_classic == 0:
+        raise scenario_error("n_l4s", "n_l4s and n_classic are both 0: at least one flow is needed")
+    if ecn_fallback and cc_l4s != "prague":
+        raise scenario_error(
+            "ecn_fallback",
+            f"the classic-ECN fallback is a TCP Prague switch; got ecn_fallback={ecn_fallback} with cc_l4s={cc_l4s!r}",
+        )
+    if seed is None:
+        seed = seed_for_trial(trial) if trial is not None else 1
+    elif isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise scenario_error("seed", f"must be a whole number (0 or more), got {seed!r}")
+
+    qdisc = qdisc_for(aqm, n_bdp=n_bdp, btl_capacity=btl_capacity, base_rtt=base_rtt, ecn_threshold=ecn_threshold)
+
+    l4s_cc: dict[str, Any] = {"name": cc_l4s}
+    if cc_l4s == "prague":
+        l4s_cc["ecn_fallback"] = ecn_fallback
+    # The receiving host: an AccECN receiver is a Prague (L4S CC) listener with tcp_ecn=3;
+    # otherwise a plain cubic host with tcp_ecn 1 (classic) or 0 (none).
+    if rx_l4s_ecn == "accecn":
+        l4s_receiver: dict[str, Any] = {"cc": {"name": cc_l4s}, "tcp": {"ecn": "accecn"}}
+    else:
+        l4s_receiver = {"cc": {"name": "cubic"}, "tcp": {"ecn": rx_l4s_ecn}}
+    classic_receiver = {"cc": {"name": "cubic"}, "tcp": {"ecn": rx_classic_ecn}}
+
+    flows: list[dict[str, Any]] = []
+    if n_l4s:
+        flows.append(
+            {"name": "l4s", "cc": l4s_cc, "tcp": {"ecn": tx_l4s_ecn}, "receiver": l4s_receiver, "streams": n_l4s}
+        )
+    if n_classic:
+        flows.append(
+            {
+                "name": "classic",
+                "cc": {"name": cc_classic},
+                "tcp": {"ecn": tx_classic_ecn},
+                "receiver": classic_receiver,
+                "streams": n_classic,
+            }
+        )
+
+    bottleneck: dict[str, Any] = {"rate": btl_capacity, "qdisc": qdisc}
+    if extra.get("burst") is not None:
+        bottleneck["burst"] = extra["burst"]
+    topology: dict[str, Any] = {"kind": "dumbbell", "base_rtt": base_rtt, "bottleneck": bottleneck}
+    if extra.get("nic_rate") is not None:
+        topology["nic_rate"] = extra["nic_rate"]
+
+    threshold = "" if aqm == "FIFO" else f"_T{_fmt(ecn_threshold)}"
+    name = extra.get("name") or (
+        f"{aqm}_{_fmt(n_bdp)}bdp_{_fmt(btl_capacity)}mbit_{_fmt(base_rtt)}ms{threshold}_fb{ecn_fallback}"
+        f"_{cc_l4s}-{tx_l4s_ecn}-{rx_l4s_ecn}x{n_l4s}_{cc_classic}-{tx_classic_ecn}-{rx_classic_ecn}x{n_classic}"
+    )
+    return {
+        "name": name,
+        "seed": seed,
+        "duration": duration,
+        "sample_interval": sample_interval,
+        "topology": topology,
+        "flows": flows,
+    }

@@ -1,0 +1,221 @@
+"""``l4sim.run`` on short runs: the DataFrames' shapes and the result's contents."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import l4sim
+from l4sim.api import RunResult, _flatten_qdisc
+from l4sim_testdata import SHORT_TWO_FLOWS, fake_engine, minimal  # noqa: F401 (fixtures)
+
+
+@pytest.fixture(scope="module")
+def result() -> RunResult:
+    return l4sim.run(SHORT_TWO_FLOWS)
+
+
+def test_package_exports_version_and_model_version():
+    assert isinstance(l4sim.__version__, str) and l4sim.__version__
+    assert isinstance(l4sim.MODEL_VERSION, str) and l4sim.MODEL_VERSION
+    assert issubclass(l4sim.ScenarioError, ValueError)
+
+
+def test_core_validate_raises_scenario_error_with_field_and_message():
+    from l4sim import _core
+
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        _core.validate('{"duration": 1}')
+    assert hasattr(ei.value, "field") and hasattr(ei.value, "message")
+    with pytest.raises(l4sim.ScenarioError):
+        _core.run("not json")
+
+
+def test_bad_scenario_raises_before_running(minimal):
+    minimal["topology"]["bottleneck"]["rate"] = -5
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        l4sim.run(minimal)
+    assert ei.value.field == "topology.bottleneck.rate"
+
+
+def test_qdisc_dicts_flatten_into_prefixed_columns():
+    row = _flatten_qdisc(
+        {
+            "name": "bottleneck",
+            "drops": 3,
+            "drops_by_reason": {"overlimit": 3},
+            "drops_by_ecn": {"not_ect": 3},
+            "marks": 2,
+            "marks_by_ecn": {"ect1": 2},
+            "extra": {"p_c": 0.1},
+        }
+    )
+    assert row == {
+        "name": "bottleneck",
+        "drops": 3,
+        "marks": 2,
+        "drops_overlimit": 3,
+        "drops_not_ect": 3,
+        "marks_ect1": 2,
+        "p_c": 0.1,
+    }
+
+
+def test_flows_frame_has_one_row_per_flow_with_result_columns(result):
+    f = result.flows
+    assert isinstance(f, pd.DataFrame)
+    assert list(f["name"]) == ["a", "b"]
+    for col in ("cc", "ecn_mode", "goodput_mbps", "mean_srtt_ms", "qdelay_ms", "retrans", "bytes_delivered"):
+        assert col in f.columns
+    assert (f["goodput_mbps"] > 0).all()
+    assert f["goodput_mbps"].sum() <= 20 * 1.01  # cannot beat the 20 Mbit/s bottleneck
+
+
+def test_qdiscs_and_links_frames_have_one_row_each(result):
+    q, links = result.qdiscs, result.links
+    assert len(q) >= 1 and "kind" in q.columns and "sojourn_mean_ms" in q.columns
+    assert not any(isinstance(v, dict) for v in q.iloc[0].tolist())
+    assert len(links) >= 1
+    assert ((links["utilisation"] >= 0) & (links["utilisation"] <= 1.0001)).all()
+
+
+def test_long_series_have_t_name_variable_value(result):
+    for s in (result.series_flows(), result.series_qdiscs()):
+        assert list(s.columns) == ["t", "name", "variable", "value"]
+        assert len(s) > 0
+    sf = result.series_flows()
+    assert {"tput_mbps", "cwnd", "srtt_ms"} <= set(sf["variable"])
+    assert set(sf["name"]) == {"a", "b"}
+
+
+def test_timeseries_is_wide_and_indexed_by_time(result):
+    w = result.timeseries(flow="a")
+    assert w.index.name == "t"
+    assert {"tput_mbps", "cwnd", "srtt_ms"} <= set(w.columns)
+    assert w.index.is_monotonic_increasing
+    assert 20 <= len(w) <= 31  # 3 s at 0.1 s
+    with pytest.raises(KeyError):
+        result.timeseries(flow="nope")
+    both = result.timeseries()
+    assert ("a", "cwnd") in both.columns and ("b", "cwnd") in both.columns
+
+
+def test_rtt_samples_are_arrays_per_flow(result):
+    rs = result.rtt_samples
+    assert set(rs) == {"a", "b"}
+    assert all(isinstance(v, np.ndarray) for v in rs.values())
+
+
+def test_raw_summary_and_json(result):
+    assert result.raw["name"] == "short"
+    assert result.sim_seconds == pytest.approx(3)
+    assert json.loads(result.to_json()) == result.raw
+    text = result.summary()
+    assert "a" in text and "Jain" in text and "Mbit/s" in text
+
+
+def test_overrides_apply_to_the_run(minimal):
+    r = l4sim.run(minimal, duration=2.5, seed=7)
+    assert r.sim_seconds == pytest.approx(2.5)
+    assert r.seed == 7
+
+
+def test_same_scenario_and_seed_give_identical_results(minimal):
+    a, b = l4sim.run(minimal), l4sim.run(minimal)
+    strip = lambda raw: {k: v for k, v in raw.items() if k != "wall_seconds"}  # noqa: E731
+    assert strip(a.raw) == strip(b.raw)
+
+
+def test_run_factors_runs_a_study_point():
+    r = l4sim.run_factors(aqm="DualPI2", n_bdp=2, btl_capacity=20, base_rtt=10, duration=2)
+    assert list(r.flows["name"]) == ["l4s", "classic"]
+    assert list(r.flows["cc"]) == ["prague", "cubic"]
+
+
+# --- the Python side on a well-formed result from a stand-in engine ---
+
+
+def test_result_frames_have_one_row_per_flow_qdisc_and_link(fake_engine, minimal):
+    minimal["flows"].append({"name": "b", "cc": "reno", "streams": 2})
+    r = l4sim.run(minimal)
+    assert r.flows.shape[0] == 2 and list(r.flows["name"]) == ["a", "b"]
+    assert "goodput_mbps" in r.flows.columns and "completion_s" in r.flows.columns
+    assert r.qdiscs.shape[0] == 1
+    assert r.qdiscs.loc[0, "drops_overlimit"] == 3 and r.qdiscs.loc[0, "drops_not_ect"] == 3
+    assert "drops_by_reason" not in r.qdiscs.columns and "extra" not in r.qdiscs.columns
+    assert r.links.shape[0] == 1 and r.links.loc[0, "utilisation"] == pytest.approx(0.9)
+
+
+def test_long_series_stack_every_variable_of_every_flow(fake_engine, minimal):
+    minimal["flows"].append({"name": "b", "cc": "reno"})
+    r = l4sim.run(minimal)  # 2 s at 0.1 s: 20 samples
+    sf = r.series_flows()
+    assert list(sf.columns) == ["t", "name", "variable", "value"]
+    assert len(sf) == 2 * 5 * 20
+    sq = r.series_qdiscs()
+    assert len(sq) == 5 * 20 and set(sq["name"]) == {"bottleneck"}
+
+
+def test_timeseries_pivots_one_flow_or_one_qdisc(fake_engine, minimal):
+    r = l4sim.run(minimal)
+    w = r.timeseries("a")
+    assert w.shape == (20, 5)
+    assert list(w["cwnd"]) == [float(i) for i in range(20)]
+    q = r.timeseries(qdisc="bottleneck")
+    assert "backlog_pkts" in q.columns and q.shape[0] == 20
+    with pytest.raises(KeyError):
+        r.timeseries(qdisc="nope")
+
+
+def test_summary_lists_flows_link_and_totals(fake_engine, minimal):
+    text = l4sim.run(minimal).summary()
+    assert "reno" in text and "90.0 %" in text and "Jain index 0.990" in text and "real time" in text
+
+
+def test_run_factors_builds_the_study_scenario(fake_engine, monkeypatch):
+    seen = {}
+
+    def spy(js: str) -> str:
+        seen["sc"] = json.loads(js)
+        return fake_engine(js)
+
+    from l4sim import _core
+
+    monkeypatch.setattr(_core, "run", spy)
+    monkeypatch.setattr(l4sim.scenario.Scenario, "validate", lambda self: self)
+    r = l4sim.run_factors(
+        aqm="FIFO", n_bdp=2, btl_capacity=100, base_rtt=10, duration=2, cc_l4s="reno", cc_classic="reno"
+    )
+    assert seen["sc"]["topology"]["bottleneck"]["qdisc"] == {"kind": "bfifo", "limit": 250000}
+    assert list(r.flows["name"]) == ["l4s", "classic"]
+
+
+def test_scenario_error_survives_pickling_for_worker_processes(minimal):
+    import pickle
+
+    minimal["topology"]["bottleneck"]["rate"] = -5
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        l4sim.Scenario.from_dict(minimal).validate()
+    e = pickle.loads(pickle.dumps(ei.value))
+    assert isinstance(e, l4sim.ScenarioError)
+    assert (e.field, e.message) == (ei.value.field, ei.value.message)
+
+
+def test_summary_copes_with_missing_samples_written_as_null(fake_engine, monkeypatch, minimal):
+    from l4sim import _core
+
+    def no_samples(js: str) -> str:
+        raw = json.loads(fake_engine(js))
+        raw["flows"][0]["mean_srtt_ms"] = None  # NaN in the core becomes null in JSON
+        raw["flows"][0]["qdelay_ms"] = None
+        raw["series"]["flows"][0]["srtt_ms"][0] = None
+        return json.dumps(raw)
+
+    monkeypatch.setattr(_core, "run", no_samples)
+    r = l4sim.run(minimal)
+    assert "nan" in r.summary()
+    assert np.isnan(r.flows.loc[0, "mean_srtt_ms"])
+    assert np.isnan(r.timeseries("a")["srtt_ms"].iloc[0])

@@ -1,0 +1,164 @@
+"""The ``l4sim`` command: errors exit 2 before running; ``run --json`` prints one object."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from l4sim.cli import build_parser, main
+from l4sim_testdata import MINIMAL_TOML, fake_engine, minimal_toml  # noqa: F401 (fixtures)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "l4sim", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_validate_scenario_accepts_a_good_file(minimal_toml: Path):
+    p = run_cli("validate-scenario", str(minimal_toml))
+    assert p.returncode == 0, p.stderr
+    assert "ok" in p.stdout
+
+
+def test_validate_scenario_rejects_a_negative_rate_naming_the_field(tmp_path: Path):
+    f = tmp_path / "bad.toml"
+    f.write_text(MINIMAL_TOML.replace("rate = 100", "rate = -5"), encoding="utf-8")
+    p = run_cli("validate-scenario", str(f))
+    assert p.returncode == 2
+    assert p.stderr.startswith("error: topology.bottleneck.rate: ")
+    assert "-5" in p.stderr
+
+
+def test_run_with_malformed_toml_exits_2_naming_file_and_line(tmp_path: Path):
+    f = tmp_path / "broken.toml"
+    f.write_text("duration = 5\n[topology\n", encoding="utf-8")
+    p = run_cli("run", str(f))
+    assert p.returncode == 2
+    assert str(f) in p.stderr and "line 2" in p.stderr
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "replace,field",
+    [
+        (('cc = "reno"', 'cc = "vegas"'), "flows[0].cc.name"),
+        (('kind = "bfifo", limit = 250000', 'kind = "sfq"'), "topology.bottleneck.qdisc.kind"),
+        (("limit = 250000", "limit = 1000"), "topology.bottleneck.qdisc.limit"),
+        (("seed = 3", "sed = 3"), "sed"),
+    ],
+)
+def test_run_with_a_bad_scenario_exits_2_before_running(tmp_path: Path, replace, field):
+    f = tmp_path / "bad.toml"
+    f.write_text(MINIMAL_TOML.replace(*replace), encoding="utf-8")
+    p = run_cli("run", "--json", str(f))
+    assert p.returncode == 2
+    assert p.stderr.startswith(f"error: {field}: ")
+    assert p.stdout == ""
+
+
+def test_unknown_aqm_option_exits_2_naming_the_value(capsys):
+    rc = main(["run", "--aqm", "REDish", "--n-bdp", "2", "--btl-capacity", "100", "--base-rtt", "10"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: aqm: ") and "REDish" in err
+
+
+def test_study_point_needs_the_buffer_capacity_and_rtt(capsys):
+    assert main(["run", "--aqm", "FIFO", "--n-bdp", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--btl-capacity" in err and "--base-rtt" in err
+
+
+def test_file_and_factors_together_are_refused(minimal_toml: Path, capsys):
+    assert main(["run", str(minimal_toml), "--aqm", "FIFO"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_run_without_arguments_is_a_usage_error(capsys):
+    assert main(["run"]) == 2
+
+
+def test_parser_offers_every_study_factor_option():
+    text = build_parser().format_help() + build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    for opt in (
+        "--aqm",
+        "--n-bdp",
+        "--btl-capacity",
+        "--base-rtt",
+        "--ecn-threshold",
+        "--ecn-fallback",
+        "--tx-l4s-ecn",
+        "--rx-l4s-ecn",
+        "--tx-classic-ecn",
+        "--rx-classic-ecn",
+        "--cc-l4s",
+        "--cc-classic",
+        "--n-l4s",
+        "--n-classic",
+        "--seed",
+        "--duration",
+        "--json",
+        "--save-series",
+    ):
+        assert opt in text
+
+
+def test_run_json_prints_one_object_with_flows_links_and_timing(minimal_toml: Path, tmp_path: Path):
+    out = tmp_path / "series"
+    p = run_cli("run", "--json", "--save-series", str(out), str(minimal_toml))
+    assert p.returncode == 0, p.stderr
+    obj = json.loads(p.stdout)
+    assert isinstance(obj, dict)
+    assert [f["name"] for f in obj["flows"]] == ["a"]
+    for key in ("name", "cc", "goodput_mbps", "mean_srtt_ms", "qdelay_ms", "retrans"):
+        assert key in obj["flows"][0]
+    assert all("utilisation" in link for link in obj["links"])
+    for key in ("sim_seconds", "wall_seconds", "bottleneck_pkts", "jain_index"):
+        assert key in obj
+    assert obj["sim_seconds"] == pytest.approx(2)
+    assert (out / "series_flows.csv").exists() and (out / "result.json").exists()
+
+
+def test_run_study_point_prints_a_table(tmp_path: Path):
+    p = run_cli(
+        "run",
+        "--aqm",
+        "FIFO",
+        "--n-bdp",
+        "2",
+        "--btl-capacity",
+        "20",
+        "--base-rtt",
+        "10",
+        "--cc-l4s",
+        "cubic",
+        "--cc-classic",
+        "cubic",
+        "--duration",
+        "2",
+    )
+    assert p.returncode == 0, p.stderr
+    assert "l4s" in p.stdout and "classic" in p.stdout
+    assert "utilisation" in p.stdout and "Jain" in p.stdout
+
+
+def test_run_json_shape_with_a_stand_in_engine(fake_engine, minimal_toml: Path, capsys, tmp_path: Path):
+    rc = main(["run", "--json", "--save-series", str(tmp_path / "s"), str(minimal_toml)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    obj = json.loads(out)  # exactly one JSON document
+    assert [f["name"] for f in obj["flows"]] == ["a"]
+    assert set(obj["flows"][0]) >= {"name", "cc", "goodput_mbps", "mean_srtt_ms", "qdelay_ms", "retrans"}
+    assert obj["links"][0]["utilisation"] == pytest.approx(0.9)
+    assert obj["sim_seconds"] == 2 and obj["bottleneck_pkts"] == 97 and "wall_seconds" in obj
+    assert (tmp_path / "s" / "series_flows.csv").read_text().startswith("t,name,variable,value")
+
+
+def test_run_table_with_a_stand_in_engine(fake_engine, minimal_toml: Path, capsys):
+    assert main(["run", "--duration", "1", str(minimal_toml)]) == 0
+    out = capsys.readouterr().out
+    assert "goodput" in out and "utilisation" in out and "Jain" in out
+    assert "simulated 1 s" in out

@@ -1,0 +1,218 @@
+"""Scenario loading: TOML / dict / Python objects, conveniences, and error messages that name
+the field and the value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import l4sim
+from l4sim.scenario import Dumbbell, Flow, Scenario, load
+from l4sim_testdata import EXAMPLES, minimal, minimal_toml  # noqa: F401 (fixtures)
+
+
+def _error(data) -> l4sim.ScenarioError:
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        Scenario.from_dict(data).validate()
+    return ei.value
+
+
+def test_a_minimal_dict_scenario_validates(minimal):
+    sc = Scenario.from_dict(minimal).validate()
+    assert sc.data["flows"][0]["cc"] == {"name": "reno"}
+
+
+def test_toml_file_loads_to_the_same_json_as_the_dict(minimal, minimal_toml):
+    from_toml = Scenario.from_file(minimal_toml).validate()
+    from_dict = Scenario.from_dict(minimal)
+    assert from_toml.to_json() == from_dict.to_json()
+    assert from_toml.source == str(minimal_toml)
+
+
+def test_to_json_is_canonical_and_round_trips(minimal):
+    a = Scenario.from_dict(minimal)
+    b = Scenario.from_dict(json.loads(a.to_json()))
+    assert a.to_json() == b.to_json()
+    assert " " not in a.to_json()
+
+
+def test_cc_given_as_a_string_becomes_a_table(minimal):
+    minimal["flows"][0]["cc"] = "reno"
+    minimal["flows"][0]["receiver"] = {"cc": "reno"}
+    sc = Scenario.from_dict(minimal)
+    assert sc.data["flows"][0]["cc"] == {"name": "reno"}
+    assert sc.data["flows"][0]["receiver"]["cc"] == {"name": "reno"}
+
+
+def test_qdisc_given_as_a_string_becomes_a_kind(minimal):
+    minimal["topology"]["bottleneck"]["qdisc"] = "fq_codel"
+    sc = Scenario.from_dict(minimal)
+    assert sc.data["topology"]["bottleneck"]["qdisc"] == {"kind": "fq_codel"}
+
+
+def test_topology_without_kind_is_a_dumbbell(minimal):
+    del minimal["topology"]["kind"]
+    assert Scenario.from_dict(minimal).data["topology"]["kind"] == "dumbbell"
+
+
+def test_tcp_ecn_sysctl_number_becomes_its_name(minimal):
+    minimal["flows"][0]["tcp"] = {"ecn": 3}
+    minimal["flows"][0]["receiver"] = {"tcp": {"ecn": 1}}
+    sc = Scenario.from_dict(minimal).validate()
+    assert sc.data["flows"][0]["tcp"]["ecn"] == "accecn"
+    assert sc.data["flows"][0]["receiver"]["tcp"]["ecn"] == "classic"
+
+
+def test_named_flow_tables_become_a_flow_list(minimal):
+    minimal["flows"] = {"x": {"cc": "reno"}, "y": {"cc": "reno", "streams": 2}}
+    sc = Scenario.from_dict(minimal).validate()
+    assert [f["name"] for f in sc.data["flows"]] == ["x", "y"]
+    assert sc.data["flows"][1]["streams"] == 2
+
+
+def test_python_objects_build_the_same_scenario(minimal):
+    sc = Scenario.build(
+        name="minimal",
+        duration=2,
+        seed=3,
+        topology=Dumbbell(base_rtt=10, rate=100, qdisc={"kind": "bfifo", "limit": 250000}),
+        flows=[Flow("a", cc="reno")],
+    ).validate()
+    assert sc.data["flows"][0]["cc"] == {"name": "reno"}
+    assert sc.data["topology"]["bottleneck"]["rate"] == 100
+    assert sc.data["flows"][0]["name"] == "a"
+
+
+def test_load_accepts_paths_dicts_and_scenarios(minimal, minimal_toml):
+    assert load(str(minimal_toml)).to_json() == load(minimal_toml).to_json()
+    sc = load(minimal)
+    assert load(sc) is sc
+    with pytest.raises(TypeError):
+        load(42)  # type: ignore[arg-type]
+
+
+def test_overrides_replace_top_level_and_nested_keys(minimal):
+    sc = Scenario.from_dict(minimal).with_overrides(duration=5, topology__bottleneck__rate=50, flows__0__streams=3)
+    assert sc.data["duration"] == 5
+    assert sc.data["topology"]["bottleneck"]["rate"] == 50
+    assert sc.data["flows"][0]["streams"] == 3
+    assert minimal["duration"] == 2  # the original is untouched
+
+
+def test_unknown_key_error_names_the_key(minimal):
+    minimal["sed"] = 3
+    e = _error(minimal)
+    assert e.field == "sed"
+    assert "sed" in str(e) and "unknown field" in str(e)
+    assert "line 1 column" not in str(e)  # no position in the generated JSON
+
+
+def test_unknown_flow_key_error_names_its_path(minimal):
+    minimal["flows"][0]["bogus"] = 1
+    e = _error(minimal)
+    assert e.field == "flows[0].bogus"
+
+
+def test_negative_rate_error_names_the_field_and_value(minimal):
+    minimal["topology"]["bottleneck"]["rate"] = -5
+    e = _error(minimal)
+    assert e.field == "topology.bottleneck.rate"
+    assert "-5" in e.message
+    assert str(e).startswith("topology.bottleneck.rate: ")
+
+
+def test_buffer_below_one_mtu_is_rejected_with_its_value(minimal):
+    minimal["topology"]["bottleneck"]["qdisc"]["limit"] = 1000
+    e = _error(minimal)
+    assert e.field == "topology.bottleneck.qdisc.limit"
+    assert "1000" in e.message
+
+
+def test_unknown_cc_error_names_the_field_and_value(minimal):
+    minimal["flows"][0]["cc"] = "vegas"
+    e = _error(minimal)
+    assert e.field == "flows[0].cc.name"
+    assert "vegas" in e.message
+
+
+def test_cc_of_the_wrong_shape_is_rejected(minimal):
+    minimal["flows"][0]["cc"] = 5
+    e = _error(minimal)
+    assert e.field == "flows[0].cc"
+    assert "5" in e.message
+
+
+def test_unknown_qdisc_error_names_the_field_and_value(minimal):
+    minimal["topology"]["bottleneck"]["qdisc"] = {"kind": "sfq"}
+    e = _error(minimal)
+    assert e.field == "topology.bottleneck.qdisc.kind"
+    assert "sfq" in e.message
+
+
+def test_unknown_ecn_sysctl_number_is_rejected(minimal):
+    minimal["flows"][0]["tcp"] = {"ecn": 9}
+    e = _error(minimal)
+    assert e.field == "flows[0].tcp.ecn"
+    assert "9" in e.message
+
+
+def test_scenario_error_is_a_value_error_with_field_and_message(minimal):
+    minimal["duration"] = 0
+    e = _error(minimal)
+    assert isinstance(e, ValueError)
+    assert e.field == "duration"
+    assert str(e) == f"{e.field}: {e.message}"
+
+
+def test_malformed_toml_error_names_the_file_and_line(tmp_path: Path):
+    p = tmp_path / "broken.toml"
+    p.write_text("duration = 5\n[topology\nbase_rtt = 10\n", encoding="utf-8")
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        Scenario.from_file(p)
+    assert str(p) in str(ei.value)
+    assert "line 2" in str(ei.value)
+
+
+def test_validation_error_from_a_file_records_the_file(tmp_path: Path):
+    p = tmp_path / "neg.toml"
+    p.write_text(
+        "duration = 2\n[topology]\nbase_rtt = 10\n[topology.bottleneck]\nrate = -1\n"
+        'qdisc = { kind = "bfifo", limit = 250000 }\n[[flows]]\nname = "a"\ncc = "reno"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        Scenario.from_file(p).validate()
+    assert ei.value.field == "topology.bottleneck.rate"
+    assert ei.value.source == str(p)
+
+
+def test_missing_file_is_a_scenario_error(tmp_path: Path):
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        Scenario.from_file(tmp_path / "nope.toml")
+    assert "nope.toml" in str(ei.value)
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_example_scenario_validates(path: Path):
+    Scenario.from_file(path).validate()
+
+
+def test_there_are_example_scenarios():
+    names = {p.name for p in EXAMPLES.glob("*.toml")}
+    assert {"dumbbell_cubic.toml", "prague_vs_cubic_dualpi2.toml"} <= names
+
+
+def test_bad_qdisc_parameter_error_names_the_qdisc_parameter(minimal):
+    minimal["topology"]["bottleneck"]["qdisc"] = {"kind": "bfifo", "limt": 250000}
+    e = _error(minimal)
+    assert e.field.startswith("topology.bottleneck.qdisc")
+    assert "limt" in e.message
+
+
+def test_missing_fifo_limit_is_reported_on_the_qdisc(minimal):
+    minimal["topology"]["bottleneck"]["qdisc"] = "bfifo"
+    e = _error(minimal)
+    assert e.field.startswith("topology.bottleneck.qdisc")
+    assert "limit" in e.message
