@@ -1,0 +1,111 @@
+"""The results store: atomic commits, one writer, readers while writing, layout."""
+
+import json
+import multiprocessing as mp
+
+import pytest
+
+from l4sim.store import Store, StoreLockedError, run_key
+
+
+def fake_result(l4s=60.0, classic=40.0, ql=1.0, qc=10.0, n=5):
+    return {
+        "name": "x", "seed": 1, "model_version": "fake", "sim_seconds": 2.0,
+        "wall_seconds": 0.01, "events": 10, "jain_index": 0.96,
+        "flows": [
+            {"name": "l4s", "cc": "prague", "streams": 1, "goodput_mbps": l4s, "qdelay_ms": ql,
+             "mean_srtt_ms": 10 + ql},
+            {"name": "classic", "cc": "cubic", "streams": 1, "goodput_mbps": classic,
+             "qdelay_ms": qc, "mean_srtt_ms": 10 + qc},
+        ],
+        "qdiscs": [], "links": [{"name": "bottleneck", "utilisation": 0.97}],
+        "rtt_samples": {},
+        "series": {"t": [0.1 * i for i in range(n)],
+                   "flows": [{"name": "l4s", "tput_mbps": [1.0] * n, "cwnd": [10.0] * n,
+                              "srtt_ms": [11.0] * n, "extra": {"alpha": [0.5] * n}}],
+                   "qdiscs": [{"name": "bottleneck", "backlog_pkts": [3.0] * n}]},
+    }
+
+
+def test_run_key_depends_on_scenario_seed_and_model_version():
+    s = {"a": 1, "b": [1.0, 2]}
+    k = run_key(s, 1, "v1")
+    assert k == run_key({"b": [1, 2], "a": 1}, 1, "v1")  # canonical
+    assert k != run_key(s, 2, "v1")
+    assert k != run_key(s, 1, "v2")
+    assert len(k) == 64
+
+
+def test_record_commits_run_flows_and_series(tmp_path):
+    with Store(tmp_path / "s", write=True) as st:
+        st.add_design("d", "name='d'", [("k1", {"aqm": "FIFO", "trial": 1}, 7)])
+        st.record("k1", design="d", factors={"aqm": "FIFO", "trial": 1}, seed=7,
+                  model_version="fake", result=fake_result())
+    st = Store(tmp_path / "s")
+    df = st.runs()
+    assert list(df["l4s_tput_mbps"]) == [60.0]
+    assert list(df["classic_qdelay_ms"]) == [10.0]
+    assert df.loc[0, "utilisation"] == 0.97
+    assert len(st.flows()) == 2
+    ser = st.series("k1")
+    assert list(ser.columns)[:1] == ["t"] and "flow.l4s.extra.alpha" in ser.columns
+    assert st.status() == [{"design": "d", "total": 1, "done": 1, "errors": 0, "missing": 0}]
+    assert st.designs()[0]["content"] == "name='d'"
+    assert (tmp_path / "s" / "index.sqlite").exists()
+    assert st.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_error_runs_are_recorded_but_not_done(tmp_path):
+    with Store(tmp_path, write=True) as st:
+        st.add_design("d", "", [("k", {"aqm": "FIFO"}, 1)])
+        st.record("k", design="d", factors={"aqm": "FIFO"}, seed=1, model_version="f",
+                  error="ScenarioError: bad")
+        assert st.done_keys() == set()
+        assert st.status()[0]["errors"] == 1 and st.status()[0]["missing"] == 1
+
+
+def _hold_lock(path, ready, release):
+    st = Store(path, write=True)
+    ready.set()
+    release.wait(10)
+    st.close()
+
+
+def test_second_writer_gets_a_clear_error_naming_store_and_pid(tmp_path):
+    ctx = mp.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    p = ctx.Process(target=_hold_lock, args=(tmp_path, ready, release))
+    p.start()
+    try:
+        assert ready.wait(10)
+        with pytest.raises(StoreLockedError) as ei:
+            Store(tmp_path, write=True)
+        assert str(p.pid) in str(ei.value) and str(tmp_path) in str(ei.value)
+        # a reader is fine while the writer holds the lock
+        Store(tmp_path).status()
+    finally:
+        release.set()
+        p.join(10)
+    Store(tmp_path, write=True).close()  # lock released with its holder
+
+
+def test_orphan_and_temporary_series_files_are_removed_on_open(tmp_path):
+    with Store(tmp_path, write=True) as st:
+        st.record("k1", design="d", factors={}, seed=1, model_version="f", result=fake_result())
+    (tmp_path / "series" / "orphan.parquet").write_bytes(b"x")
+    (tmp_path / "series" / "k2.tmp123.parquet").write_bytes(b"x")
+    Store(tmp_path, write=True).close()
+    assert sorted(f.name for f in (tmp_path / "series").iterdir()) == ["k1.parquet"]
+
+
+def test_reader_on_missing_store_is_a_clear_error(tmp_path):
+    with pytest.raises(Exception, match="no results store"):
+        Store(tmp_path / "nope")
+
+
+def test_summary_keeps_the_result_without_series(tmp_path):
+    with Store(tmp_path, write=True) as st:
+        st.record("k", design="d", factors={}, seed=1, model_version="f", result=fake_result())
+        s = st.summary("k")
+    assert "series" not in s and s["flows"][0]["name"] == "l4s"
+    json.dumps(s)
