@@ -127,7 +127,10 @@ def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] 
         for i in range(len(aqms)):
             for j in range(len(bufs)):
                 v = grid[i, j]
-                dark = np.isfinite(v) and abs(norm(v) - 0.5) > 0.3
+                dark = False
+                if np.isfinite(v):  # white text on dark cells (relative luminance)
+                    r_, g_, b_, _ = plt.get_cmap(var["cmap"])(norm(v))
+                    dark = 0.2126 * r_ + 0.7152 * g_ + 0.0722 * b_ < 0.45
                 ax.text(j, i, text[i][j], ha="center", va="center",
                         fontsize=7 if var["pair"] else 8, color="white" if dark else "black")
         ax.set_xticks(range(len(bufs)), [_fmt_val(float(b)) for b in bufs])

@@ -399,8 +399,8 @@ class Study:
                 raise StudyError(f"unknown factor {k!r}")
             factors.pop(k, None)
             fx[k] = VALIDATORS[k](k, v)
-        return Study(self.name, factors, fx, list(self.constraints), self.description,
-                     self.source)
+        # the stored design must describe what runs: regenerate the TOML (source="")
+        return Study(self.name, factors, fx, list(self.constraints), self.description, "")
 
     # ---------------------------------------------------------------- expansion
     def points(self) -> list[dict[str, Any]]:
