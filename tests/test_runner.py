@@ -213,3 +213,76 @@ duration = 2
                                   dashboard_address=None) as cl, distributed.Client(cl) as c:
         run_study(s, tmp_path / "b", dask=c, progress=False)
     assert _results(tmp_path / "a") == _results(tmp_path / "b")
+
+
+# ------------------------------------------------------------------ CLI
+
+
+@pytest.fixture
+def fake_engine(monkeypatch):
+    import l4sim.runner as r
+
+    monkeypatch.setattr(r, "core_run", fake_run)
+    monkeypatch.setattr(r, "default_builder", fake_builder)
+    monkeypatch.setattr(r, "engine_model_version", lambda: "fake")
+
+
+def test_cli_study_run_status_and_limit(tmp_path, fake_engine, capsys):
+    from l4sim.cli_study import main
+
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "1",
+                 "--limit", "4", "--quiet"]) == 0
+    assert main(["study", "status", str(tmp_path / "st")]) == 0
+    out = capsys.readouterr().out
+    assert "t " in out and "12" in out and "8" in out  # total 12, missing 8
+
+
+def test_cli_malformed_study_file_is_a_clear_error(tmp_path, capsys):
+    from l4sim.cli_study import main
+
+    f = tmp_path / "bad.toml"
+    f.write_text("[factors]\nbuffer = [1, 2]\n")
+    assert main(["study", "plan", str(f)]) == 2
+    assert "unknown factor 'buffer'" in capsys.readouterr().err
+
+
+def test_cli_presets_lists_run_counts(capsys):
+    from l4sim.cli_study import main
+
+    assert main(["study", "presets"]) == 0
+    out = capsys.readouterr().out
+    assert "full-factorial" in out and "28,320" in out and "anrw24" in out
+
+
+def test_reproduce_anrw24_writes_store_csv_figures_verdicts_and_report(tmp_path, fake_engine):
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    assert main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration",
+                 "2", "-j", "1", "--quiet"]) == 0
+    assert (out / "store" / "index.sqlite").exists()
+    import pandas as pd
+
+    assert len(pd.read_csv(out / "results.csv")) == 90
+    assert (out / "figures" / "heatmap_share.png").exists()
+    assert (out / "figures" / "heatmap_share.pdf").exists()
+    v = pd.read_csv(out / "verdicts.csv", index_col=0)
+    assert v.shape == (4, 4)
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64" in html and "Is it OK to turn on TCP Prague?" in html
+    assert "testbed" in html  # the ANRW'24 reference comparison
+    # resumable: a second call does no new runs
+    assert main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration",
+                 "2", "-j", "1", "--quiet"]) == 0
+
+
+def test_real_engine_reproduce_anrw24_limited(tmp_path):
+    _engine()
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    assert main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration",
+                 "2", "--limit", "4", "-j", "2", "--quiet"]) == 0
+    assert (out / "report.html").exists()

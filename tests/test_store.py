@@ -109,3 +109,28 @@ def test_summary_keeps_the_result_without_series(tmp_path):
         s = st.summary("k")
     assert "series" not in s and s["flows"][0]["name"] == "l4s"
     json.dumps(s)
+
+
+def test_export_columns_are_factors_then_study_metrics_then_the_rest(tmp_path):
+    import pandas as pd
+
+    from l4sim.report import export_csv
+
+    with Store(tmp_path, write=True) as st:
+        f = {"n_bdp": 2, "btl_capacity": 100, "base_rtt": 10, "aqm": "Codel",
+             "ecn_threshold": 5, "trial": 1, "duration": 2}
+        st.add_design("d", "", [("k", f, 3)])
+        st.record("k", design="d", factors=f, seed=3, model_version="fake",
+                  result=fake_result())
+    n = export_csv(tmp_path, tmp_path / "r.csv")
+    df = pd.read_csv(tmp_path / "r.csv")
+    assert n == 1
+    cols = list(df.columns)
+    assert cols[:7] == ["n_bdp", "btl_capacity", "base_rtt", "aqm", "ecn_threshold", "trial",
+                        "duration"]
+    assert cols[7:11] == ["l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms",
+                          "classic_qdelay_ms"]
+    assert {"seed", "key", "model_version", "jain_index", "utilisation", "l4s_cc",
+            "classic_goodput_mbps"} <= set(cols[11:])
+    assert len(cols) == len(set(cols))
+    assert df.loc[0, "l4s_tput_mbps"] == 60.0 and df.loc[0, "seed"] == 3
