@@ -167,6 +167,47 @@ def test_study_killed_with_sigkill_resumes_with_every_run_exactly_once(tmp_path)
     assert files == sorted(df["series"])
 
 
+SIGINT_SCRIPT = SCRIPT.replace(
+    'run_study(study,', 'out = run_study(study,') + """
+print("INTERRUPTED" if out.interrupted else "FINISHED", out.done, flush=True)
+sys.exit(130 if out.interrupted else 0)
+"""
+
+
+def test_ctrl_c_stops_cleanly_and_leaves_a_consistent_store(tmp_path):
+    import l4sim.study
+
+    store = tmp_path / "store"
+    study = STUDY.replace("trials = 2", "trials = 8")  # 48 runs of 0.15 s on 2 workers
+    script = SIGINT_SCRIPT.format(tests=str(Path(__file__).parent), study=study,
+                                  store=str(store))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(l4sim.study.__file__).resolve().parent.parent) + os.pathsep + \
+        env.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if Store(store).status()[0]["done"] >= 3:
+                break
+        except Exception:
+            pass
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # like Ctrl-C in a terminal: the whole group
+    stdout, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stdout
+    assert stdout.startswith("INTERRUPTED")
+    st = Store(store)
+    partial = st.status()[0]
+    assert 0 < partial["done"] < partial["total"]
+    flows = st.flows()
+    assert flows.groupby("run_key").size().eq(2).all()
+    assert flows["run_key"].nunique() == partial["done"]
+    out = _run(Study.from_toml(study), store, jobs=2)
+    assert out.done == partial["total"] - partial["done"]
+
+
 # ------------------------------------------------------------------ the real engine
 
 def _engine():

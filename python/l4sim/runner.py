@@ -156,10 +156,11 @@ def run_study(
             bar.update(1)
 
         try:
-            if dask is not None:
-                _run_dask(dask, run_fn, todo, commit, jobs)
-            else:
-                _run_local(run_fn, todo, commit, jobs)
+            with _Stop() as stop:
+                if dask is not None:
+                    _run_dask(dask, run_fn, todo, commit, jobs, stop)
+                else:
+                    _run_local(run_fn, todo, commit, jobs, stop)
         except KeyboardInterrupt:
             out.interrupted = True
         finally:
@@ -190,11 +191,45 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None) -> None:
+class _Stop:
+    """Ctrl-C sets a flag that the loops check between commits, so an interrupt never lands
+    inside a store transaction; a second Ctrl-C interrupts at once."""
+
+    def __init__(self) -> None:
+        self.flag = False
+        self._old: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.flag:
+            raise KeyboardInterrupt
+        self.flag = True
+
+    def __enter__(self) -> "_Stop":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+    def check(self) -> None:
+        if self.flag:
+            raise KeyboardInterrupt
+
+
+def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None,
+               stop: _Stop) -> None:
     jobs = jobs or os.cpu_count() or 1
-    if jobs == 1:  # in process: simplest, and Ctrl-C lands between runs' commits
+    if jobs == 1:  # in process: simplest; Ctrl-C is honoured after the current run
         for p in todo:
             commit(p, execute(run_fn, p.scenario_json))
+            stop.check()
         return
     ex = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
     pending: dict[Any, PlannedRun] = {}
@@ -206,18 +241,20 @@ def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None) 
             if len(pending) >= window:
                 break
         while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            stop.check()
+            finished, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             for f in finished:
                 p = pending.pop(f)
                 commit(p, f.result())
-                nxt = next(it, None)
+                nxt = None if stop.flag else next(it, None)
                 if nxt is not None:
                     pending[ex.submit(execute, run_fn, nxt.scenario_json)] = nxt
     except BaseException:
         for f in pending:
             f.cancel()
+        procs = list((getattr(ex, "_processes", None) or {}).values())
         ex.shutdown(wait=False, cancel_futures=True)
-        for proc in list(getattr(ex, "_processes", {}).values() or []):
+        for proc in procs:  # runs in flight are abandoned: they were never committed
             try:
                 proc.terminate()
             except Exception:
@@ -226,35 +263,44 @@ def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None) 
     ex.shutdown(wait=True)
 
 
-def _run_dask(dask: Any, run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None) -> None:
-    from distributed import Client, as_completed
+def _run_dask(dask: Any, run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None,
+              stop: _Stop) -> None:
+    from distributed import Client
+    from distributed import wait as dwait
 
     client = dask if isinstance(dask, Client) else Client(dask)
     own = client is not dask
+    futs: dict[Any, PlannedRun] = {}
     try:
         nworkers = max(1, sum(client.nthreads().values()))
         window = max(2 * nworkers, jobs or 0)
         it = iter(todo)
-        futs = {}
+
+        def submit(p: PlannedRun) -> None:
+            f = client.submit(execute, run_fn, p.scenario_json, pure=False, key=f"run-{p.key}")
+            futs[f] = p
+
         for p in it:
-            futs[client.submit(execute, run_fn, p.scenario_json, pure=False, key=f"run-{p.key}")] = p
+            submit(p)
             if len(futs) >= window:
                 break
-        ac = as_completed(list(futs))
-        try:
-            for f in ac:
+        while futs:
+            stop.check()
+            try:
+                res = dwait(list(futs), timeout=0.5, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                continue
+            for f in res.done:
                 p = futs.pop(f)
                 commit(p, f.result())
                 f.release()
-                nxt = next(it, None)
+                nxt = None if stop.flag else next(it, None)
                 if nxt is not None:
-                    nf = client.submit(execute, run_fn, nxt.scenario_json, pure=False,
-                                       key=f"run-{nxt.key}")
-                    futs[nf] = nxt
-                    ac.add(nf)
-        except BaseException:
+                    submit(nxt)
+    except BaseException:
+        if futs:
             client.cancel(list(futs))
-            raise
+        raise
     finally:
         if own:
             client.close()
