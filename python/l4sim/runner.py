@@ -88,7 +88,12 @@ def plan(study: Study, *, builder: Builder = default_builder,
          model_version: str) -> list[PlannedRun]:
     out = []
     for spec in study.runs():
-        scen = builder(spec.point, spec.seed)
+        try:
+            scen = builder(spec.point, spec.seed)
+        except ValueError as e:  # ScenarioError: name the point, stop before running anything
+            from l4sim.study import StudyError
+
+            raise StudyError(f"run {spec.point} cannot be built: {e}") from e
         out.append(PlannedRun(spec, run_key(scen, spec.seed, model_version),
                               json.dumps(scen, sort_keys=True)))
     return out

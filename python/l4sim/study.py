@@ -104,17 +104,23 @@ def _choice(choices: Iterable[str]) -> Callable[[str, Any], Any]:
     return check
 
 
+CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3")
+_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3"}
+CLASSIC_ECN_MODES = ("none", "classic")
+
+
 def _cc_name(name: str, v: Any) -> str:
-    if not isinstance(v, str) or not v.isidentifier():
-        raise StudyError(f"factor {name!r}: value {v!r} must be a congestion control name")
+    v = _CC_ALIASES.get(v, v) if isinstance(v, str) else v
+    if v not in CC_NAMES:
+        raise StudyError(f"factor {name!r}: value {v!r} is not one of {list(CC_NAMES)}")
     return v
 
 
 def _fallback(name: str, v: Any) -> int:
     if isinstance(v, bool):
         return int(v)
-    if v not in (0, 1) or isinstance(v, float):
-        raise StudyError(f"factor {name!r}: value {v!r} must be 0 (off) or 1 (on)")
+    if v not in (0, 1, 2) or isinstance(v, float):
+        raise StudyError(f"factor {name!r}: value {v!r} must be 0 (off), 1 (on) or 2")
     return int(v)
 
 
@@ -127,8 +133,8 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "ecn_fallback": _fallback,
     "tx_l4s_ecn": _choice(ECN_MODES),
     "rx_l4s_ecn": _choice(ECN_MODES),
-    "tx_classic_ecn": _choice(ECN_MODES),
-    "rx_classic_ecn": _choice(ECN_MODES),
+    "tx_classic_ecn": _choice(CLASSIC_ECN_MODES),
+    "rx_classic_ecn": _choice(CLASSIC_ECN_MODES),
     "cc_l4s": _cc_name,
     "cc_classic": _cc_name,
     "n_l4s": lambda n, v: _positive_int(n, v, 0),
