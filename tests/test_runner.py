@@ -104,6 +104,24 @@ def test_failed_runs_are_recorded_with_their_error(tmp_path):
     assert out.errors == 2 and "bad scenario" in out.error_messages[0]
 
 
+class FakePanic(BaseException):
+    """Like pyo3's PanicException: a BaseException that does not pickle."""
+
+    def __reduce__(self):
+        raise TypeError("cannot pickle")
+
+
+def panicking_run(scenario_json: str) -> str:
+    raise FakePanic("not yet implemented: engine")
+
+
+def test_engine_panic_in_a_worker_is_recorded_not_fatal(tmp_path):
+    s = Study.from_toml(STUDY)
+    out = _run(s, tmp_path, jobs=2, limit=3, run_fn=panicking_run)
+    assert out.errors == 3 and "FakePanic: not yet implemented" in out.error_messages[0]
+    assert Store(tmp_path).status()[0]["errors"] == 3
+
+
 def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path):
     distributed = pytest.importorskip("distributed")
     s = Study.from_toml(STUDY)

@@ -125,7 +125,7 @@ def test_trials_shorthand_makes_trial_factor():
     ("[factors]\naqm = ['FIFO', 'RED']\n", "aqm"),
     ("[factors]\nn_bdp = ['big']\n", "n_bdp"),
     ("[factors]\nbase_rtt = [-5]\n", "base_rtt"),
-    ("[factors]\necn_fallback = [2]\n", "ecn_fallback"),
+    ("[factors]\necn_fallback = [3]\n", "ecn_fallback"),
     ("[fixed]\nrx_l4s_ecn = 'accurate'\n", "rx_l4s_ecn"),
     ("trials = 0\n", "trial"),
     ("[fixed]\naqm = 'FIFO'\nn_bdp = 1\nbase_rtt = 10\n", "btl_capacity"),

@@ -56,7 +56,10 @@ def execute(run_fn: RunFn, scenario_json: str) -> tuple[str | None, str | None, 
     t0 = time.time()
     try:
         return run_fn(scenario_json), None, t0, time.time()
-    except Exception as e:  # a ScenarioError or an engine failure: recorded, not fatal
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # ScenarioError, engine failure, or a Rust panic (pyo3's
+        # PanicException is a BaseException and does not pickle): recorded as text, not fatal
         msg = f"{type(e).__name__}: {e}"
         if not isinstance(e, ValueError):
             msg += "\n" + traceback.format_exc(limit=5)
