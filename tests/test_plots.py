@@ -62,3 +62,27 @@ def test_timeseries_renders(tmp_path):
                       np.ones(n)})
     f = plots.save(plots.timeseries(s, title="run"), tmp_path / "ts", formats=("png", "svg"))
     assert f[1].suffix == ".svg" and f[0].stat().st_size > 1000
+
+
+def test_fifo_cells_appear_in_every_threshold_panel():
+    rows = []
+    for a, thr in (("FIFO", None), ("Codel", 1), ("Codel", 5)):
+        rows.append({"aqm": a, "n_bdp": 2, "ecn_threshold": thr, "trial": 1,
+                     "l4s_tput_mbps": 50.0, "classic_tput_mbps": 50.0, "l4s_qdelay_ms": 1.0,
+                     "classic_qdelay_ms": 2.0})
+    fig = plots.heatmap(cells(pd.DataFrame(rows)), "share")
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == ["T = 1 ms", "T = 5 ms"]
+    for ax in fig.axes[:2]:
+        assert "0.50" in [t.get_text() for t in ax.texts][:1]  # FIFO row filled in each
+
+
+def test_study_figures_split_extra_factors_into_separate_files(tmp_path):
+    df = _runs()
+    df = pd.concat([df.assign(base_rtt=10, ecn_threshold=5, btl_capacity=100),
+                    df.assign(base_rtt=50, ecn_threshold=5, btl_capacity=100),
+                    df.assign(base_rtt=10, ecn_threshold=5, btl_capacity=1000)])
+    figs = plots.study_figures(cells(df), tmp_path, formats=("png",))
+    # panels: base_rtt x rx_classic_ecn; pages: btl_capacity
+    assert "heatmap_share__btl_capacity-100" in figs and "heatmap_share__btl_capacity-1000" in figs
+    assert all(p.exists() for p in figs.values())

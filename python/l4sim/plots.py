@@ -30,10 +30,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
                   cmap="RdBu_r", center=0.5, vmin=0.0, vmax=1.0, fmt="{:.2f}"),
     "rel_delay": dict(label="classic relative queueing delay  (Q_c - Q_l) / Q_c", pair=None,
                       cmap="PuOr", center=0.0, vmin=-2.0, vmax=1.0, fmt="{:.2f}"),
-    "tput": dict(label="throughput, Mbit/s: L4S (classic)",
+    "tput": dict(label="throughput, Mbit/s (colour: L4S; text: L4S (classic))",
                  pair=("l4s_tput_mbps_mean", "classic_tput_mbps_mean"), cmap="viridis",
                  fmt="{:.1f}"),
-    "qdelay": dict(label="queueing delay, ms: L4S (classic)",
+    "qdelay": dict(label="queueing delay, ms (colour: L4S; text: L4S (classic))",
                    pair=("l4s_qdelay_ms_mean", "classic_qdelay_ms_mean"), cmap="magma_r",
                    fmt="{:.1f}"),
 }
@@ -74,6 +74,20 @@ def save(fig: plt.Figure, path: str | Path, formats: Sequence[str] = ("png", "pd
     return out
 
 
+def _spread_fifo(df: pd.DataFrame, split: Sequence[str]) -> pd.DataFrame:
+    """FIFO has no threshold: when the threshold splits panels or figures, show the FIFO cells
+    in every threshold's panel (as the study's heatmaps do)."""
+    if "ecn_threshold" not in split or "ecn_threshold" not in df:
+        return df
+    thr = df["ecn_threshold"]
+    missing = thr.isna()
+    values = sorted(thr.dropna().unique())
+    if not missing.any() or not values:
+        return df
+    spread = [df[missing].assign(ecn_threshold=v) for v in values]
+    return pd.concat([df[~missing], *spread], ignore_index=True)
+
+
 def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] | None = None,
             title: str | None = None, ncols: int | None = None) -> plt.Figure:
     """Heatmap figure of per-cell results (``analysis.cells``).
@@ -90,6 +104,7 @@ def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] 
         panels = [c for c in df.columns if c in PRETTY and c not in skip
                   and df[c].dropna().nunique() > 1]
     panels = list(panels)
+    df = _spread_fifo(df, panels)
     groups = list(df.groupby(panels, sort=True, dropna=False)) if panels else [((), df)]
     n = len(groups)
     ncols = ncols or min(n, 3)
@@ -102,7 +117,7 @@ def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] 
     if var["pair"] is None:
         norm = TwoSlopeNorm(vcenter=var["center"], vmin=var["vmin"], vmax=var["vmax"])
     else:
-        allv = df[var["pair"][0]].astype(float)
+        allv = pd.concat([df[var["pair"][0]], df[var["pair"][1]]]).astype(float)
         lo, hi = np.nanmin(allv) if allv.notna().any() else 0, \
             np.nanmax(allv) if allv.notna().any() else 1
         norm = matplotlib.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
@@ -245,22 +260,47 @@ def timeseries(series: pd.DataFrame, *, title: str | None = None,
     return fig
 
 
+# Factors that split heatmaps, in priority order: the first two varying ones become panels of
+# one figure, the others give separate figures.
+SPLIT_ORDER = ("base_rtt", "ecn_threshold", "rx_classic_ecn", "cc_classic", "cc_l4s",
+               "rx_l4s_ecn", "ecn_fallback", "btl_capacity", "tx_classic_ecn", "tx_l4s_ecn",
+               "n_l4s", "n_classic", "duration")
+
+
+def _slug(keys: Sequence[str], values: Sequence[Any]) -> str:
+    return "__" + "_".join(f"{k}-{_fmt_val(v)}" for k, v in zip(keys, values))
+
+
 def study_figures(cells: pd.DataFrame, out: str | Path, *, prefix: str = "",
-                  formats: Sequence[str] = ("png", "pdf")) -> dict[str, Path]:
-    """The standard set of figures for a study's cells; returns {name: PNG path}."""
+                  formats: Sequence[str] = ("png", "pdf"), max_panels: int = 2
+                  ) -> dict[str, Path]:
+    """The standard figures of a study's cells; returns {name: PNG path}.
+
+    Heatmaps (share, relative delay, throughput, queueing delay) with one panel per value of
+    the first ``max_panels`` varying factors of :data:`SPLIT_ORDER` (e.g. RTT x threshold),
+    and one figure per combination of the remaining varying factors. N vs M designs get the
+    per-flow throughput bars instead.
+    """
     out = Path(out)
     figs: dict[str, Path] = {}
     if cells.empty:
         return figs
-    if "n_l4s" in cells and "n_classic" in cells and (
-            cells["n_l4s"].nunique() > 1 or cells["n_classic"].nunique() > 1):
+    varying = [c for c in SPLIT_ORDER if c in cells and cells[c].dropna().nunique() > 1]
+    if "n_l4s" in varying or "n_classic" in varying:
         rest = [c for c in ("cc_classic", "cc_l4s", "n_bdp") if c in cells
                 and cells[c].nunique() > 1]
         f = flows_bars(cells, panels=["aqm"] + rest)
         figs["flows"] = save(f, out / f"{prefix}flows_per_flow_throughput", formats)[0]
         return figs
-    for value, name in (("share", "heatmap_share"), ("rel_delay", "heatmap_rel_delay"),
-                        ("tput", "heatmap_throughput"), ("qdelay", "heatmap_qdelay")):
-        f = heatmap(cells, value)
-        figs[name] = save(f, out / f"{prefix}{name}", formats)[0]
+    panels, pages = varying[:max_panels], varying[max_panels:]
+    cells = _spread_fifo(cells, pages)
+    page_groups = list(cells.groupby(pages, sort=True, dropna=False)) if pages else [((), cells)]
+    for key, g in page_groups:
+        key = key if isinstance(key, tuple) else (key,)
+        suffix = _slug(pages, key) if pages else ""
+        ttl = panel_title(pages, key) if pages else None
+        for value, name in (("share", "heatmap_share"), ("rel_delay", "heatmap_rel_delay"),
+                            ("tput", "heatmap_throughput"), ("qdelay", "heatmap_qdelay")):
+            f = heatmap(g, value, panels=panels, title=ttl)
+            figs[name + suffix] = save(f, out / f"{prefix}{name}{suffix}", formats)[0]
     return figs

@@ -104,6 +104,13 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
     return out
 
 
+def _rel(p: Path, base: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(p.resolve())
+
+
 def _img(path: Path) -> str:
     b = base64.b64encode(path.read_bytes()).decode()
     return f'<img src="data:image/png;base64,{b}" alt="{html.escape(path.stem)}">'
@@ -123,7 +130,7 @@ padding:.5em;font-size:12px;overflow:auto}h2{border-bottom:1px solid #ccc}"""
 def write_report(store_dir: str | Path, out: str | Path, *, design: str | None = None,
                  title: str = "l4sim study report", rules: VerdictRules = VerdictRules(),
                  figures: Mapping[str, Path] | None = None, reference: str | Path | None = None,
-                 notes: str = "") -> Path:
+                 notes: str = "", max_embedded: int = 16) -> Path:
     """Write ``out`` (an .html file) from the store: status, verdicts, figures, cell table."""
     from l4sim import plots
 
@@ -149,8 +156,13 @@ def write_report(store_dir: str | Path, out: str | Path, *, design: str | None =
                  "harmful to the classic flow (rules: " + html.escape(repr(rules)) +
                  "); n/a = the design has no such cells.</p>")
     parts.append(_table(verdict_table(runs, rules), index=True))
-    for name, p in (figures or {}).items():
+    items = list((figures or {}).items())
+    for name, p in items[:max_embedded]:
         parts.append(f"<h2>{html.escape(name.replace('_', ' '))}</h2>{_img(Path(p))}")
+    if len(items) > max_embedded:
+        parts.append("<h2>More figures</h2><ul>" + "".join(
+            f"<li><a href='{html.escape(_rel(Path(p), out.parent))}'>"
+            f"{html.escape(name)}</a></li>" for name, p in items[max_embedded:]) + "</ul>")
     ref = reference_comparison(c, reference or REFERENCE_ANRW24) if not c.empty else None
     if ref is not None:
         parts.append("<h2>Simulation vs testbed (ANRW'24 reference data)</h2>"
