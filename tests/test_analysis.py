@@ -92,6 +92,28 @@ def test_verdict_table_has_the_study_layout_and_na_without_data():
                                "fallback on, vs CUBIC", "fallback on, vs BBRv2"]
     assert t.loc["single queue, no ECN", "fallback off, vs CUBIC"] == "yes"
     assert t.loc["single queue + ECN", "fallback off, vs CUBIC"] == "no"
-    assert t.loc["FQ + ECN", "fallback off, vs CUBIC"] == "mixed 1/2"
+    assert t.loc["FQ + ECN", "fallback off, vs CUBIC"] == "mostly no (1/2 OK)"
     assert t.loc["DualPI2", "fallback on, vs CUBIC"] == "no"
     assert t.loc["DualPI2", "fallback off, vs BBRv2"] == "n/a"
+
+
+def test_verdict_rules_on_the_testbed_data_give_the_study_table_vs_cubic():
+    """The ANRW'24 testbed means (fallback off, vs CUBIC) through the verdict rules give the
+    study's column: FIFO yes, single queue + ECN no (but at a buffer equal to the threshold),
+    FQ yes, DualPI2 yes."""
+    from l4sim.report import reference_cells
+
+    ref = reference_cells()
+    runs = pd.DataFrame({
+        "aqm": ref["aqm"], "n_bdp": ref["n_bdp"], "btl_capacity": 100, "base_rtt": 10,
+        "ecn_threshold": 5, "ecn_fallback": 0, "rx_l4s_ecn": "accecn",
+        "rx_classic_ecn": ref["rx_classic_ecn"], "cc_l4s": "prague", "cc_classic": "cubic",
+        "trial": 1, "l4s_tput_mbps": ref["l4s_tput_mbps_mean"],
+        "classic_tput_mbps": ref["classic_tput_mbps_mean"],
+        "l4s_qdelay_ms": ref["l4s_qdelay_ms_mean"],
+        "classic_qdelay_ms": ref["classic_qdelay_ms_mean"]})
+    col = verdict_table(runs)["fallback off, vs CUBIC"]
+    assert col["single queue, no ECN"] == "yes"
+    assert col["single queue + ECN"].startswith("mostly no")
+    assert col["FQ + ECN"] == "yes"
+    assert col["DualPI2"] == "yes"

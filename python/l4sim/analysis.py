@@ -220,7 +220,8 @@ def verdict_table(runs: pd.DataFrame, rules: VerdictRules = VerdictRules(),
 
     Cells are restricted to ``scope`` (default: 100 Mbit/s, 10 ms, 5 ms threshold, Prague with
     AccECN; FIFO is matched whatever the threshold). A table entry is "yes" when every matching
-    cell (all buffer sizes and AQMs of the row) is OK, "no" when none is, "mixed k/n" otherwise,
+    cell (all buffer sizes and AQMs of the row) is OK, "no" when none is, "mostly yes (k/n OK)"
+    or "mostly no (k/n OK)" otherwise,
     and "n/a" without data. A factor the design does not vary takes its study default
     (fallback 0, classic CC cubic, classic receiver ECN classic when the row needs it).
     """
@@ -256,7 +257,8 @@ def verdict_table(runs: pd.DataFrame, rules: VerdictRules = VerdictRules(),
             elif not any(oks):
                 row[col] = "no"
             else:
-                row[col] = f"mixed {sum(oks)}/{len(oks)}"
+                k = sum(oks)
+                row[col] = f"{'mostly yes' if 2 * k > len(oks) else 'mostly no'} ({k}/{len(oks)} OK)"
         table[label] = row
     out = pd.DataFrame.from_dict(table, orient="index")[[c for c, _, _ in VERDICT_COLUMNS]]
     out.index.name = "bottleneck"

@@ -104,6 +104,24 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
     return out
 
 
+def reference_cells(reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
+    """The ANRW'24 testbed reference data as a cells table (for side-by-side heatmaps)."""
+    p = Path(reference)
+    if not p.exists():
+        return None
+    ref = pd.read_csv(p)
+    q_l, q_c = ref["l4s_qdelay_ms"], ref["legacy_qdelay_ms"]
+    return pd.DataFrame({
+        "aqm": ref["aqm"], "n_bdp": ref["n_bdp"].astype(float),
+        "rx_classic_ecn": ref["rx_legacy_ecn"].map({0: "none", 1: "classic"}),
+        "l4s_tput_mbps_mean": ref["l4s_tput_mean"],
+        "classic_tput_mbps_mean": ref["legacy_tput_mean"],
+        "l4s_qdelay_ms_mean": q_l, "classic_qdelay_ms_mean": q_c,
+        "share": ref["l4s_tput_mean"] / (ref["l4s_tput_mean"] + ref["legacy_tput_mean"]),
+        "rel_delay": (q_c - q_l) / q_c,
+    })
+
+
 def _rel(p: Path, base: Path) -> str:
     try:
         return str(p.resolve().relative_to(base.resolve()))
