@@ -5,8 +5,17 @@ import math
 import pandas as pd
 import pytest
 
-from l4sim.analysis import (VerdictRules, cells, mean_ci, relative_delay, run_metrics, t975,
-                            throughput_share, verdict, verdict_table)
+from l4sim.analysis import (
+    VerdictRules,
+    cells,
+    mean_ci,
+    relative_delay,
+    run_metrics,
+    t975,
+    throughput_share,
+    verdict,
+    verdict_table,
+)
 
 
 def test_share_and_relative_delay_follow_the_study_definitions():
@@ -24,9 +33,14 @@ def test_ci_uses_student_t():
 
 
 def test_run_metrics_read_the_l4s_and_classic_flows():
-    r = {"flows": [{"name": "classic", "goodput_mbps": 40, "qdelay_ms": 9},
-                   {"name": "l4s", "goodput_mbps": 55, "qdelay_ms": 1}],
-         "links": [{"name": "bottleneck", "utilisation": 0.95}], "jain_index": 0.98}
+    r = {
+        "flows": [
+            {"name": "classic", "goodput_mbps": 40, "qdelay_ms": 9},
+            {"name": "l4s", "goodput_mbps": 55, "qdelay_ms": 1},
+        ],
+        "links": [{"name": "bottleneck", "utilisation": 0.95}],
+        "jain_index": 0.98,
+    }
     m = run_metrics(r)
     assert (m["l4s_tput_mbps"], m["classic_tput_mbps"]) == (55, 40)
     assert (m["l4s_qdelay_ms"], m["classic_qdelay_ms"]) == (1, 9)
@@ -34,12 +48,28 @@ def test_run_metrics_read_the_l4s_and_classic_flows():
 
 
 def test_trials_are_averaged_before_share_and_delay():
-    df = pd.DataFrame([
-        {"aqm": "Codel", "n_bdp": 2, "trial": 1, "l4s_tput_mbps": 90, "classic_tput_mbps": 10,
-         "l4s_qdelay_ms": 2, "classic_qdelay_ms": 4},
-        {"aqm": "Codel", "n_bdp": 2, "trial": 2, "l4s_tput_mbps": 10, "classic_tput_mbps": 10,
-         "l4s_qdelay_ms": 4, "classic_qdelay_ms": 8},
-    ])
+    df = pd.DataFrame(
+        [
+            {
+                "aqm": "Codel",
+                "n_bdp": 2,
+                "trial": 1,
+                "l4s_tput_mbps": 90,
+                "classic_tput_mbps": 10,
+                "l4s_qdelay_ms": 2,
+                "classic_qdelay_ms": 4,
+            },
+            {
+                "aqm": "Codel",
+                "n_bdp": 2,
+                "trial": 2,
+                "l4s_tput_mbps": 10,
+                "classic_tput_mbps": 10,
+                "l4s_qdelay_ms": 4,
+                "classic_qdelay_ms": 8,
+            },
+        ]
+    )
     c = cells(df)
     assert len(c) == 1
     r = c.iloc[0]
@@ -52,12 +82,30 @@ def test_trials_are_averaged_before_share_and_delay():
 
 
 def test_fifo_cells_without_threshold_are_kept():
-    df = pd.DataFrame([
-        {"aqm": "FIFO", "ecn_threshold": None, "n_bdp": 1, "trial": 1, "l4s_tput_mbps": 40,
-         "classic_tput_mbps": 60, "l4s_qdelay_ms": 5, "classic_qdelay_ms": 5},
-        {"aqm": "DualPI2", "ecn_threshold": 5, "n_bdp": 1, "trial": 1, "l4s_tput_mbps": 50,
-         "classic_tput_mbps": 50, "l4s_qdelay_ms": 0.5, "classic_qdelay_ms": 5},
-    ])
+    df = pd.DataFrame(
+        [
+            {
+                "aqm": "FIFO",
+                "ecn_threshold": None,
+                "n_bdp": 1,
+                "trial": 1,
+                "l4s_tput_mbps": 40,
+                "classic_tput_mbps": 60,
+                "l4s_qdelay_ms": 5,
+                "classic_qdelay_ms": 5,
+            },
+            {
+                "aqm": "DualPI2",
+                "ecn_threshold": 5,
+                "n_bdp": 1,
+                "trial": 1,
+                "l4s_tput_mbps": 50,
+                "classic_tput_mbps": 50,
+                "l4s_qdelay_ms": 0.5,
+                "classic_qdelay_ms": 5,
+            },
+        ]
+    )
     c = cells(df)
     assert list(c["aqm"]) == ["FIFO", "DualPI2"]  # the study's order
     assert pd.isna(c.iloc[0]["ecn_threshold"])
@@ -68,28 +116,50 @@ def test_verdict_rules():
     assert verdict(0.5, 0.0, r)["ok"] is True
     assert verdict(0.95, 0.1, r) == {"favourable": True, "harmful": True, "ok": False}
     assert verdict(0.1, 0.9, r)["favourable"] is False  # delay does not rescue a lost share
-    assert verdict(0.3, 0.9, r)["favourable"] is True   # but does a moderate loss
+    assert verdict(0.3, 0.9, r)["favourable"] is True  # but does a moderate loss
     assert verdict(0.5, 0.0, r, classic_qdelay=20, baseline_qdelay=5)["harmful"] is True
     assert verdict(float("nan"), 0.0, r)["ok"] is None
 
 
 def _row(aqm, fb, cc, share, ecn="classic"):
-    return {"aqm": aqm, "n_bdp": 2, "btl_capacity": 100, "base_rtt": 10,
-            "ecn_threshold": None if aqm == "FIFO" else 5, "ecn_fallback": fb,
-            "rx_l4s_ecn": "accecn", "rx_classic_ecn": ecn, "cc_l4s": "prague",
-            "cc_classic": cc, "trial": 1, "l4s_tput_mbps": 100 * share,
-            "classic_tput_mbps": 100 * (1 - share), "l4s_qdelay_ms": 1.0,
-            "classic_qdelay_ms": 5.0}
+    return {
+        "aqm": aqm,
+        "n_bdp": 2,
+        "btl_capacity": 100,
+        "base_rtt": 10,
+        "ecn_threshold": None if aqm == "FIFO" else 5,
+        "ecn_fallback": fb,
+        "rx_l4s_ecn": "accecn",
+        "rx_classic_ecn": ecn,
+        "cc_l4s": "prague",
+        "cc_classic": cc,
+        "trial": 1,
+        "l4s_tput_mbps": 100 * share,
+        "classic_tput_mbps": 100 * (1 - share),
+        "l4s_qdelay_ms": 1.0,
+        "classic_qdelay_ms": 5.0,
+    }
 
 
 def test_verdict_table_has_the_study_layout_and_na_without_data():
-    df = pd.DataFrame([_row("FIFO", 0, "cubic", 0.45), _row("Codel", 0, "cubic", 0.95),
-                       _row("FQ", 0, "cubic", 0.5), _row("DualPI2", 0, "cubic", 0.5),
-                       _row("DualPI2", 1, "cubic", 0.1), _row("FQ_Codel", 0, "cubic", 0.9)])
+    df = pd.DataFrame(
+        [
+            _row("FIFO", 0, "cubic", 0.45),
+            _row("Codel", 0, "cubic", 0.95),
+            _row("FQ", 0, "cubic", 0.5),
+            _row("DualPI2", 0, "cubic", 0.5),
+            _row("DualPI2", 1, "cubic", 0.1),
+            _row("FQ_Codel", 0, "cubic", 0.9),
+        ]
+    )
     t = verdict_table(df)
     assert list(t.index) == ["single queue, no ECN", "single queue + ECN", "FQ + ECN", "DualPI2"]
-    assert list(t.columns) == ["fallback off, vs CUBIC", "fallback off, vs BBRv2",
-                               "fallback on, vs CUBIC", "fallback on, vs BBRv2"]
+    assert list(t.columns) == [
+        "fallback off, vs CUBIC",
+        "fallback off, vs BBRv2",
+        "fallback on, vs CUBIC",
+        "fallback on, vs BBRv2",
+    ]
     assert t.loc["single queue, no ECN", "fallback off, vs CUBIC"] == "yes"
     assert t.loc["single queue + ECN", "fallback off, vs CUBIC"] == "no"
     assert t.loc["FQ + ECN", "fallback off, vs CUBIC"] == "mostly no (1/2 OK)"
@@ -104,14 +174,25 @@ def test_verdict_rules_on_the_testbed_data_give_the_study_table_vs_cubic():
     from l4sim.report import reference_cells
 
     ref = reference_cells()
-    runs = pd.DataFrame({
-        "aqm": ref["aqm"], "n_bdp": ref["n_bdp"], "btl_capacity": 100, "base_rtt": 10,
-        "ecn_threshold": 5, "ecn_fallback": 0, "rx_l4s_ecn": "accecn",
-        "rx_classic_ecn": ref["rx_classic_ecn"], "cc_l4s": "prague", "cc_classic": "cubic",
-        "trial": 1, "l4s_tput_mbps": ref["l4s_tput_mbps_mean"],
-        "classic_tput_mbps": ref["classic_tput_mbps_mean"],
-        "l4s_qdelay_ms": ref["l4s_qdelay_ms_mean"],
-        "classic_qdelay_ms": ref["classic_qdelay_ms_mean"]})
+    runs = pd.DataFrame(
+        {
+            "aqm": ref["aqm"],
+            "n_bdp": ref["n_bdp"],
+            "btl_capacity": 100,
+            "base_rtt": 10,
+            "ecn_threshold": 5,
+            "ecn_fallback": 0,
+            "rx_l4s_ecn": "accecn",
+            "rx_classic_ecn": ref["rx_classic_ecn"],
+            "cc_l4s": "prague",
+            "cc_classic": "cubic",
+            "trial": 1,
+            "l4s_tput_mbps": ref["l4s_tput_mbps_mean"],
+            "classic_tput_mbps": ref["classic_tput_mbps_mean"],
+            "l4s_qdelay_ms": ref["l4s_qdelay_ms_mean"],
+            "classic_qdelay_ms": ref["classic_qdelay_ms_mean"],
+        }
+    )
     col = verdict_table(runs)["fallback off, vs CUBIC"]
     assert col["single queue, no ECN"] == "yes"
     assert col["single queue + ECN"].startswith("mostly no")

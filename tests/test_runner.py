@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -42,18 +41,29 @@ def fake_run(scenario_json: str) -> str:
     if sc["point"].get("aqm") == "boom":
         raise ValueError("bad scenario")
     n = 4
-    return json.dumps({
-        "name": "fake", "seed": sc["seed"], "model_version": "fake", "sim_seconds": 2.0,
-        "wall_seconds": 0.0, "events": 1, "jain_index": 1.0,
-        "flows": [{"name": "l4s", "cc": "prague", "streams": 1, "goodput_mbps": a,
-                   "qdelay_ms": h[2] / 10},
-                  {"name": "classic", "cc": "cubic", "streams": 1, "goodput_mbps": b,
-                   "qdelay_ms": h[3] / 10}],
-        "qdiscs": [], "links": [{"name": "bottleneck", "utilisation": 0.9}],
-        "rtt_samples": {}, "series": {"t": [0.5 * i for i in range(n)],
-                                      "flows": [{"name": "l4s", "cwnd": [float(h[4])] * n}],
-                                      "qdiscs": []},
-    })
+    return json.dumps(
+        {
+            "name": "fake",
+            "seed": sc["seed"],
+            "model_version": "fake",
+            "sim_seconds": 2.0,
+            "wall_seconds": 0.0,
+            "events": 1,
+            "jain_index": 1.0,
+            "flows": [
+                {"name": "l4s", "cc": "prague", "streams": 1, "goodput_mbps": a, "qdelay_ms": h[2] / 10},
+                {"name": "classic", "cc": "cubic", "streams": 1, "goodput_mbps": b, "qdelay_ms": h[3] / 10},
+            ],
+            "qdiscs": [],
+            "links": [{"name": "bottleneck", "utilisation": 0.9}],
+            "rtt_samples": {},
+            "series": {
+                "t": [0.5 * i for i in range(n)],
+                "flows": [{"name": "l4s", "cwnd": [float(h[4])] * n}],
+                "qdiscs": [],
+            },
+        }
+    )
 
 
 def slow_fake_run(scenario_json: str) -> str:
@@ -63,13 +73,12 @@ def slow_fake_run(scenario_json: str) -> str:
 
 def _results(path):
     df = Store(path).runs()
-    return sorted(zip(df["key"], df["l4s_tput_mbps"], df["classic_qdelay_ms"], df["seed"]))
+    return sorted(zip(df["key"], df["l4s_tput_mbps"], df["classic_qdelay_ms"], df["seed"], strict=True))
 
 
 def _run(study, path, **kw):
     kw.setdefault("run_fn", fake_run)
-    return run_study(study, path, builder=fake_builder, model_version="fake", progress=False,
-                     **kw)
+    return run_study(study, path, builder=fake_builder, model_version="fake", progress=False, **kw)
 
 
 def test_runs_every_run_once_and_rerun_does_nothing(tmp_path):
@@ -98,9 +107,16 @@ def test_process_pool_gives_the_same_results_as_in_process(tmp_path):
 
 def test_failed_runs_are_recorded_with_their_error(tmp_path):
     s = Study.from_toml(STUDY)
-    out = run_study(s, tmp_path, builder=lambda p, seed: {"point": dict(p, aqm="boom"),
-                                                          "seed": seed},
-                    run_fn=fake_run, model_version="fake", progress=False, jobs=1, limit=2)
+    out = run_study(
+        s,
+        tmp_path,
+        builder=lambda p, seed: {"point": dict(p, aqm="boom"), "seed": seed},
+        run_fn=fake_run,
+        model_version="fake",
+        progress=False,
+        jobs=1,
+        limit=2,
+    )
     assert out.errors == 2 and "bad scenario" in out.error_messages[0]
 
 
@@ -126,8 +142,10 @@ def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path):
     distributed = pytest.importorskip("distributed")
     s = Study.from_toml(STUDY)
     _run(s, tmp_path / "pool", jobs=2)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cl, distributed.Client(cl) as c:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl,
+        distributed.Client(cl) as c,
+    ):
         out = _run(s, tmp_path / "dask", dask=c)
     assert out.done == 12
     assert _results(tmp_path / "pool") == _results(tmp_path / "dask")
@@ -185,11 +203,13 @@ def test_study_killed_with_sigkill_resumes_with_every_run_exactly_once(tmp_path)
     assert files == sorted(df["series"])
 
 
-SIGINT_SCRIPT = SCRIPT.replace(
-    'run_study(study,', 'out = run_study(study,') + """
+SIGINT_SCRIPT = (
+    SCRIPT.replace("run_study(study,", "out = run_study(study,")
+    + """
 print("INTERRUPTED" if out.interrupted else "FINISHED", out.done, flush=True)
 sys.exit(130 if out.interrupted else 0)
 """
+)
 
 
 def test_ctrl_c_stops_cleanly_and_leaves_a_consistent_store(tmp_path):
@@ -197,13 +217,12 @@ def test_ctrl_c_stops_cleanly_and_leaves_a_consistent_store(tmp_path):
 
     store = tmp_path / "store"
     study = STUDY.replace("trials = 2", "trials = 8")  # 48 runs of 0.15 s on 2 workers
-    script = SIGINT_SCRIPT.format(tests=str(Path(__file__).parent), study=study,
-                                  store=str(store))
+    script = SIGINT_SCRIPT.format(tests=str(Path(__file__).parent), study=study, store=str(store))
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(l4sim.study.__file__).resolve().parent.parent) + os.pathsep + \
-        env.get("PYTHONPATH", "")
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, text=True)
+    env["PYTHONPATH"] = str(Path(l4sim.study.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
     deadline = time.time() + 30
     while time.time() < deadline:
         try:
@@ -227,6 +246,7 @@ def test_ctrl_c_stops_cleanly_and_leaves_a_consistent_store(tmp_path):
 
 
 # ------------------------------------------------------------------ the real engine
+
 
 def _engine():
     return pytest.importorskip("l4sim._core", reason="the engine extension is not built")
@@ -268,8 +288,10 @@ ecn_threshold = 5
 duration = 2
 """)
     run_study(s, tmp_path / "a", jobs=2, progress=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cl, distributed.Client(cl) as c:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl,
+        distributed.Client(cl) as c,
+    ):
         run_study(s, tmp_path / "b", dask=c, progress=False)
     assert _results(tmp_path / "a") == _results(tmp_path / "b")
 
@@ -291,8 +313,7 @@ def test_cli_study_run_status_and_limit(tmp_path, fake_engine, capsys):
 
     f = tmp_path / "s.toml"
     f.write_text(STUDY)
-    assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "1",
-                 "--limit", "4", "--quiet"]) == 0
+    assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "1", "--limit", "4", "--quiet"]) == 0
     assert main(["study", "status", str(tmp_path / "st")]) == 0
     out = capsys.readouterr().out
     assert "t " in out and "12" in out and "8" in out  # total 12, missing 8
@@ -319,8 +340,9 @@ def test_reproduce_anrw24_writes_store_csv_figures_verdicts_and_report(tmp_path,
     from l4sim.cli_study import main
 
     out = tmp_path / "out"
-    assert main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration",
-                 "2", "-j", "1", "--quiet"]) == 0
+    assert (
+        main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]) == 0
+    )
     assert (out / "store" / "index.sqlite").exists()
     import pandas as pd
 
@@ -333,8 +355,9 @@ def test_reproduce_anrw24_writes_store_csv_figures_verdicts_and_report(tmp_path,
     assert "data:image/png;base64" in html and "Is it OK to turn on TCP Prague?" in html
     assert "testbed" in html  # the ANRW'24 reference comparison
     # resumable: a second call does no new runs
-    assert main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration",
-                 "2", "-j", "1", "--quiet"]) == 0
+    assert (
+        main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]) == 0
+    )
 
 
 def test_real_engine_reproduce_anrw24_limited(tmp_path):
@@ -342,6 +365,24 @@ def test_real_engine_reproduce_anrw24_limited(tmp_path):
     from l4sim.cli_study import main
 
     out = tmp_path / "out"
-    assert main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration",
-                 "2", "--limit", "4", "-j", "2", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "anrw24",
+                "--out",
+                str(out),
+                "--trials",
+                "1",
+                "--duration",
+                "2",
+                "--limit",
+                "4",
+                "-j",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert (out / "report.html").exists()

@@ -27,8 +27,16 @@ def test_anrw24_preset_matches_the_reference_grid():
     assert len(s) == 9 * 5 * 2 * 10
     pts = s.points()
     assert {p["aqm"] for p in pts} == {
-        "FIFO", "single_queue_FQ", "Codel", "FQ", "FQ_Codel", "FQ_Codel_L4S", "pie_drop",
-        "Codel_drop", "DualPI2"}
+        "FIFO",
+        "single_queue_FQ",
+        "Codel",
+        "FQ",
+        "FQ_Codel",
+        "FQ_Codel_L4S",
+        "pie_drop",
+        "Codel_drop",
+        "DualPI2",
+    }
     assert all(p["btl_capacity"] == 100 and p["base_rtt"] == 10 for p in pts)
 
 
@@ -83,8 +91,9 @@ base_rtt = 10
     assert got == {("Codel", 0, 1), ("Codel", 1, 1), ("DualPI2", 0, 1)}
 
 
-@pytest.mark.parametrize("expr", ["__import__('os').system('true')", "aqm.lower() == 'x'",
-                                  "[x for x in aqm]", "lambda: 1"])
+@pytest.mark.parametrize(
+    "expr", ["__import__('os').system('true')", "aqm.lower() == 'x'", "[x for x in aqm]", "lambda: 1"]
+)
 def test_constraints_reject_anything_but_plain_expressions(expr):
     with pytest.raises(StudyError):
         Constraint(expr)
@@ -119,17 +128,20 @@ def test_trials_shorthand_makes_trial_factor():
     assert [p["trial"] for p in s.points()] == [1, 2, 3]
 
 
-@pytest.mark.parametrize("text,factor", [
-    ("[factors]\nbufer = [1]\n", "bufer"),
-    ("[factors]\naqm = []\n", "aqm"),
-    ("[factors]\naqm = ['FIFO', 'RED']\n", "aqm"),
-    ("[factors]\nn_bdp = ['big']\n", "n_bdp"),
-    ("[factors]\nbase_rtt = [-5]\n", "base_rtt"),
-    ("[factors]\necn_fallback = [3]\n", "ecn_fallback"),
-    ("[fixed]\nrx_l4s_ecn = 'accurate'\n", "rx_l4s_ecn"),
-    ("trials = 0\n", "trial"),
-    ("[fixed]\naqm = 'FIFO'\nn_bdp = 1\nbase_rtt = 10\n", "btl_capacity"),
-])
+@pytest.mark.parametrize(
+    "text,factor",
+    [
+        ("[factors]\nbufer = [1]\n", "bufer"),
+        ("[factors]\naqm = []\n", "aqm"),
+        ("[factors]\naqm = ['FIFO', 'RED']\n", "aqm"),
+        ("[factors]\nn_bdp = ['big']\n", "n_bdp"),
+        ("[factors]\nbase_rtt = [-5]\n", "base_rtt"),
+        ("[factors]\necn_fallback = [3]\n", "ecn_fallback"),
+        ("[fixed]\nrx_l4s_ecn = 'accurate'\n", "rx_l4s_ecn"),
+        ("trials = 0\n", "trial"),
+        ("[fixed]\naqm = 'FIFO'\nn_bdp = 1\nbase_rtt = 10\n", "btl_capacity"),
+    ],
+)
 def test_malformed_study_file_error_names_the_factor(text, factor):
     with pytest.raises(StudyError, match=factor):
         Study.from_toml(text)

@@ -23,21 +23,49 @@ Verdicts (rules documented in docs/study-workflow.md, thresholds are :class:`Ver
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from l4sim.study import AQMS, FACTOR_ORDER, EXTRA_SETTINGS
+from l4sim.study import AQMS, EXTRA_SETTINGS, FACTOR_ORDER
 
 METRICS = ("l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms", "classic_qdelay_ms")
 
 # Two-sided 95 % Student t quantiles t_{0.975, df} for df = 1..30.
 _T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
 )
 
 
@@ -124,7 +152,7 @@ def cells(df: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
     rows = []
     for key, g in keyed.groupby(by, sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        r: dict[str, Any] = {c: (None if v == "-" else v) for c, v in zip(by, key)}
+        r: dict[str, Any] = {c: (None if v == "-" else v) for c, v in zip(by, key, strict=True)}
         r["n"] = len(g)
         for m in METRICS:
             mean, std, ci, _ = mean_ci(g[m].astype(float).tolist()) if m in g else (np.nan,) * 4
@@ -133,19 +161,21 @@ def cells(df: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
         ql, qc = r["l4s_qdelay_ms_mean"], r["classic_qdelay_ms_mean"]
         r["share"] = throughput_share(tl, tc)
         r["rel_delay"] = relative_delay(qc, ql)
-        per_trial = [throughput_share(a, b) for a, b in
-                     zip(g["l4s_tput_mbps"].astype(float), g["classic_tput_mbps"].astype(float))]
+        per_trial = [
+            throughput_share(a, b)
+            for a, b in zip(g["l4s_tput_mbps"].astype(float), g["classic_tput_mbps"].astype(float), strict=True)
+        ]
         _, r["share_std"], r["share_ci95"], _ = mean_ci(per_trial)
         r["jain"] = jain([tl, tc])
-        r["utilisation"] = (float(g["utilisation"].astype(float).mean())
-                            if "utilisation" in g else np.nan)
+        r["utilisation"] = float(g["utilisation"].astype(float).mean()) if "utilisation" in g else np.nan
         rows.append(r)
     out = pd.DataFrame(rows)
     if "aqm" in out:
         order = {a: i for i, a in enumerate(AQMS)}
         out = out.sort_values(
             by=["aqm"] + [c for c in ("n_bdp",) if c in out],
-            key=lambda s: s.map(order) if s.name == "aqm" else s, kind="stable",
+            key=lambda s: s.map(order) if s.name == "aqm" else s,
+            kind="stable",
         ).reset_index(drop=True)
     return out
 
@@ -173,25 +203,32 @@ class VerdictRules:
     delay_rise_ms: float = 1.0
 
 
-def verdict(share: float, rel_delay: float, rules: VerdictRules = VerdictRules(),
-            classic_qdelay: float | None = None, baseline_qdelay: float | None = None) -> dict:
+def verdict(
+    share: float,
+    rel_delay: float,
+    rules: VerdictRules = VerdictRules(),
+    classic_qdelay: float | None = None,
+    baseline_qdelay: float | None = None,
+) -> dict:
     """favourable / harmful / ok of one cell (NaN share: no verdict)."""
     if share is None or not np.isfinite(share):
         return {"favourable": None, "harmful": None, "ok": None}
     rd = rel_delay if rel_delay is not None and np.isfinite(rel_delay) else -np.inf
-    fav = share >= 0.5 - rules.share_tol or (
-        rd >= rules.delay_benefit and share >= 0.5 - rules.share_tol_with_delay)
+    fav = share >= 0.5 - rules.share_tol or (rd >= rules.delay_benefit and share >= 0.5 - rules.share_tol_with_delay)
     harm = (1 - share) < 0.5 - rules.harm_tol
-    if (classic_qdelay is not None and baseline_qdelay is not None
-            and np.isfinite(classic_qdelay) and np.isfinite(baseline_qdelay)):
-        harm = harm or classic_qdelay > baseline_qdelay * (1 + rules.delay_rise_rel) + \
-            rules.delay_rise_ms
+    if (
+        classic_qdelay is not None
+        and baseline_qdelay is not None
+        and np.isfinite(classic_qdelay)
+        and np.isfinite(baseline_qdelay)
+    ):
+        harm = harm or classic_qdelay > baseline_qdelay * (1 + rules.delay_rise_rel) + rules.delay_rise_ms
     return {"favourable": bool(fav), "harmful": bool(harm), "ok": bool(fav and not harm)}
 
 
 def add_verdicts(cell_df: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> pd.DataFrame:
     out = cell_df.copy()
-    v = [verdict(s, d, rules) for s, d in zip(out["share"], out["rel_delay"])]
+    v = [verdict(s, d, rules) for s, d in zip(out["share"], out["rel_delay"], strict=True)]
     for k in ("favourable", "harmful", "ok"):
         out[k] = [x[k] for x in v]
     return out
@@ -210,12 +247,12 @@ VERDICT_COLUMNS: tuple[tuple[str, int, str], ...] = (
     ("fallback on, vs CUBIC", 1, "cubic"),
     ("fallback on, vs BBRv2", 1, "bbr2"),
 )
-VERDICT_SCOPE = {"btl_capacity": 100, "base_rtt": 10, "ecn_threshold": 5,
-                 "rx_l4s_ecn": "accecn", "cc_l4s": "prague"}
+VERDICT_SCOPE = {"btl_capacity": 100, "base_rtt": 10, "ecn_threshold": 5, "rx_l4s_ecn": "accecn", "cc_l4s": "prague"}
 
 
-def verdict_table(runs: pd.DataFrame, rules: VerdictRules = VerdictRules(),
-                  scope: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def verdict_table(
+    runs: pd.DataFrame, rules: VerdictRules = VerdictRules(), scope: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
     """The study's verdict table from per-run rows.
 
     Cells are restricted to ``scope`` (default: 100 Mbit/s, 10 ms, 5 ms threshold, Prague with
@@ -227,8 +264,13 @@ def verdict_table(runs: pd.DataFrame, rules: VerdictRules = VerdictRules(),
     """
     scope = dict(VERDICT_SCOPE if scope is None else scope)
     cdf = add_verdicts(cells(runs), rules) if not runs.empty else pd.DataFrame()
-    defaults = {"ecn_fallback": 0, "cc_classic": "cubic", "rx_classic_ecn": "classic",
-                "rx_l4s_ecn": "accecn", "cc_l4s": "prague"}
+    defaults = {
+        "ecn_fallback": 0,
+        "cc_classic": "cubic",
+        "rx_classic_ecn": "classic",
+        "rx_l4s_ecn": "accecn",
+        "cc_l4s": "prague",
+    }
     table: dict[str, dict[str, str]] = {}
     for label, aqms, cecn in VERDICT_ROWS:
         row = {}

@@ -63,8 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--design")
     p.add_argument("--run", metavar="KEY", help="plot this run's time series (key prefix ok)")
-    p.add_argument("--format", action="append", dest="formats",
-                   help="png, pdf, svg (repeatable; default png + pdf)")
+    p.add_argument("--format", action="append", dest="formats", help="png, pdf, svg (repeatable; default png + pdf)")
     p.set_defaults(func=cmd_plot)
 
     p = ss.add_parser("report", help="write an HTML report of a store")
@@ -77,12 +76,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rs = r.add_subparsers(dest="reproduce_what", metavar="WHAT")
     r.set_defaults(func=lambda a: (r.print_help(), 2)[1])
     p = rs.add_parser(
-        "anrw24", help="the ANRW'24 grid: store, results.csv, heatmaps, verdicts, report.html",
+        "anrw24",
+        help="the ANRW'24 grid: store, results.csv, heatmaps, verdicts, report.html",
         description=f"Runs the ANRW'24 grid (Prague vs CUBIC, 100 Mbit/s, 10 ms, T = 5 ms, nine "
         f"AQMs x five buffers x CUBIC ECN off/on) into OUT/store (resumable) and writes "
         f"OUT/results.csv, OUT/figures/, OUT/verdicts.csv and OUT/report.html. Defaults are "
         f"{ANRW24_DEFAULT_TRIALS} trials x {ANRW24_DEFAULT_DURATION:g} s so it finishes in "
-        f"minutes; --trials 10 --duration 60 is the paper's grid.")
+        f"minutes; --trials 10 --duration 60 is the paper's grid.",
+    )
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("-j", "--jobs", type=int, default=None)
     p.add_argument("--dask", metavar="tcp://host:port")
@@ -109,17 +110,19 @@ def _run_and_report(study, store: Path, args) -> int:
     from l4sim.store import StoreLockedError
 
     try:
-        out = run_study(study, store, jobs=args.jobs, dask=args.dask, limit=args.limit,
-                        progress=not getattr(args, "quiet", False))
+        out = run_study(
+            study, store, jobs=args.jobs, dask=args.dask, limit=args.limit, progress=not getattr(args, "quiet", False)
+        )
     except StoreLockedError as e:
         return _err(str(e))
-    print(f"{study.name}: {out.done} runs done now, {out.already_done} already in the store, "
-          f"{out.errors} failed, {out.missing} missing of {out.planned}")
+    print(
+        f"{study.name}: {out.done} runs done now, {out.already_done} already in the store, "
+        f"{out.errors} failed, {out.missing} missing of {out.planned}"
+    )
     for m in out.error_messages:
         print(f"  failed: {m}", file=sys.stderr)
     if out.interrupted:
-        print("interrupted: the store is consistent; run the same command again to resume",
-              file=sys.stderr)
+        print("interrupted: the store is consistent; run the same command again to resume", file=sys.stderr)
         return 130
     return 1 if out.errors else 0
 
@@ -255,8 +258,7 @@ def cmd_reproduce_anrw24(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
-    print(f"ANRW'24 grid: {len(study)} runs ({args.trials} trials x {args.duration:g} s) "
-          f"into {out / 'store'}")
+    print(f"ANRW'24 grid: {len(study)} runs ({args.trials} trials x {args.duration:g} s) into {out / 'store'}")
     rc = _run_and_report(study, out / "store", args)
     if rc in (2, 130):
         return rc
@@ -269,17 +271,19 @@ def cmd_reproduce_anrw24(args) -> int:
     if ref is not None:  # the testbed's heatmaps, for comparison side by side
         for value in ("share", "rel_delay"):
             f = plots.heatmap(ref, value, title="testbed (ANRW'24 reference data, 10 x 60 s)")
-            figs[f"testbed_heatmap_{value}"] = plots.save(
-                f, out / "figures" / f"testbed_heatmap_{value}")[0]
+            figs[f"testbed_heatmap_{value}"] = plots.save(f, out / "figures" / f"testbed_heatmap_{value}")[0]
     vt = verdict_table(runs)
     vt.to_csv(out / "verdicts.csv")
-    rep = write_report(out / "store", out / "report.html", design=study.name,
-                       title="l4sim: ANRW'24 reproduction (Prague vs CUBIC)", figures=figs,
-                       notes=f"{args.trials} trials x {args.duration:g} s per cell "
-                       "(the paper: 10 x 60 s).")
+    rep = write_report(
+        out / "store",
+        out / "report.html",
+        design=study.name,
+        title="l4sim: ANRW'24 reproduction (Prague vs CUBIC)",
+        figures=figs,
+        notes=f"{args.trials} trials x {args.duration:g} s per cell (the paper: 10 x 60 s).",
+    )
     print(vt.to_string())
-    print(f"wrote {out / 'results.csv'} ({n} runs), {len(figs)} figures in {out / 'figures'}, "
-          f"{rep}")
+    print(f"wrote {out / 'results.csv'} ({n} runs), {len(figs)} figures in {out / 'figures'}, {rep}")
     return rc
 
 

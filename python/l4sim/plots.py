@@ -11,8 +11,9 @@ Every ``save`` writes PNG and PDF (or the formats asked for).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import matplotlib
 
@@ -26,22 +27,49 @@ from l4sim.study import AQMS  # noqa: E402
 
 # value -> (title, colorbar label, per-flow pair columns or None, norm builder, cmap)
 VARIANTS: dict[str, dict[str, Any]] = {
-    "share": dict(label="L4S throughput share  T_l4s / (T_l4s + T_classic)", pair=None,
-                  cmap="RdBu_r", center=0.5, vmin=0.0, vmax=1.0, fmt="{:.2f}"),
-    "rel_delay": dict(label="classic relative queueing delay  (Q_c - Q_l) / Q_c", pair=None,
-                      cmap="PuOr", center=0.0, vmin=-2.0, vmax=1.0, fmt="{:.2f}"),
-    "tput": dict(label="throughput, Mbit/s (colour: L4S; text: L4S (classic))",
-                 pair=("l4s_tput_mbps_mean", "classic_tput_mbps_mean"), cmap="viridis",
-                 fmt="{:.1f}"),
-    "qdelay": dict(label="queueing delay, ms (colour: L4S; text: L4S (classic))",
-                   pair=("l4s_qdelay_ms_mean", "classic_qdelay_ms_mean"), cmap="magma_r",
-                   fmt="{:.1f}"),
+    "share": dict(
+        label="L4S throughput share  T_l4s / (T_l4s + T_classic)",
+        pair=None,
+        cmap="RdBu_r",
+        center=0.5,
+        vmin=0.0,
+        vmax=1.0,
+        fmt="{:.2f}",
+    ),
+    "rel_delay": dict(
+        label="classic relative queueing delay  (Q_c - Q_l) / Q_c",
+        pair=None,
+        cmap="PuOr",
+        center=0.0,
+        vmin=-2.0,
+        vmax=1.0,
+        fmt="{:.2f}",
+    ),
+    "tput": dict(
+        label="throughput, Mbit/s (colour: L4S; text: L4S (classic))",
+        pair=("l4s_tput_mbps_mean", "classic_tput_mbps_mean"),
+        cmap="viridis",
+        fmt="{:.1f}",
+    ),
+    "qdelay": dict(
+        label="queueing delay, ms (colour: L4S; text: L4S (classic))",
+        pair=("l4s_qdelay_ms_mean", "classic_qdelay_ms_mean"),
+        cmap="magma_r",
+        fmt="{:.1f}",
+    ),
 }
 
 PRETTY = {
-    "base_rtt": "RTT {} ms", "ecn_threshold": "T = {} ms", "btl_capacity": "{} Mbit/s",
-    "rx_classic_ecn": "classic ECN: {}", "rx_l4s_ecn": "L4S ECN: {}", "cc_classic": "vs {}",
-    "cc_l4s": "{}", "ecn_fallback": "fallback {}", "n_l4s": "N = {}", "n_classic": "M = {}",
+    "base_rtt": "RTT {} ms",
+    "ecn_threshold": "T = {} ms",
+    "btl_capacity": "{} Mbit/s",
+    "rx_classic_ecn": "classic ECN: {}",
+    "rx_l4s_ecn": "L4S ECN: {}",
+    "cc_classic": "vs {}",
+    "cc_l4s": "{}",
+    "ecn_fallback": "fallback {}",
+    "n_l4s": "N = {}",
+    "n_classic": "M = {}",
 }
 
 
@@ -53,7 +81,7 @@ def _fmt_val(v: Any) -> str:
 
 def panel_title(keys: Sequence[str], values: Sequence[Any]) -> str:
     parts = []
-    for k, v in zip(keys, values):
+    for k, v in zip(keys, values, strict=True):
         if k == "ecn_fallback":
             parts.append("fallback " + ("on" if v in (1, 1.0, True) else "off"))
         else:
@@ -88,8 +116,14 @@ def _spread_fifo(df: pd.DataFrame, split: Sequence[str]) -> pd.DataFrame:
     return pd.concat([df[~missing], *spread], ignore_index=True)
 
 
-def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] | None = None,
-            title: str | None = None, ncols: int | None = None) -> plt.Figure:
+def heatmap(
+    cells: pd.DataFrame,
+    value: str = "share",
+    *,
+    panels: Sequence[str] | None = None,
+    title: str | None = None,
+    ncols: int | None = None,
+) -> plt.Figure:
     """Heatmap figure of per-cell results (``analysis.cells``).
 
     value: "share", "rel_delay", "tput" or "qdelay". panels: factors that split the figure
@@ -101,8 +135,7 @@ def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] 
     df = cells.copy()
     if panels is None:
         skip = {"aqm", "n_bdp", "trial", "duration"}
-        panels = [c for c in df.columns if c in PRETTY and c not in skip
-                  and df[c].dropna().nunique() > 1]
+        panels = [c for c in df.columns if c in PRETTY and c not in skip and df[c].dropna().nunique() > 1]
     panels = list(panels)
     df = _spread_fifo(df, panels)
     groups = list(df.groupby(panels, sort=True, dropna=False)) if panels else [((), df)]
@@ -111,18 +144,21 @@ def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] 
     nrows = math.ceil(n / ncols)
     aqms = [a for a in AQMS if a in set(df["aqm"])]
     bufs = sorted(df["n_bdp"].dropna().unique())
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.0 + 1.3 * len(bufs) * ncols,
-                                                    0.6 + 0.48 * len(aqms) * nrows),
-                             squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(1.0 + 1.3 * len(bufs) * ncols, 0.6 + 0.48 * len(aqms) * nrows),
+        squeeze=False,
+        constrained_layout=True,
+    )
     if var["pair"] is None:
         norm = TwoSlopeNorm(vcenter=var["center"], vmin=var["vmin"], vmax=var["vmax"])
     else:
         allv = pd.concat([df[var["pair"][0]], df[var["pair"][1]]]).astype(float)
-        lo, hi = np.nanmin(allv) if allv.notna().any() else 0, \
-            np.nanmax(allv) if allv.notna().any() else 1
+        lo, hi = np.nanmin(allv) if allv.notna().any() else 0, np.nanmax(allv) if allv.notna().any() else 1
         norm = matplotlib.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
     im = None
-    for ax, (key, g) in zip(axes.flat, groups):
+    for ax, (key, g) in zip(axes.flat, groups, strict=False):
         key = key if isinstance(key, tuple) else (key,)
         grid = np.full((len(aqms), len(bufs)), np.nan)
         text = [["n/a"] * len(bufs) for _ in aqms]
@@ -146,8 +182,15 @@ def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] 
                 if np.isfinite(v):  # white text on dark cells (relative luminance)
                     r_, g_, b_, _ = plt.get_cmap(var["cmap"])(norm(v))
                     dark = 0.2126 * r_ + 0.7152 * g_ + 0.0722 * b_ < 0.45
-                ax.text(j, i, text[i][j], ha="center", va="center",
-                        fontsize=7 if var["pair"] else 8, color="white" if dark else "black")
+                ax.text(
+                    j,
+                    i,
+                    text[i][j],
+                    ha="center",
+                    va="center",
+                    fontsize=7 if var["pair"] else 8,
+                    color="white" if dark else "black",
+                )
         ax.set_xticks(range(len(bufs)), [_fmt_val(float(b)) for b in bufs])
         ax.set_yticks(range(len(aqms)), aqms)
         ax.set_xlabel("buffer size, x BDP")
@@ -163,8 +206,9 @@ def heatmap(cells: pd.DataFrame, value: str = "share", *, panels: Sequence[str] 
     return fig
 
 
-def flows_bars(cells: pd.DataFrame, *, capacity: float | None = None,
-               panels: Sequence[str] = ("aqm",), ncols: int = 3) -> plt.Figure:
+def flows_bars(
+    cells: pd.DataFrame, *, capacity: float | None = None, panels: Sequence[str] = ("aqm",), ncols: int = 3
+) -> plt.Figure:
     """N vs M flows: mean per-flow throughput of each side, with the fair-share line.
 
     x = (N, M); bars = per-flow throughput of the L4S and classic senders (sender total over
@@ -178,9 +222,8 @@ def flows_bars(cells: pd.DataFrame, *, capacity: float | None = None,
     n = len(groups)
     ncols = min(ncols, n)
     nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False,
-                             constrained_layout=True)
-    for ax, (key, g) in zip(axes.flat, groups):
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False, constrained_layout=True)
+    for ax, (key, g) in zip(axes.flat, groups, strict=False):
         key = key if isinstance(key, tuple) else (key,)
         g = g.sort_values(["n_l4s", "n_classic"])
         nl = g["n_l4s"].astype(float).to_numpy()
@@ -197,33 +240,34 @@ def flows_bars(cells: pd.DataFrame, *, capacity: float | None = None,
             cap = float(g["btl_capacity"].iloc[0])
         if cap:
             fair = cap / (nl + nc)
-            ax.hlines(fair, x - 0.45, x + 0.45, colors="k", linestyles="--",
-                      label="fair share")
-        ax.set_xticks(x, [f"{int(a)} vs {int(b)}" for a, b in zip(nl, nc)], rotation=60,
-                      fontsize=7)
+            ax.hlines(fair, x - 0.45, x + 0.45, colors="k", linestyles="--", label="fair share")
+        ax.set_xticks(x, [f"{int(a)} vs {int(b)}" for a, b in zip(nl, nc, strict=True)], rotation=60, fontsize=7)
         ax.set_xlabel("N L4S vs M classic flows")
         ax.set_ylabel("throughput per flow, Mbit/s")
-        ax.set_title(panel_title(list(panels), key) if panels and panels != ("aqm",)
-                     else str(key[0]) if key else "", fontsize=9)
+        ax.set_title(
+            panel_title(list(panels), key) if panels and panels != ("aqm",) else str(key[0]) if key else "", fontsize=9
+        )
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     axes.flat[0].legend(fontsize=7)
     return fig
 
 
-def timeseries(series: pd.DataFrame, *, title: str | None = None,
-               base_rtt_ms: float | None = None) -> plt.Figure:
+def timeseries(series: pd.DataFrame, *, title: str | None = None, base_rtt_ms: float | None = None) -> plt.Figure:
     """Per-run time series from a stored run (``Store.series(key)``): throughput, cwnd, srtt,
     queueing delay (bottleneck sojourn, or srtt - base RTT) and cumulative CE marks."""
     t = series["t"].to_numpy()
     flows = sorted({c.split(".")[1] for c in series.columns if c.startswith("flow.")})
     qd = sorted({c.split(".")[1] for c in series.columns if c.startswith("qdisc.")})
-    panels = [("tput_mbps", "throughput, Mbit/s"), ("cwnd", "cwnd, segments"),
-              ("srtt_ms", "smoothed RTT, ms"), ("qdelay", "queueing delay, ms"),
-              ("marks", "cumulative CE marks")]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.0 * len(panels)), sharex=True,
-                             constrained_layout=True)
-    for ax, (k, label) in zip(axes, panels):
+    panels = [
+        ("tput_mbps", "throughput, Mbit/s"),
+        ("cwnd", "cwnd, segments"),
+        ("srtt_ms", "smoothed RTT, ms"),
+        ("qdelay", "queueing delay, ms"),
+        ("marks", "cumulative CE marks"),
+    ]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.0 * len(panels)), sharex=True, constrained_layout=True)
+    for ax, (k, label) in zip(axes, panels, strict=True):
         if k == "qdelay":
             drawn = False
             for q in qd:
@@ -262,18 +306,35 @@ def timeseries(series: pd.DataFrame, *, title: str | None = None,
 
 # Factors that split heatmaps, in priority order: the first two varying ones become panels of
 # one figure, the others give separate figures.
-SPLIT_ORDER = ("base_rtt", "ecn_threshold", "rx_classic_ecn", "cc_classic", "cc_l4s",
-               "rx_l4s_ecn", "ecn_fallback", "btl_capacity", "tx_classic_ecn", "tx_l4s_ecn",
-               "n_l4s", "n_classic", "duration")
+SPLIT_ORDER = (
+    "base_rtt",
+    "ecn_threshold",
+    "rx_classic_ecn",
+    "cc_classic",
+    "cc_l4s",
+    "rx_l4s_ecn",
+    "ecn_fallback",
+    "btl_capacity",
+    "tx_classic_ecn",
+    "tx_l4s_ecn",
+    "n_l4s",
+    "n_classic",
+    "duration",
+)
 
 
 def _slug(keys: Sequence[str], values: Sequence[Any]) -> str:
-    return "__" + "_".join(f"{k}-{_fmt_val(v)}" for k, v in zip(keys, values))
+    return "__" + "_".join(f"{k}-{_fmt_val(v)}" for k, v in zip(keys, values, strict=True))
 
 
-def study_figures(cells: pd.DataFrame, out: str | Path, *, prefix: str = "",
-                  formats: Sequence[str] = ("png", "pdf"), max_panels: int = 2
-                  ) -> dict[str, Path]:
+def study_figures(
+    cells: pd.DataFrame,
+    out: str | Path,
+    *,
+    prefix: str = "",
+    formats: Sequence[str] = ("png", "pdf"),
+    max_panels: int = 2,
+) -> dict[str, Path]:
     """The standard figures of a study's cells; returns {name: PNG path}.
 
     Heatmaps (share, relative delay, throughput, queueing delay) with one panel per value of
@@ -287,8 +348,7 @@ def study_figures(cells: pd.DataFrame, out: str | Path, *, prefix: str = "",
         return figs
     varying = [c for c in SPLIT_ORDER if c in cells and cells[c].dropna().nunique() > 1]
     if "n_l4s" in varying or "n_classic" in varying:
-        rest = [c for c in ("cc_classic", "cc_l4s", "n_bdp") if c in cells
-                and cells[c].nunique() > 1]
+        rest = [c for c in ("cc_classic", "cc_l4s", "n_bdp") if c in cells and cells[c].nunique() > 1]
         f = flows_bars(cells, panels=["aqm"] + rest)
         figs["flows"] = save(f, out / f"{prefix}flows_per_flow_throughput", formats)[0]
         return figs
@@ -299,8 +359,12 @@ def study_figures(cells: pd.DataFrame, out: str | Path, *, prefix: str = "",
         key = key if isinstance(key, tuple) else (key,)
         suffix = _slug(pages, key) if pages else ""
         ttl = panel_title(pages, key) if pages else None
-        for value, name in (("share", "heatmap_share"), ("rel_delay", "heatmap_rel_delay"),
-                            ("tput", "heatmap_throughput"), ("qdelay", "heatmap_qdelay")):
+        for value, name in (
+            ("share", "heatmap_share"),
+            ("rel_delay", "heatmap_rel_delay"),
+            ("tput", "heatmap_throughput"),
+            ("qdelay", "heatmap_qdelay"),
+        ):
             f = heatmap(g, value, panels=panels, title=ttl)
             figs[name + suffix] = save(f, out / f"{prefix}{name}{suffix}", formats)[0]
     return figs

@@ -29,8 +29,7 @@ from __future__ import annotations
 from l4sim.study import Study, StudyError
 
 NINE_AQMS = (
-    '["FIFO", "single_queue_FQ", "Codel", "FQ", "FQ_Codel", "FQ_Codel_L4S", "pie_drop", '
-    '"Codel_drop", "DualPI2"]'
+    '["FIFO", "single_queue_FQ", "Codel", "FQ", "FQ_Codel", "FQ_Codel_L4S", "pie_drop", "Codel_drop", "DualPI2"]'
 )
 
 PRESETS: dict[str, str] = {
@@ -156,9 +155,7 @@ def names() -> list[str]:
 def get(name: str) -> Study:
     """The preset study ``name``; StudyError naming the known presets otherwise."""
     if name not in PRESETS:
-        raise StudyError(
-            f"{name!r} is neither a study file nor a preset (presets: {', '.join(PRESETS)})"
-        )
+        raise StudyError(f"{name!r} is neither a study file nor a preset (presets: {', '.join(PRESETS)})")
     return Study.from_toml(PRESETS[name], name=name)
 
 

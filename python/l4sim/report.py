@@ -12,8 +12,9 @@ import base64
 import datetime as _dt
 import html
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -21,8 +22,17 @@ from l4sim.analysis import VerdictRules, add_verdicts, cells, verdict_table
 from l4sim.store import FLOW_COLUMNS, METRIC_COLUMNS, Store
 
 REFERENCE_ANRW24 = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
-_QDISC_FIELDS = ("kind", "enq_pkts", "deq_pkts", "drops", "marks", "sojourn_mean_ms",
-                 "sojourn_p50_ms", "sojourn_p99_ms", "max_backlog_pkts")
+_QDISC_FIELDS = (
+    "kind",
+    "enq_pkts",
+    "deq_pkts",
+    "drops",
+    "marks",
+    "sojourn_mean_ms",
+    "sojourn_p50_ms",
+    "sojourn_p99_ms",
+    "max_backlog_pkts",
+)
 
 
 def results_frame(store: Store, design: str | None = None) -> pd.DataFrame:
@@ -72,8 +82,7 @@ def _open(store_dir: str | Path) -> Store:
     return Store(store_dir)
 
 
-def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENCE_ANRW24
-                         ) -> pd.DataFrame | None:
+def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
     """Simulated vs testbed (ANRW'24 reference CSV) share and queueing delays per cell."""
     p = Path(reference)
     if not p.exists() or cell_df.empty:
@@ -84,8 +93,7 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
     sim = cell_df
     for k, v in want.items():
         if k in sim:
-            sim = sim[sim[k].astype(str).isin([str(v), str(float(v)) if not isinstance(v, str)
-                                               else v])]
+            sim = sim[sim[k].astype(str).isin([str(v), str(float(v)) if not isinstance(v, str) else v])]
     if sim.empty or "rx_classic_ecn" not in sim:
         return None
     sim = sim.assign(n_bdp=sim["n_bdp"].astype(float))
@@ -93,13 +101,19 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
     m = sim.merge(ref, on=["aqm", "n_bdp", "rx_classic_ecn"], how="inner")
     if m.empty:
         return None
-    out = pd.DataFrame({
-        "aqm": m["aqm"], "n_bdp": m["n_bdp"], "classic ECN": m["rx_classic_ecn"],
-        "share sim": m["share"], "share testbed": m["l4s_share"],
-        "L4S qdelay sim": m["l4s_qdelay_ms_mean"], "L4S qdelay testbed": m["l4s_qdelay_ms"],
-        "classic qdelay sim": m["classic_qdelay_ms_mean"],
-        "classic qdelay testbed": m["legacy_qdelay_ms"],
-    })
+    out = pd.DataFrame(
+        {
+            "aqm": m["aqm"],
+            "n_bdp": m["n_bdp"],
+            "classic ECN": m["rx_classic_ecn"],
+            "share sim": m["share"],
+            "share testbed": m["l4s_share"],
+            "L4S qdelay sim": m["l4s_qdelay_ms_mean"],
+            "L4S qdelay testbed": m["l4s_qdelay_ms"],
+            "classic qdelay sim": m["classic_qdelay_ms_mean"],
+            "classic qdelay testbed": m["legacy_qdelay_ms"],
+        }
+    )
     out["share diff"] = out["share sim"] - out["share testbed"]
     return out
 
@@ -111,15 +125,19 @@ def reference_cells(reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | 
         return None
     ref = pd.read_csv(p)
     q_l, q_c = ref["l4s_qdelay_ms"], ref["legacy_qdelay_ms"]
-    return pd.DataFrame({
-        "aqm": ref["aqm"], "n_bdp": ref["n_bdp"].astype(float),
-        "rx_classic_ecn": ref["rx_legacy_ecn"].map({0: "none", 1: "classic"}),
-        "l4s_tput_mbps_mean": ref["l4s_tput_mean"],
-        "classic_tput_mbps_mean": ref["legacy_tput_mean"],
-        "l4s_qdelay_ms_mean": q_l, "classic_qdelay_ms_mean": q_c,
-        "share": ref["l4s_tput_mean"] / (ref["l4s_tput_mean"] + ref["legacy_tput_mean"]),
-        "rel_delay": (q_c - q_l) / q_c,
-    })
+    return pd.DataFrame(
+        {
+            "aqm": ref["aqm"],
+            "n_bdp": ref["n_bdp"].astype(float),
+            "rx_classic_ecn": ref["rx_legacy_ecn"].map({0: "none", 1: "classic"}),
+            "l4s_tput_mbps_mean": ref["l4s_tput_mean"],
+            "classic_tput_mbps_mean": ref["legacy_tput_mean"],
+            "l4s_qdelay_ms_mean": q_l,
+            "classic_qdelay_ms_mean": q_c,
+            "share": ref["l4s_tput_mean"] / (ref["l4s_tput_mean"] + ref["legacy_tput_mean"]),
+            "rel_delay": (q_c - q_l) / q_c,
+        }
+    )
 
 
 def _rel(p: Path, base: Path) -> str:
@@ -135,8 +153,7 @@ def _img(path: Path) -> str:
 
 
 def _table(df: pd.DataFrame, index: bool = False) -> str:
-    return df.to_html(index=index, float_format=lambda x: f"{x:.3f}", na_rep="n/a",
-                      border=0, classes="t")
+    return df.to_html(index=index, float_format=lambda x: f"{x:.3f}", na_rep="n/a", border=0, classes="t")
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}
@@ -145,14 +162,23 @@ border-bottom:1px solid #ddd;text-align:right}img{max-width:100%}pre{background:
 padding:.5em;font-size:12px;overflow:auto}h2{border-bottom:1px solid #ccc}"""
 
 
-def write_report(store_dir: str | Path, out: str | Path, *, design: str | None = None,
-                 title: str = "l4sim study report", rules: VerdictRules = VerdictRules(),
-                 figures: Mapping[str, Path] | None = None, reference: str | Path | None = None,
-                 notes: str = "", max_embedded: int = 16) -> Path:
+def write_report(
+    store_dir: str | Path,
+    out: str | Path,
+    *,
+    design: str | None = None,
+    title: str = "l4sim study report",
+    rules: VerdictRules | None = None,
+    figures: Mapping[str, Path] | None = None,
+    reference: str | Path | None = None,
+    notes: str = "",
+    max_embedded: int = 16,
+) -> Path:
     """Write ``out`` (an .html file) from the store: status, verdicts, figures, cell table."""
     from l4sim import plots
 
     out = Path(out)
+    rules = rules or VerdictRules()
     with _open(store_dir) as st:
         runs = st.runs(design=design)
         status = pd.DataFrame(st.status())
@@ -161,37 +187,46 @@ def write_report(store_dir: str | Path, out: str | Path, *, design: str | None =
     if figures is None:
         figures = plots.study_figures(c, out.parent / "figures") if not c.empty else {}
     mv = sorted(set(runs["model_version"])) if not runs.empty else []
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-             f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
-             f"<p>Generated {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC}; "
-             f"model version {html.escape(', '.join(mv) or 'n/a')}; {len(runs)} runs, "
-             f"{len(c)} cells.</p>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+        f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<p>Generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M UTC}; "
+        f"model version {html.escape(', '.join(mv) or 'n/a')}; {len(runs)} runs, "
+        f"{len(c)} cells.</p>",
+    ]
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
     parts.append("<h2>Status</h2>" + (_table(status) if not status.empty else "<p>empty</p>"))
     parts.append("<h2>Is it OK to turn on TCP Prague?</h2>")
-    parts.append("<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
-                 "harmful to the classic flow (rules: " + html.escape(repr(rules)) +
-                 "); n/a = the design has no such cells.</p>")
+    parts.append(
+        "<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
+        "harmful to the classic flow (rules: " + html.escape(repr(rules)) + "); n/a = the design has no such cells.</p>"
+    )
     parts.append(_table(verdict_table(runs, rules), index=True))
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:
         parts.append(f"<h2>{html.escape(name.replace('_', ' '))}</h2>{_img(Path(p))}")
     if len(items) > max_embedded:
-        parts.append("<h2>More figures</h2><ul>" + "".join(
-            f"<li><a href='{html.escape(_rel(Path(p), out.parent))}'>"
-            f"{html.escape(name)}</a></li>" for name, p in items[max_embedded:]) + "</ul>")
+        parts.append(
+            "<h2>More figures</h2><ul>"
+            + "".join(
+                f"<li><a href='{html.escape(_rel(Path(p), out.parent))}'>{html.escape(name)}</a></li>"
+                for name, p in items[max_embedded:]
+            )
+            + "</ul>"
+        )
     ref = reference_comparison(c, reference or REFERENCE_ANRW24) if not c.empty else None
     if ref is not None:
-        parts.append("<h2>Simulation vs testbed (ANRW'24 reference data)</h2>"
-                     f"<p>Mean |share difference| = {ref['share diff'].abs().mean():.3f} "
-                     f"over {len(ref)} cells.</p>" + _table(ref))
+        parts.append(
+            "<h2>Simulation vs testbed (ANRW'24 reference data)</h2>"
+            f"<p>Mean |share difference| = {ref['share diff'].abs().mean():.3f} "
+            f"over {len(ref)} cells.</p>" + _table(ref)
+        )
     if not c.empty:
         cols = [x for x in c.columns if not x.endswith("_std")]
         parts.append("<h2>Cells (mean over trials, 95 % CI)</h2>" + _table(c[cols]))
     for d in designs:
-        parts.append(f"<h2>Design {html.escape(d['name'])}</h2><pre>"
-                     f"{html.escape(d['content'])}</pre>")
+        parts.append(f"<h2>Design {html.escape(d['name'])}</h2><pre>{html.escape(d['content'])}</pre>")
     parts.append("</body></html>")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(parts))
@@ -206,8 +241,7 @@ def status_lines(store_dir: str | Path) -> list[str]:
     w = max(len(r["design"]) for r in rows)
     lines = [f"{'design':{w}s}  {'done':>7s} {'total':>7s} {'missing':>7s} {'errors':>7s}"]
     for r in rows:
-        lines.append(f"{r['design']:{w}s}  {r['done']:7d} {r['total']:7d} {r['missing']:7d} "
-                     f"{r['errors']:7d}")
+        lines.append(f"{r['design']:{w}s}  {r['done']:7d} {r['total']:7d} {r['missing']:7d} {r['errors']:7d}")
     return lines
 
 
@@ -215,5 +249,4 @@ def _json(o: Any) -> str:
     return json.dumps(o, default=str)
 
 
-__all__ = ["results_frame", "export_csv", "write_report", "reference_comparison",
-           "status_lines", "METRIC_COLUMNS"]
+__all__ = ["results_frame", "export_csv", "write_report", "reference_comparison", "status_lines", "METRIC_COLUMNS"]

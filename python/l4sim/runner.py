@@ -16,9 +16,10 @@ import json
 import os
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from l4sim.store import Store, run_key
 from l4sim.study import RunSpec, Study
@@ -87,8 +88,7 @@ class Outcome:
         return self.planned - self.already_done - self.done
 
 
-def plan(study: Study, *, builder: Builder = default_builder,
-         model_version: str) -> list[PlannedRun]:
+def plan(study: Study, *, builder: Builder = default_builder, model_version: str) -> list[PlannedRun]:
     out = []
     for spec in study.runs():
         try:
@@ -97,8 +97,7 @@ def plan(study: Study, *, builder: Builder = default_builder,
             from l4sim.study import StudyError
 
             raise StudyError(f"run {spec.point} cannot be built: {e}") from e
-        out.append(PlannedRun(spec, run_key(scen, spec.seed, model_version),
-                              json.dumps(scen, sort_keys=True)))
+        out.append(PlannedRun(spec, run_key(scen, spec.seed, model_version), json.dumps(scen, sort_keys=True)))
     return out
 
 
@@ -129,8 +128,7 @@ def run_study(
     out = Outcome()
     try:
         planned = plan(study, builder=builder, model_version=model_version)
-        st.add_design(study.name, study.to_toml(),
-                      [(p.key, p.spec.point, p.spec.seed) for p in planned])
+        st.add_design(study.name, study.to_toml(), [(p.key, p.spec.point, p.spec.seed) for p in planned])
         done = st.done_keys()
         seen: set[str] = set()
         todo = []
@@ -150,9 +148,17 @@ def run_study(
         def commit(p: PlannedRun, res: tuple[str | None, str | None, float, float]) -> None:
             rjson, err, t0, t1 = res
             result = json.loads(rjson) if rjson is not None else None
-            st.record(p.key, design=study.name, factors=p.spec.point, seed=p.spec.seed,
-                      model_version=model_version, result=result, error=err,
-                      started=t0, finished=t1)
+            st.record(
+                p.key,
+                design=study.name,
+                factors=p.spec.point,
+                seed=p.spec.seed,
+                model_version=model_version,
+                result=result,
+                error=err,
+                started=t0,
+                finished=t1,
+            )
             if err is None:
                 out.done += 1
             else:
@@ -185,6 +191,7 @@ def _progress(total: int, desc: str, enabled: bool):
 
         return tqdm(total=total, desc=desc, unit="run", disable=not enabled, smoothing=0.05)
     except ImportError:  # pragma: no cover
+
         class _Null:
             def update(self, n: int) -> None: ...
             def close(self) -> None: ...
@@ -212,7 +219,7 @@ class _Stop:
             raise KeyboardInterrupt
         self.flag = True
 
-    def __enter__(self) -> "_Stop":
+    def __enter__(self) -> _Stop:
         import signal
         import threading
 
@@ -231,8 +238,7 @@ class _Stop:
             raise KeyboardInterrupt
 
 
-def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None,
-               stop: _Stop) -> None:
+def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None, stop: _Stop) -> None:
     jobs = jobs or os.cpu_count() or 1
     if jobs == 1:  # in process: simplest; Ctrl-C is honoured after the current run
         for p in todo:
@@ -271,8 +277,7 @@ def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None,
     ex.shutdown(wait=True)
 
 
-def _run_dask(dask: Any, run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None,
-              stop: _Stop) -> None:
+def _run_dask(dask: Any, run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None, stop: _Stop) -> None:
     from distributed import Client
     from distributed import wait as dwait
 

@@ -23,8 +23,9 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from l4sim.study import canonical_json
 
@@ -33,9 +34,25 @@ SCHEMA_VERSION = "1"
 METRIC_COLUMNS = ("l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms", "classic_qdelay_ms")
 EXTRA_COLUMNS = ("jain_index", "utilisation", "sim_seconds", "wall_seconds", "events")
 FLOW_COLUMNS = (
-    "name", "cc", "streams", "ecn_mode", "data_ecn", "goodput_mbps", "bytes_delivered",
-    "mean_srtt_ms", "qdelay_ms", "base_rtt_ms", "retrans", "rto_count", "fast_recoveries",
-    "cwr_count", "ce_received", "ce_fed_back", "data_pkts_sent", "pkts_dropped", "start_s",
+    "name",
+    "cc",
+    "streams",
+    "ecn_mode",
+    "data_ecn",
+    "goodput_mbps",
+    "bytes_delivered",
+    "mean_srtt_ms",
+    "qdelay_ms",
+    "base_rtt_ms",
+    "retrans",
+    "rto_count",
+    "fast_recoveries",
+    "cwr_count",
+    "ce_received",
+    "ce_fed_back",
+    "data_pkts_sent",
+    "pkts_dropped",
+    "start_s",
     "completion_s",
 )
 
@@ -61,8 +78,7 @@ CREATE TABLE IF NOT EXISTS runs (
     summary TEXT);
 CREATE TABLE IF NOT EXISTS flows (
     run_key TEXT NOT NULL REFERENCES runs(key),
-    {", ".join(c + (" TEXT" if c in ("name", "cc", "ecn_mode", "data_ecn") else " REAL")
-               for c in FLOW_COLUMNS)},
+    {", ".join(c + (" TEXT" if c in ("name", "cc", "ecn_mode", "data_ecn") else " REAL") for c in FLOW_COLUMNS)},
     PRIMARY KEY (run_key, name));
 """
 
@@ -123,7 +139,7 @@ def series_frame(result: Mapping[str, Any]):
     for q in s.get("qdiscs") or []:
         add(f"qdisc.{q.get('name')}", q)
     n = len(t)
-    for k, v in cols.items():  # pad ragged columns (should not happen) so the frame is square
+    for v in cols.values():  # pad ragged columns (should not happen) so the frame is square
         if len(v) < n:
             v.extend([float("nan")] * (n - len(v)))
         elif len(v) > n:
@@ -142,21 +158,17 @@ class Store:
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / "series").mkdir(exist_ok=True)
             self._acquire_lock()
-            self.db = sqlite3.connect(self.path / "index.sqlite", timeout=30,
-                                      isolation_level=None)
+            self.db = sqlite3.connect(self.path / "index.sqlite", timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
-            self.db.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
-            )
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             self._cleanup()
         else:
             idx = self.path / "index.sqlite"
             if not idx.exists():
                 raise StoreError(f"no results store at {str(self.path)!r} (no index.sqlite)")
-            self.db = sqlite3.connect(f"file:{idx}?mode=ro", uri=True, timeout=30,
-                                      isolation_level=None)
+            self.db = sqlite3.connect(f"file:{idx}?mode=ro", uri=True, timeout=30, isolation_level=None)
         self.db.row_factory = sqlite3.Row
 
     # ---------------------------------------------------------------- lock
@@ -184,7 +196,7 @@ class Store:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -259,22 +271,44 @@ class Store:
             series_name = self._write_series(key, result)
             metrics = run_metrics(result)
             flows = result.get("flows") or []
-            summary = json.dumps({k: v for k, v in result.items()
-                                  if k not in ("series", "rtt_samples")})
+            summary = json.dumps({k: v for k, v in result.items() if k not in ("series", "rtt_samples")})
         status = "done" if result is not None else "error"
-        cols = ["key", "design", "factors", "cell", "seed", "model_version", "status", "error",
-                "started", "finished", *METRIC_COLUMNS, *EXTRA_COLUMNS, "series", "summary"]
-        vals = [key, design, canonical_json(factors), canonical_json(cell), int(seed),
-                model_version, status, error, started, finished,
-                *[metrics.get(c) for c in METRIC_COLUMNS],
-                *[metrics.get(c) if c in metrics else (result or {}).get(c)
-                  for c in EXTRA_COLUMNS],
-                series_name, summary]
+        cols = [
+            "key",
+            "design",
+            "factors",
+            "cell",
+            "seed",
+            "model_version",
+            "status",
+            "error",
+            "started",
+            "finished",
+            *METRIC_COLUMNS,
+            *EXTRA_COLUMNS,
+            "series",
+            "summary",
+        ]
+        vals = [
+            key,
+            design,
+            canonical_json(factors),
+            canonical_json(cell),
+            int(seed),
+            model_version,
+            status,
+            error,
+            started,
+            finished,
+            *[metrics.get(c) for c in METRIC_COLUMNS],
+            *[metrics.get(c) if c in metrics else (result or {}).get(c) for c in EXTRA_COLUMNS],
+            series_name,
+            summary,
+        ]
         with self._tx():
             self.db.execute("DELETE FROM flows WHERE run_key = ?", (key,))
             self.db.execute(
-                f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) "
-                f"VALUES ({', '.join('?' * len(cols))})",
+                f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                 vals,
             )
             self.db.executemany(
@@ -320,15 +354,14 @@ class Store:
                 (d["name"],),
             ).fetchone()
             total, done, errors = row["total"], row["done"] or 0, row["errors"] or 0
-            out.append({"design": d["name"], "total": total, "done": done, "errors": errors,
-                        "missing": total - done})
+            out.append({"design": d["name"], "total": total, "done": done, "errors": errors, "missing": total - done})
         return out
 
     def runs(self, *, design: str | None = None, status: str | None = "done"):
         """One row per run: factor columns (study order), the study metrics, then the rest."""
         import pandas as pd
 
-        from l4sim.study import FACTOR_ORDER, EXTRA_SETTINGS
+        from l4sim.study import EXTRA_SETTINGS, FACTOR_ORDER
 
         q = "SELECT r.* FROM runs r"
         args: list[Any] = []
@@ -348,7 +381,7 @@ class Store:
         names = [k for k in FACTOR_ORDER + EXTRA_SETTINGS if any(k in f for f in facs)]
         names += sorted({k for f in facs for k in f} - set(names))
         data = []
-        for r, f in zip(rows, facs):
+        for r, f in zip(rows, facs, strict=True):
             d = {k: f.get(k) for k in names}
             for c in METRIC_COLUMNS:
                 d[c] = r[c]
@@ -364,9 +397,22 @@ class Store:
             d["series"] = r["series"]
             d["error"] = r["error"]
             data.append(d)
-        cols = names + list(METRIC_COLUMNS) + [
-            "seed", "key", "design", "model_version", "status", *EXTRA_COLUMNS, "started",
-            "finished", "series", "error"]
+        cols = (
+            names
+            + list(METRIC_COLUMNS)
+            + [
+                "seed",
+                "key",
+                "design",
+                "model_version",
+                "status",
+                *EXTRA_COLUMNS,
+                "started",
+                "finished",
+                "series",
+                "error",
+            ]
+        )
         return pd.DataFrame(data, columns=cols)
 
     def flows(self):

@@ -36,9 +36,10 @@ import json
 import math
 import operator
 import tomllib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 # The study's AQM order (rows of every heatmap). Kept in sync with l4sim.factors.AQMS.
 AQMS: tuple[str, ...] = (
@@ -192,20 +193,35 @@ class Constraint:
         unknown = self.names - set(FACTOR_ORDER) - set(EXTRA_SETTINGS)
         if unknown:
             raise StudyError(
-                f"constraint {text!r}: unknown factor {sorted(unknown)[0]!r} "
-                f"(known: {', '.join(FACTOR_ORDER)})"
+                f"constraint {text!r}: unknown factor {sorted(unknown)[0]!r} (known: {', '.join(FACTOR_ORDER)})"
             )
 
     def _check(self, node: ast.AST) -> None:
         ok = (
-            ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
-            ast.UAdd, ast.BinOp, ast.Compare, ast.IfExp, ast.Constant, ast.Name, ast.Load,
-            ast.Tuple, ast.List, ast.Call,
-        ) + tuple(_BINOPS) + tuple(_CMPOPS)
-        if not isinstance(node, ok):
-            raise StudyError(
-                f"constraint {self.text!r}: {type(node).__name__} is not allowed in constraints"
+            (
+                ast.Expression,
+                ast.BoolOp,
+                ast.And,
+                ast.Or,
+                ast.UnaryOp,
+                ast.Not,
+                ast.USub,
+                ast.UAdd,
+                ast.BinOp,
+                ast.Compare,
+                ast.IfExp,
+                ast.Constant,
+                ast.Name,
+                ast.Load,
+                ast.Tuple,
+                ast.List,
+                ast.Call,
             )
+            + tuple(_BINOPS)
+            + tuple(_CMPOPS)
+        )
+        if not isinstance(node, ok):
+            raise StudyError(f"constraint {self.text!r}: {type(node).__name__} is not allowed in constraints")
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in self._FUNCS:
                 raise StudyError(f"constraint {self.text!r}: only abs/min/max may be called")
@@ -247,7 +263,7 @@ class Constraint:
             return _BINOPS[type(node.op)](ev(node.left, env), ev(node.right, env))
         if isinstance(node, ast.Compare):
             left = ev(node.left, env)
-            for op, comp in zip(node.ops, node.comparators):
+            for op, comp in zip(node.ops, node.comparators, strict=True):
                 right = ev(comp, env)
                 if not _CMPOPS[type(op)](left, right):
                     return False
@@ -314,7 +330,7 @@ class Study:
 
     # ---------------------------------------------------------------- construction
     @classmethod
-    def from_toml(cls, text: str, *, name: str | None = None) -> "Study":
+    def from_toml(cls, text: str, *, name: str | None = None) -> Study:
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
@@ -322,21 +338,17 @@ class Study:
         return cls.from_dict(doc, name=name, source=text)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Study":
+    def from_file(cls, path: str | Path) -> Study:
         p = Path(path)
         return cls.from_toml(p.read_text(), name=p.stem)
 
     @classmethod
-    def from_dict(
-        cls, doc: Mapping[str, Any], *, name: str | None = None, source: str = ""
-    ) -> "Study":
+    def from_dict(cls, doc: Mapping[str, Any], *, name: str | None = None, source: str = "") -> Study:
         known_top = {"name", "description", "trials", "constraints", "factors", "fixed"}
         for k in doc:
             if k not in known_top:
                 if k in VALIDATORS:
-                    raise StudyError(
-                        f"factor {k!r} given at top level: put it under [factors] or [fixed]"
-                    )
+                    raise StudyError(f"factor {k!r} given at top level: put it under [factors] or [fixed]")
                 raise StudyError(f"unknown study key {k!r} (known: {sorted(known_top)})")
         factors_in = doc.get("factors", {})
         fixed_in = doc.get("fixed", {})
@@ -345,9 +357,7 @@ class Study:
         factors: dict[str, list[Any]] = {}
         for k, values in factors_in.items():
             if k not in VALIDATORS:
-                raise StudyError(
-                    f"unknown factor {k!r} (known: {', '.join(FACTOR_ORDER + EXTRA_SETTINGS)})"
-                )
+                raise StudyError(f"unknown factor {k!r} (known: {', '.join(FACTOR_ORDER + EXTRA_SETTINGS)})")
             if not isinstance(values, list):
                 values = [values]
             if not values:
@@ -357,10 +367,7 @@ class Study:
         fixed: dict[str, Any] = {}
         for k, v in fixed_in.items():
             if k not in VALIDATORS:
-                raise StudyError(
-                    f"unknown factor {k!r} in [fixed] "
-                    f"(known: {', '.join(FACTOR_ORDER + EXTRA_SETTINGS)})"
-                )
+                raise StudyError(f"unknown factor {k!r} in [fixed] (known: {', '.join(FACTOR_ORDER + EXTRA_SETTINGS)})")
             if k in factors:
                 raise StudyError(f"factor {k!r} is both in [factors] and [fixed]")
             if isinstance(v, list):
@@ -393,7 +400,7 @@ class Study:
             source=source,
         )
 
-    def with_overrides(self, **fixed: Any) -> "Study":
+    def with_overrides(self, **fixed: Any) -> Study:
         """A copy with some factors pinned (e.g. duration=20) or trials changed (trials=2)."""
         factors = dict(self.factors)
         fx = dict(self.fixed)
@@ -415,7 +422,7 @@ class Study:
         lists = [self.factors[k] if k in self.factors else [self.fixed[k]] for k in names]
         out: dict[str, dict[str, Any]] = {}
         for combo in itertools.product(*lists):
-            p = dict(zip(names, combo))
+            p = dict(zip(names, combo, strict=True))
             if not builtin_constraints(p):
                 continue
             if p.get("aqm") == "FIFO":
@@ -452,8 +459,7 @@ class Study:
 
     def describe(self) -> str:
         pts = self.points()
-        lines = [f"study {self.name}: {len(pts)} runs ({len(pts) // max(self.trials, 1)} cells"
-                 f" x {self.trials} trials)"]
+        lines = [f"study {self.name}: {len(pts)} runs ({len(pts) // max(self.trials, 1)} cells x {self.trials} trials)"]
         if self.description:
             lines.append(f"  {self.description}")
         for k in FACTOR_ORDER + EXTRA_SETTINGS:
