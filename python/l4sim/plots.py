@@ -151,6 +151,7 @@ def heatmap(
         squeeze=False,
         constrained_layout=True,
     )
+    norm: matplotlib.colors.Normalize
     if var["pair"] is None:
         norm = TwoSlopeNorm(vcenter=var["center"], vmin=var["vmin"], vmax=var["vmax"])
     else:

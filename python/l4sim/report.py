@@ -89,7 +89,7 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
         return None
     ref = pd.read_csv(p)
     ref = ref.assign(rx_classic_ecn=ref["rx_legacy_ecn"].map({0: "none", 1: "classic"}))
-    want = {"btl_capacity": 100, "base_rtt": 10, "ecn_fallback": 0, "cc_classic": "cubic"}
+    want: dict[str, Any] = {"btl_capacity": 100, "base_rtt": 10, "ecn_fallback": 0, "cc_classic": "cubic"}
     sim = cell_df
     for k, v in want.items():
         if k in sim:

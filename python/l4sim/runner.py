@@ -124,7 +124,7 @@ def run_study(
     if model_version is None:
         model_version = engine_model_version()
     own_store = not isinstance(store, Store)
-    st = Store(store, write=True) if own_store else store
+    st: Store = store if isinstance(store, Store) else Store(store, write=True)
     out = Outcome()
     try:
         planned = plan(study, builder=builder, model_version=model_version)

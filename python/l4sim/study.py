@@ -178,7 +178,7 @@ class Constraint:
     absent from a point (e.g. FIFO's ``ecn_threshold``) evaluates to None.
     """
 
-    _FUNCS = {"abs": abs, "min": min, "max": max}
+    _FUNCS: dict[str, Callable[..., Any]] = {"abs": abs, "min": min, "max": max}
 
     def __init__(self, text: str):
         if not isinstance(text, str) or not text.strip():
@@ -272,7 +272,8 @@ class Constraint:
         if isinstance(node, ast.IfExp):
             return ev(node.body, env) if ev(node.test, env) else ev(node.orelse, env)
         if isinstance(node, ast.Call):
-            return self._FUNCS[node.func.id](*(ev(a, env) for a in node.args))  # type: ignore[attr-defined]
+            fn = self._FUNCS[node.func.id]  # type: ignore[attr-defined]
+            return fn(*(ev(a, env) for a in node.args))
         raise StudyError(f"constraint {self.text!r}: cannot evaluate {type(node).__name__}")
 
 
