@@ -287,12 +287,12 @@ base_rtt = 10
 ecn_threshold = 5
 duration = 2
 """)
-    run_study(s, tmp_path / "a", jobs=2, progress=False)
+    assert run_study(s, tmp_path / "a", jobs=2, progress=False).done == 2
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl,
         distributed.Client(cl) as c,
     ):
-        run_study(s, tmp_path / "b", dask=c, progress=False)
+        assert run_study(s, tmp_path / "b", dask=c, progress=False).done == 2
     assert _results(tmp_path / "a") == _results(tmp_path / "b")
 
 
