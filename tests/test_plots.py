@@ -124,3 +124,16 @@ def test_study_figures_split_extra_factors_into_separate_files(tmp_path):
     # panels: base_rtt x rx_classic_ecn; pages: btl_capacity
     assert "heatmap_share__btl_capacity-100" in figs and "heatmap_share__btl_capacity-1000" in figs
     assert all(p.exists() for p in figs.values())
+
+
+def test_cli_plots_a_stored_runs_time_series(tmp_path):
+    from test_store import fake_result
+
+    from l4sim.cli_study import main
+    from l4sim.store import Store
+
+    with Store(tmp_path / "st", write=True) as st:
+        st.record("abcdef123456", design="d", factors={}, seed=1, model_version="f", result=fake_result(n=30))
+    assert main(["study", "plot", str(tmp_path / "st"), "--out", str(tmp_path / "f"), "--run", "abcdef"]) == 0
+    assert (tmp_path / "f" / "run_abcdef123456.png").exists()
+    assert (tmp_path / "f" / "run_abcdef123456.pdf").exists()
