@@ -127,10 +127,9 @@ def test_study_figures_split_extra_factors_into_separate_files(tmp_path):
 
 
 def test_cli_plots_a_stored_runs_time_series(tmp_path):
-    from test_store import fake_result
-
     from l4sim.cli_study import main
     from l4sim.store import Store
+    from test_store import fake_result
 
     with Store(tmp_path / "st", write=True) as st:
         st.record("abcdef123456", design="d", factors={}, seed=1, model_version="f", result=fake_result(n=30))
