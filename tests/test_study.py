@@ -150,3 +150,18 @@ def test_malformed_study_file_error_names_the_factor(text, factor):
 def test_invalid_toml_is_a_study_error():
     with pytest.raises(StudyError, match="TOML"):
         Study.from_toml("[factors\n")
+
+
+def test_load_takes_a_file_or_a_preset_even_with_a_directory_of_that_name(tmp_path, monkeypatch):
+    from l4sim.study import load
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "anrw24").mkdir()  # e.g. an output directory named like the preset
+    assert load("anrw24").name == "anrw24"
+    f = tmp_path / "mine.toml"
+    f.write_text("name = 'mine'\n[fixed]\naqm = 'FIFO'\nn_bdp = 1\nbtl_capacity = 100\nbase_rtt = 10\n")
+    assert load(str(f)).name == "mine"
+    with pytest.raises(StudyError, match="presets"):
+        load("anrw25")
+    with pytest.raises(StudyError, match="not found"):
+        load("missing.toml")

@@ -487,12 +487,14 @@ def builtin_constraints(p: Mapping[str, Any]) -> bool:
 
 
 def load(file_or_preset: str) -> Study:
-    """A study from a TOML file path or a preset name."""
-    p = Path(file_or_preset)
-    if p.suffix == ".toml" or p.exists():
-        if not p.exists():
-            raise StudyError(f"study file {file_or_preset!r} not found")
-        return Study.from_file(p)
+    """A study from a TOML file path or a preset name (a file wins over a preset)."""
     from l4sim import presets
 
-    return presets.get(file_or_preset)
+    p = Path(file_or_preset)
+    if p.is_file():
+        return Study.from_file(p)
+    if file_or_preset in presets.PRESETS:
+        return presets.get(file_or_preset)
+    if p.suffix == ".toml" or p.exists():
+        raise StudyError(f"study file {file_or_preset!r} not found (or not a file)")
+    return presets.get(file_or_preset)  # StudyError listing the presets
