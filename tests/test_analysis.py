@@ -198,3 +198,24 @@ def test_verdict_rules_on_the_testbed_data_give_the_study_table_vs_cubic():
     assert col["single queue + ECN"].startswith("mostly no")
     assert col["FQ + ECN"] == "yes"
     assert col["DualPI2"] == "yes"
+
+
+def test_jain_index_counts_every_stream_of_n_vs_m_cells():
+    df = pd.DataFrame(
+        [
+            {
+                "aqm": "FQ",
+                "n_bdp": 2,
+                "n_l4s": 1,
+                "n_classic": 3,
+                "trial": 1,
+                "l4s_tput_mbps": 25.0,
+                "classic_tput_mbps": 75.0,
+                "l4s_qdelay_ms": 1.0,
+                "classic_qdelay_ms": 2.0,
+            }
+        ]
+    )
+    c = cells(df).iloc[0]
+    assert c["jain"] == pytest.approx(1.0)  # 25 Mbit/s per stream for all four streams
+    assert c["share"] == pytest.approx(0.25)

@@ -141,7 +141,9 @@ def cells(df: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
 
     Columns: the cell's factors, ``n`` (trials), ``<metric>_mean/_std/_ci95`` for the four study
     metrics, ``share`` and ``rel_delay`` (from the trial means, as the study), ``share_ci95``
-    (t-interval over per-trial shares), ``jain`` (of the mean throughputs), ``utilisation``.
+    (t-interval over per-trial shares), ``jain`` (Jain's index of the mean per-stream
+    throughputs: each sender's mean split over its ``n_l4s`` / ``n_classic`` streams),
+    ``utilisation``.
     """
     by = list(by) if by is not None else cell_columns(df)
     if df.empty:
@@ -166,7 +168,10 @@ def cells(df: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
             for a, b in zip(g["l4s_tput_mbps"].astype(float), g["classic_tput_mbps"].astype(float), strict=True)
         ]
         _, r["share_std"], r["share_ci95"], _ = mean_ci(per_trial)
-        r["jain"] = jain([tl, tc])
+        # Jain's index over the senders' streams (each sender's mean split evenly over them)
+        nl = int(r.get("n_l4s") or 1)
+        nc = int(r.get("n_classic") or 1)
+        r["jain"] = jain([tl / nl] * nl + [tc / nc] * nc) if nl + nc else float("nan")
         r["utilisation"] = float(g["utilisation"].astype(float).mean()) if "utilisation" in g else np.nan
         rows.append(r)
     out = pd.DataFrame(rows)
