@@ -219,3 +219,25 @@ def test_jain_index_counts_every_stream_of_n_vs_m_cells():
     c = cells(df).iloc[0]
     assert c["jain"] == pytest.approx(1.0)  # 25 Mbit/s per stream for all four streams
     assert c["share"] == pytest.approx(0.25)
+
+
+def test_verdicts_use_the_n_vs_m_fair_share():
+    from l4sim.analysis import add_verdicts
+
+    df = pd.DataFrame(
+        [
+            {
+                "aqm": "FQ",
+                "n_bdp": 2,
+                "n_l4s": 1,
+                "n_classic": 4,
+                "trial": 1,
+                "l4s_tput_mbps": 20.0,
+                "classic_tput_mbps": 80.0,
+                "l4s_qdelay_ms": 1.0,
+                "classic_qdelay_ms": 2.0,
+            }
+        ]
+    )
+    v = add_verdicts(cells(df)).iloc[0]
+    assert v["ok"]  # 0.2 is exactly 1 / (1 + 4): fair, though far below 0.5

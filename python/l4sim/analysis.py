@@ -192,12 +192,13 @@ def cells(df: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
 class VerdictRules:
     """Thresholds of the verdict rules (see docs/study-workflow.md).
 
-    favourable: share >= 0.5 - share_tol, or (rel_delay >= delay_benefit and
-                share >= 0.5 - share_tol_with_delay)
-    harmful:    classic share (1 - share) < 0.5 - harm_tol, or, when a baseline classic
+    favourable: share >= fair - share_tol, or (rel_delay >= delay_benefit and
+                share >= fair - share_tol_with_delay)
+    harmful:    classic share (1 - share) < (1 - fair) - harm_tol, or, when a baseline classic
                 queueing delay is known, classic_qdelay > baseline * (1 + delay_rise_rel)
                 + delay_rise_ms
     OK:         favourable and not harmful
+    with fair = 0.5 for one flow each, N / (N + M) for N L4S vs M classic streams.
     """
 
     share_tol: float = 0.1
@@ -214,13 +215,17 @@ def verdict(
     rules: VerdictRules = VerdictRules(),
     classic_qdelay: float | None = None,
     baseline_qdelay: float | None = None,
+    fair: float = 0.5,
 ) -> dict:
-    """favourable / harmful / ok of one cell (NaN share: no verdict)."""
+    """favourable / harmful / ok of one cell (NaN share: no verdict).
+
+    ``fair``: the L4S sender's fair share, 0.5 for 1 vs 1, N / (N + M) for N vs M streams.
+    """
     if share is None or not np.isfinite(share):
         return {"favourable": None, "harmful": None, "ok": None}
     rd = rel_delay if rel_delay is not None and np.isfinite(rel_delay) else -np.inf
-    fav = share >= 0.5 - rules.share_tol or (rd >= rules.delay_benefit and share >= 0.5 - rules.share_tol_with_delay)
-    harm = (1 - share) < 0.5 - rules.harm_tol
+    fav = share >= fair - rules.share_tol or (rd >= rules.delay_benefit and share >= fair - rules.share_tol_with_delay)
+    harm = (1 - share) < (1 - fair) - rules.harm_tol
     if (
         classic_qdelay is not None
         and baseline_qdelay is not None
@@ -233,7 +238,10 @@ def verdict(
 
 def add_verdicts(cell_df: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> pd.DataFrame:
     out = cell_df.copy()
-    v = [verdict(s, d, rules) for s, d in zip(out["share"], out["rel_delay"], strict=True)]
+    n_l = out["n_l4s"].astype(float) if "n_l4s" in out else pd.Series(1.0, index=out.index)
+    n_c = out["n_classic"].astype(float) if "n_classic" in out else pd.Series(1.0, index=out.index)
+    fair = n_l / (n_l + n_c)  # the L4S sender's fair share: its streams over all streams
+    v = [verdict(s, d, rules, fair=f) for s, d, f in zip(out["share"], out["rel_delay"], fair.fillna(0.5), strict=True)]
     for k in ("favourable", "harmful", "ok"):
         out[k] = [x[k] for x in v]
     return out
