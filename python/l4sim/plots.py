@@ -258,8 +258,13 @@ def timeseries(series: pd.DataFrame, *, title: str | None = None, base_rtt_ms: f
     """Per-run time series from a stored run (``Store.series(key)``): throughput, cwnd, srtt,
     queueing delay (bottleneck sojourn, or srtt - base RTT) and cumulative CE marks."""
     t = series["t"].to_numpy()
-    flows = sorted({c.split(".")[1] for c in series.columns if c.startswith("flow.")})
+    names = {c.split(".")[1] for c in series.columns if c.startswith("flow.")}
+    flows = [n for n in ("l4s", "classic") if n in names] + sorted(names - {"l4s", "classic"})
     qd = sorted({c.split(".")[1] for c in series.columns if c.startswith("qdisc.")})
+    cycle = ["tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink"]
+    color = {"l4s": "tab:blue", "classic": "tab:orange"}
+    for k, n in enumerate(n for n in flows if n not in color):
+        color[n] = cycle[k % len(cycle)]
     panels = [
         ("tput_mbps", "throughput, Mbit/s"),
         ("cwnd", "cwnd, segments"),
@@ -274,27 +279,27 @@ def timeseries(series: pd.DataFrame, *, title: str | None = None, base_rtt_ms: f
             for q in qd:
                 c = f"qdisc.{q}.sojourn_ms"
                 if c in series:
-                    ax.plot(t, series[c], label=f"{q} sojourn")
+                    ax.plot(t, series[c], label=f"{q} sojourn", color="0.3")
                     drawn = True
             if not drawn and base_rtt_ms is not None:
                 for f in flows:
                     c = f"flow.{f}.srtt_ms"
                     if c in series:
-                        ax.plot(t, series[c] - base_rtt_ms, label=f)
+                        ax.plot(t, series[c] - base_rtt_ms, label=f, color=color[f])
         elif k == "marks":
             for f in flows:
                 c = f"flow.{f}.ce_fed_back"
                 if c in series:
-                    ax.plot(t, series[c], label=f"{f} (fed back)")
+                    ax.plot(t, series[c], label=f"{f} (fed back)", color=color[f])
             for q in qd:
                 c = f"qdisc.{q}.marks"
                 if c in series:
-                    ax.plot(t, series[c], label=f"{q} marks", linestyle="--")
+                    ax.plot(t, series[c], label=f"{q} marks", linestyle="--", color="0.3")
         else:
             for f in flows:
                 c = f"flow.{f}.{k}"
                 if c in series:
-                    ax.plot(t, series[c], label=f)
+                    ax.plot(t, series[c], label=f, color=color[f])
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
