@@ -177,3 +177,15 @@ def test_series_fall_back_to_npz_without_pyarrow(tmp_path, monkeypatch):
         ser = st.series("k1")
     assert (tmp_path / "series" / "k1.npz").exists()
     assert list(ser["flow.l4s.cwnd"]) == [10.0] * 5
+
+
+def test_null_values_from_the_core_become_nan(tmp_path):
+    r = fake_result()
+    r["flows"][1]["qdelay_ms"] = None
+    r["series"]["flows"][0]["srtt_ms"] = [None, 1.0, None, 2.0, None]
+    with Store(tmp_path, write=True) as st:
+        st.record("k", design="d", factors={"aqm": "FIFO"}, seed=1, model_version="f", result=r)
+        ser = st.series("k")
+        df = st.runs()
+    assert ser["flow.l4s.srtt_ms"].isna().sum() == 3 and ser["flow.l4s.srtt_ms"].dtype == float
+    assert df["classic_qdelay_ms"].isna().all()

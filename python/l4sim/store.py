@@ -144,7 +144,10 @@ def series_frame(result: Mapping[str, Any]):
             v.extend([float("nan")] * (n - len(v)))
         elif len(v) > n:
             del v[n:]
-    return pd.DataFrame(cols)
+    import numpy as np
+
+    # the core writes NaN as null: every column is float, missing values NaN
+    return pd.DataFrame({k: np.asarray(v, dtype=float) for k, v in cols.items()})
 
 
 class Store:
