@@ -138,12 +138,13 @@ def test_engine_panic_in_a_worker_is_recorded_not_fatal(tmp_path):
     assert Store(tmp_path).status()[0]["errors"] == 3
 
 
-def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path):
+@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path, processes):
     distributed = pytest.importorskip("distributed")
     s = Study.from_toml(STUDY)
     _run(s, tmp_path / "pool", jobs=2)
     with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl,
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, dashboard_address=None) as cl,
         distributed.Client(cl) as c,
     ):
         out = _run(s, tmp_path / "dask", dask=c)
