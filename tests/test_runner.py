@@ -387,3 +387,14 @@ def test_real_engine_reproduce_anrw24_limited(tmp_path):
         == 0
     )
     assert (out / "report.html").exists()
+
+
+def test_cli_run_on_a_locked_store_is_a_clear_error(tmp_path, fake_engine, capsys):
+    from l4sim.cli_study import main
+
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    with Store(tmp_path / "st", write=True):
+        assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "being written by another process" in err and str(os.getpid()) in err

@@ -113,7 +113,7 @@ def _run_and_report(study, store: Path, args) -> int:
         out = run_study(
             study, store, jobs=args.jobs, dask=args.dask, limit=args.limit, progress=not getattr(args, "quiet", False)
         )
-    except StoreLockedError as e:
+    except (StoreLockedError, StudyError) as e:
         return _err(str(e))
     print(
         f"{study.name}: {out.done} runs done now, {out.already_done} already in the store, "
