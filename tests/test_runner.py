@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from l4sim import presets
 from l4sim.runner import run_study
 from l4sim.store import Store
 from l4sim.study import Study
@@ -355,10 +356,9 @@ def test_reproduce_anrw24_writes_store_csv_figures_verdicts_and_report(tmp_path,
     html = (out / "report.html").read_text()
     assert "data:image/png;base64" in html and "Is it OK to turn on TCP Prague?" in html
     assert "testbed" in html  # the ANRW'24 reference comparison
-    # resumable: a second call does no new runs
-    assert (
-        main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]) == 0
-    )
+    # resumable: the same grid run again into OUT/store has nothing left to do
+    study = presets.get("anrw24").with_overrides(trials=1, duration=2)
+    assert _run(study, out / "store", jobs=1).already_done == 90
 
 
 def test_real_engine_reproduce_anrw24_limited(tmp_path):
