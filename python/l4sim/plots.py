@@ -263,8 +263,8 @@ def timeseries(series: pd.DataFrame, *, title: str | None = None, base_rtt_ms: f
     qd = sorted({c.split(".")[1] for c in series.columns if c.startswith("qdisc.")})
     cycle = ["tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink"]
     color = {"l4s": "tab:blue", "classic": "tab:orange"}
-    for k, n in enumerate(n for n in flows if n not in color):
-        color[n] = cycle[k % len(cycle)]
+    for idx, other in enumerate(n for n in flows if n not in color):
+        color[other] = cycle[idx % len(cycle)]
     panels = [
         ("tput_mbps", "throughput, Mbit/s"),
         ("cwnd", "cwnd, segments"),
