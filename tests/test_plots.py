@@ -43,7 +43,7 @@ def test_heatmap_renders_png_and_pdf(tmp_path):
 def test_heatmap_panels_per_varying_factor():
     fig = plots.heatmap(cells(_runs()), "share")
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert titles == ["classic ECN: classic", "classic ECN: none"]
+    assert titles == ["classic receiver ECN: classic", "classic receiver ECN: none"]
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["FIFO", "Codel", "DualPI2"]
     assert ax.get_xlabel() == "buffer size, x BDP"
