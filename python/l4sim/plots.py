@@ -1,0 +1,376 @@
+"""Figures of the study (matplotlib, Agg backend): heatmaps, N vs M bars, per-run time series.
+
+Heatmaps follow the study's layout: rows = AQM in the study's order, columns = buffer size
+(x BDP), one panel per value of the panel factors (e.g. (RTT, threshold) or the competitor /
+ECN case). Cells are annotated with the L4S value and the classic value in parentheses for
+per-flow metrics, or the value alone for the share and the relative delay. The share uses a
+diverging colormap centred at 0.5, the relative delay one centred at 0.
+Every ``save`` writes PNG and PDF (or the formats asked for).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+
+from l4sim.study import AQMS  # noqa: E402
+
+# value -> (title, colorbar label, per-flow pair columns or None, norm builder, cmap)
+VARIANTS: dict[str, dict[str, Any]] = {
+    "share": dict(
+        label="L4S throughput share  T_l4s / (T_l4s + T_classic)",
+        pair=None,
+        cmap="RdBu_r",
+        center=0.5,
+        vmin=0.0,
+        vmax=1.0,
+        fmt="{:.2f}",
+    ),
+    "rel_delay": dict(
+        label="classic relative queueing delay  (Q_c - Q_l) / Q_c",
+        pair=None,
+        cmap="PuOr",
+        center=0.0,
+        vmin=-2.0,
+        vmax=1.0,
+        fmt="{:.2f}",
+    ),
+    "tput": dict(
+        label="throughput, Mbit/s (colour: L4S; text: L4S (classic))",
+        pair=("l4s_tput_mbps_mean", "classic_tput_mbps_mean"),
+        cmap="viridis",
+        fmt="{:.1f}",
+    ),
+    "qdelay": dict(
+        label="queueing delay, ms (colour: L4S; text: L4S (classic))",
+        pair=("l4s_qdelay_ms_mean", "classic_qdelay_ms_mean"),
+        cmap="magma_r",
+        fmt="{:.1f}",
+    ),
+}
+
+PRETTY = {
+    "base_rtt": "RTT {} ms",
+    "ecn_threshold": "T = {} ms",
+    "btl_capacity": "{} Mbit/s",
+    "rx_classic_ecn": "classic receiver ECN: {}",
+    "rx_l4s_ecn": "L4S receiver ECN: {}",
+    "cc_classic": "vs {}",
+    "cc_l4s": "{}",
+    "ecn_fallback": "fallback {}",
+    "n_l4s": "N = {}",
+    "n_classic": "M = {}",
+}
+
+
+def _fmt_val(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def panel_title(keys: Sequence[str], values: Sequence[Any]) -> str:
+    parts = []
+    for k, v in zip(keys, values, strict=True):
+        if k == "ecn_fallback":
+            parts.append("fallback " + ("on" if v in (1, 1.0, True) else "off"))
+        else:
+            parts.append(PRETTY.get(k, k + " = {}").format(_fmt_val(v)))
+    return ", ".join(parts)
+
+
+def save(fig: plt.Figure, path: str | Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+    """Save ``fig`` as ``path`` with each suffix in ``formats``; returns the files."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = []
+    for f in formats:
+        p = path.with_suffix("." + f)
+        fig.savefig(p, dpi=150 if f == "png" else None, bbox_inches="tight")
+        out.append(p)
+    plt.close(fig)
+    return out
+
+
+def _spread_fifo(df: pd.DataFrame, split: Sequence[str]) -> pd.DataFrame:
+    """FIFO has no threshold: when the threshold splits panels or figures, show the FIFO cells
+    in every threshold's panel (as the study's heatmaps do)."""
+    if "ecn_threshold" not in split or "ecn_threshold" not in df:
+        return df
+    thr = df["ecn_threshold"]
+    missing = thr.isna()
+    values = sorted(thr.dropna().unique())
+    if not missing.any() or not values:
+        return df
+    spread = [df[missing].assign(ecn_threshold=v) for v in values]
+    return pd.concat([df[~missing], *spread], ignore_index=True)
+
+
+def heatmap(
+    cells: pd.DataFrame,
+    value: str = "share",
+    *,
+    panels: Sequence[str] | None = None,
+    title: str | None = None,
+    ncols: int | None = None,
+) -> plt.Figure:
+    """Heatmap figure of per-cell results (``analysis.cells``).
+
+    value: "share", "rel_delay", "tput" or "qdelay". panels: factors that split the figure
+    (default: every varying factor other than aqm and n_bdp).
+    """
+    if value not in VARIANTS:
+        raise ValueError(f"unknown heatmap value {value!r} (one of {list(VARIANTS)})")
+    var = VARIANTS[value]
+    df = cells.copy()
+    if panels is None:
+        skip = {"aqm", "n_bdp", "trial", "duration"}
+        panels = [c for c in df.columns if c in PRETTY and c not in skip and df[c].dropna().nunique() > 1]
+    panels = list(panels)
+    df = _spread_fifo(df, panels)
+    groups = list(df.groupby(panels, sort=True, dropna=False)) if panels else [((), df)]
+    n = len(groups)
+    ncols = ncols or min(n, 3)
+    nrows = math.ceil(n / ncols)
+    aqms = [a for a in AQMS if a in set(df["aqm"])]
+    bufs = sorted(df["n_bdp"].dropna().unique())
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(1.0 + 1.3 * len(bufs) * ncols, 0.6 + 0.48 * len(aqms) * nrows),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    norm: matplotlib.colors.Normalize
+    if var["pair"] is None:
+        norm = TwoSlopeNorm(vcenter=var["center"], vmin=var["vmin"], vmax=var["vmax"])
+    else:
+        allv = pd.concat([df[var["pair"][0]], df[var["pair"][1]]]).astype(float)
+        lo, hi = np.nanmin(allv) if allv.notna().any() else 0, np.nanmax(allv) if allv.notna().any() else 1
+        norm = matplotlib.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
+    im = None
+    for ax, (key, g) in zip(axes.flat, groups, strict=False):
+        key = key if isinstance(key, tuple) else (key,)
+        grid = np.full((len(aqms), len(bufs)), np.nan)
+        text = [["n/a"] * len(bufs) for _ in aqms]
+        for _, r in g.iterrows():
+            if r["aqm"] not in aqms or pd.isna(r["n_bdp"]):
+                continue
+            i, j = aqms.index(r["aqm"]), bufs.index(r["n_bdp"])
+            if var["pair"] is None:
+                v = r[value]
+                grid[i, j] = v
+                text[i][j] = var["fmt"].format(v) if pd.notna(v) else "n/a"
+            else:
+                a, b = r[var["pair"][0]], r[var["pair"][1]]
+                grid[i, j] = a
+                text[i][j] = f"{var['fmt'].format(a)}\n({var['fmt'].format(b)})"
+        im = ax.imshow(np.ma.masked_invalid(grid), cmap=var["cmap"], norm=norm, aspect="auto")
+        for i in range(len(aqms)):
+            for j in range(len(bufs)):
+                v = grid[i, j]
+                dark = False
+                if np.isfinite(v):  # white text on dark cells (relative luminance)
+                    r_, g_, b_, _ = plt.get_cmap(var["cmap"])(norm(v))
+                    dark = 0.2126 * r_ + 0.7152 * g_ + 0.0722 * b_ < 0.45
+                ax.text(
+                    j,
+                    i,
+                    text[i][j],
+                    ha="center",
+                    va="center",
+                    fontsize=7 if var["pair"] else 8,
+                    color="white" if dark else "black",
+                )
+        ax.set_xticks(range(len(bufs)), [_fmt_val(float(b)) for b in bufs])
+        ax.set_yticks(range(len(aqms)), aqms)
+        ax.set_xlabel("buffer size, x BDP")
+        ax.set_ylabel("AQM")
+        if panels:
+            ax.set_title(panel_title(panels, key), fontsize=9)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    if im is not None:
+        fig.colorbar(im, ax=axes, label=var["label"], shrink=0.9)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def flows_bars(
+    cells: pd.DataFrame, *, capacity: float | None = None, panels: Sequence[str] = ("aqm",), ncols: int = 3
+) -> plt.Figure:
+    """N vs M flows: mean per-flow throughput of each side, with the fair-share line.
+
+    x = (N, M); bars = per-flow throughput of the L4S and classic senders (sender total over
+    its flow count) with 95 % CI; dashed line = fair share capacity / (N + M).
+    """
+    df = cells.copy()
+    groups = list(df.groupby(list(panels), sort=False)) if panels else [((), df)]
+    if "aqm" in panels:
+        order = {a: i for i, a in enumerate(AQMS)}
+        groups.sort(key=lambda kg: order.get(kg[0][0] if isinstance(kg[0], tuple) else kg[0], 99))
+    n = len(groups)
+    ncols = min(ncols, n)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False, constrained_layout=True)
+    for ax, (key, g) in zip(axes.flat, groups, strict=False):
+        key = key if isinstance(key, tuple) else (key,)
+        g = g.sort_values(["n_l4s", "n_classic"])
+        nl = g["n_l4s"].astype(float).to_numpy()
+        nc = g["n_classic"].astype(float).to_numpy()
+        x = np.arange(len(g))
+        tl = g["l4s_tput_mbps_mean"].to_numpy() / np.maximum(nl, 1)
+        tc = g["classic_tput_mbps_mean"].to_numpy() / np.maximum(nc, 1)
+        el = np.nan_to_num(g["l4s_tput_mbps_ci95"].to_numpy() / np.maximum(nl, 1))
+        ec = np.nan_to_num(g["classic_tput_mbps_ci95"].to_numpy() / np.maximum(nc, 1))
+        ax.bar(x - 0.2, tl, 0.4, yerr=el, label="L4S (per flow)", color="tab:blue")
+        ax.bar(x + 0.2, tc, 0.4, yerr=ec, label="classic (per flow)", color="tab:orange")
+        cap = capacity
+        if cap is None and "btl_capacity" in g:
+            cap = float(g["btl_capacity"].iloc[0])
+        if cap:
+            fair = cap / (nl + nc)
+            ax.hlines(fair, x - 0.45, x + 0.45, colors="k", linestyles="--", label="fair share")
+        ax.set_xticks(x, [f"{int(a)} vs {int(b)}" for a, b in zip(nl, nc, strict=True)], rotation=60, fontsize=7)
+        ax.set_xlabel("N L4S vs M classic flows")
+        ax.set_ylabel("throughput per flow, Mbit/s")
+        ax.set_title(
+            panel_title(list(panels), key) if panels and panels != ("aqm",) else str(key[0]) if key else "", fontsize=9
+        )
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=7)
+    return fig
+
+
+def timeseries(series: pd.DataFrame, *, title: str | None = None, base_rtt_ms: float | None = None) -> plt.Figure:
+    """Per-run time series from a stored run (``Store.series(key)``): throughput, cwnd, srtt,
+    queueing delay (bottleneck sojourn, or srtt - base RTT) and cumulative CE marks."""
+    t = series["t"].to_numpy()
+    names = {c.split(".")[1] for c in series.columns if c.startswith("flow.")}
+    flows = [n for n in ("l4s", "classic") if n in names] + sorted(names - {"l4s", "classic"})
+    qd = sorted({c.split(".")[1] for c in series.columns if c.startswith("qdisc.")})
+    cycle = ["tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink"]
+    color = {"l4s": "tab:blue", "classic": "tab:orange"}
+    for idx, other in enumerate(n for n in flows if n not in color):
+        color[other] = cycle[idx % len(cycle)]
+    panels = [
+        ("tput_mbps", "throughput, Mbit/s"),
+        ("cwnd", "cwnd, segments"),
+        ("srtt_ms", "smoothed RTT, ms"),
+        ("qdelay", "queueing delay, ms"),
+        ("marks", "cumulative CE marks"),
+    ]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.0 * len(panels)), sharex=True, constrained_layout=True)
+    for ax, (k, label) in zip(axes, panels, strict=True):
+        if k == "qdelay":
+            drawn = False
+            for q in qd:
+                c = f"qdisc.{q}.sojourn_ms"
+                if c in series:
+                    ax.plot(t, series[c], label=f"{q} sojourn", color="0.3")
+                    drawn = True
+            if not drawn and base_rtt_ms is not None:
+                for f in flows:
+                    c = f"flow.{f}.srtt_ms"
+                    if c in series:
+                        ax.plot(t, series[c] - base_rtt_ms, label=f, color=color[f])
+        elif k == "marks":
+            for f in flows:
+                c = f"flow.{f}.ce_fed_back"
+                if c in series:
+                    ax.plot(t, series[c], label=f"{f} (fed back)", color=color[f])
+            for q in qd:
+                c = f"qdisc.{q}.marks"
+                if c in series:
+                    ax.plot(t, series[c], label=f"{q} marks", linestyle="--", color="0.3")
+        else:
+            for f in flows:
+                c = f"flow.{f}.{k}"
+                if c in series:
+                    ax.plot(t, series[c], label=f, color=color[f])
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper right")
+    axes[-1].set_xlabel("time, s")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+# Factors that split heatmaps, in priority order: the first two varying ones become panels of
+# one figure, the others give separate figures.
+SPLIT_ORDER = (
+    "base_rtt",
+    "ecn_threshold",
+    "rx_classic_ecn",
+    "cc_classic",
+    "cc_l4s",
+    "rx_l4s_ecn",
+    "ecn_fallback",
+    "btl_capacity",
+    "tx_classic_ecn",
+    "tx_l4s_ecn",
+    "n_l4s",
+    "n_classic",
+    "duration",
+)
+
+
+def _slug(keys: Sequence[str], values: Sequence[Any]) -> str:
+    return "__" + "_".join(f"{k}-{_fmt_val(v)}" for k, v in zip(keys, values, strict=True))
+
+
+def study_figures(
+    cells: pd.DataFrame,
+    out: str | Path,
+    *,
+    prefix: str = "",
+    formats: Sequence[str] = ("png", "pdf"),
+    max_panels: int = 2,
+) -> dict[str, Path]:
+    """The standard figures of a study's cells; returns {name: PNG path}.
+
+    Heatmaps (share, relative delay, throughput, queueing delay) with one panel per value of
+    the first ``max_panels`` varying factors of :data:`SPLIT_ORDER` (e.g. RTT x threshold),
+    and one figure per combination of the remaining varying factors. N vs M designs get the
+    per-flow throughput bars instead.
+    """
+    out = Path(out)
+    figs: dict[str, Path] = {}
+    if cells.empty:
+        return figs
+    varying = [c for c in SPLIT_ORDER if c in cells and cells[c].dropna().nunique() > 1]
+    if "n_l4s" in varying or "n_classic" in varying:
+        rest = [c for c in ("cc_classic", "cc_l4s", "n_bdp") if c in cells and cells[c].nunique() > 1]
+        f = flows_bars(cells, panels=["aqm"] + rest)
+        figs["flows"] = save(f, out / f"{prefix}flows_per_flow_throughput", formats)[0]
+        return figs
+    panels, pages = varying[:max_panels], varying[max_panels:]
+    cells = _spread_fifo(cells, pages)
+    page_groups = list(cells.groupby(pages, sort=True, dropna=False)) if pages else [((), cells)]
+    for key, g in page_groups:
+        key = key if isinstance(key, tuple) else (key,)
+        suffix = _slug(pages, key) if pages else ""
+        ttl = panel_title(pages, key) if pages else None
+        for value, name in (
+            ("share", "heatmap_share"),
+            ("rel_delay", "heatmap_rel_delay"),
+            ("tput", "heatmap_throughput"),
+            ("qdelay", "heatmap_qdelay"),
+        ):
+            f = heatmap(g, value, panels=panels, title=ttl)
+            figs[name + suffix] = save(f, out / f"{prefix}{name}{suffix}", formats)[0]
+    return figs

@@ -1,0 +1,168 @@
+"""The study's published designs as ready-made study files.
+
+``l4sim study presets`` lists them; ``l4sim study plan NAME`` shows one; any command that takes
+a study file also takes a preset name. Each preset's TOML text is stored with its results.
+
+- ``full-factorial``: the original full design, 28,320 runs (236 AQM/buffer/RTT/threshold
+  cells x 2 capacities x 2 fallback x 3 L4S receiver ECN x 2 classic receiver ECN x 5 trials).
+- ``first-grid``: the first published grid (public experiment repository
+  fatihsarpkaya/L4S, early notebook and ``plot_on_local_heat_map.py``): buffers
+  {0.5, 2, 5, 10} BDP x RTT {10, 50, 100} ms x 6 AQMs x threshold {5, 20} ms. With the
+  study's two constraints this is 127 runs per trial: 12 FIFO cells (threshold dropped) plus
+  5 AQMs x 23 (buffer, RTT, threshold) triples (0.5 BDP at 10 ms = 5 ms is below 20 ms).
+  The repository ran that grid for each (capacity, fallback, receiver ECN) combination; the
+  preset pins the combination of its published heatmaps (100 Mbit/s, fallback off, Prague
+  receiver AccECN, CUBIC receiver classic ECN). Widen ``[factors]`` for the others.
+- ``anrw24``: the ANRW'24 grid (reference data ``testbed_prague_vs_cubic.csv``): 100 Mbit/s,
+  10 ms, T = 5 ms, nine AQMs x buffers {0.5, 1, 2, 4, 8} x CUBIC receiver ECN
+  {none, classic}, Prague with AccECN, fallback off, 10 trials x 60 s: 900 runs.
+- ``pam25-cc``: PAM'25 congestion-control pairs: the nine AQMs x buffers {0.5, 1, 2, 4, 8} x
+  classic CC {cubic, bbr, bbr2, bbr3} x L4S CC {prague, bbr2} x classic receiver ECN
+  {none, classic}, 100 Mbit/s, 10 ms, T = 5 ms, 10 trials.
+- ``pam25-flows``: PAM'25 N vs M flows: the nine AQMs x N, M in {1, 2, 5, 10, 25} (Prague vs
+  CUBIC, both ECN-capable receivers), 2 BDP, 100 Mbit/s, 10 ms, T = 5 ms, 10 trials.
+  (The buffer of the N vs M grid is our reconstruction; change ``n_bdp`` if you know better.)
+"""
+
+from __future__ import annotations
+
+from l4sim.study import Study, StudyError
+
+NINE_AQMS = (
+    '["FIFO", "single_queue_FQ", "Codel", "FQ", "FQ_Codel", "FQ_Codel_L4S", "pie_drop", "Codel_drop", "DualPI2"]'
+)
+
+PRESETS: dict[str, str] = {
+    "full-factorial": """\
+name = "full-factorial"
+description = "The original full factorial design (28,320 runs)"
+trials = 5
+
+[factors]
+n_bdp = [0.5, 2, 5, 10]
+btl_capacity = [100, 1000]
+base_rtt = [5, 10, 50, 100]
+aqm = ["FIFO", "single_queue_FQ", "Codel", "FQ", "FQ_Codel", "DualPI2"]
+ecn_threshold = [1, 5, 20]
+ecn_fallback = [0, 1]
+rx_l4s_ecn = ["none", "classic", "accecn"]
+rx_classic_ecn = ["none", "classic"]
+
+[fixed]
+tx_l4s_ecn = "accecn"
+tx_classic_ecn = "classic"
+cc_l4s = "prague"
+cc_classic = "cubic"
+duration = 60
+""",
+    "first-grid": """\
+name = "first-grid"
+description = "First published grid: 127 runs per trial (100 Mbit/s, fallback off, AccECN vs classic ECN)"
+trials = 5
+
+[factors]
+n_bdp = [0.5, 2, 5, 10]
+base_rtt = [10, 50, 100]
+aqm = ["FIFO", "single_queue_FQ", "Codel", "FQ", "FQ_Codel", "DualPI2"]
+ecn_threshold = [5, 20]
+
+[fixed]
+btl_capacity = 100
+ecn_fallback = 0
+tx_l4s_ecn = "accecn"
+rx_l4s_ecn = "accecn"
+tx_classic_ecn = "classic"
+rx_classic_ecn = "classic"
+cc_l4s = "prague"
+cc_classic = "cubic"
+duration = 60
+""",
+    "anrw24": f"""\
+name = "anrw24"
+description = "ANRW'24: Prague (AccECN) vs CUBIC, 100 Mbit/s, 10 ms, T = 5 ms, nine AQMs"
+trials = 10
+
+[factors]
+aqm = {NINE_AQMS}
+n_bdp = [0.5, 1, 2, 4, 8]
+rx_classic_ecn = ["none", "classic"]
+
+[fixed]
+btl_capacity = 100
+base_rtt = 10
+ecn_threshold = 5
+ecn_fallback = 0
+tx_l4s_ecn = "accecn"
+rx_l4s_ecn = "accecn"
+tx_classic_ecn = "classic"
+cc_l4s = "prague"
+cc_classic = "cubic"
+duration = 60
+""",
+    "pam25-cc": f"""\
+name = "pam25-cc"
+description = "PAM'25: classic CC cubic/bbr/bbr2/bbr3 vs L4S CC prague/bbr2, nine AQMs"
+trials = 10
+
+[factors]
+aqm = {NINE_AQMS}
+n_bdp = [0.5, 1, 2, 4, 8]
+cc_classic = ["cubic", "bbr", "bbr2", "bbr3"]
+cc_l4s = ["prague", "bbr2"]
+rx_classic_ecn = ["none", "classic"]
+
+[fixed]
+btl_capacity = 100
+base_rtt = 10
+ecn_threshold = 5
+ecn_fallback = 0
+tx_l4s_ecn = "accecn"
+rx_l4s_ecn = "accecn"
+tx_classic_ecn = "classic"
+duration = 60
+""",
+    "pam25-flows": f"""\
+name = "pam25-flows"
+description = "PAM'25: N Prague flows vs M CUBIC flows, N, M in 1, 2, 5, 10, 25, nine AQMs"
+trials = 10
+
+[factors]
+aqm = {NINE_AQMS}
+n_l4s = [1, 2, 5, 10, 25]
+n_classic = [1, 2, 5, 10, 25]
+
+[fixed]
+n_bdp = 2
+btl_capacity = 100
+base_rtt = 10
+ecn_threshold = 5
+ecn_fallback = 0
+tx_l4s_ecn = "accecn"
+rx_l4s_ecn = "accecn"
+tx_classic_ecn = "classic"
+rx_classic_ecn = "classic"
+cc_l4s = "prague"
+cc_classic = "cubic"
+duration = 60
+""",
+}
+
+
+def names() -> list[str]:
+    return list(PRESETS)
+
+
+def get(name: str) -> Study:
+    """The preset study ``name``; StudyError naming the known presets otherwise."""
+    if name not in PRESETS:
+        raise StudyError(f"{name!r} is neither a study file nor a preset (presets: {', '.join(PRESETS)})")
+    return Study.from_toml(PRESETS[name], name=name)
+
+
+def table() -> list[tuple[str, int, int, str]]:
+    """(name, runs, trials, description) of every preset."""
+    out = []
+    for n in PRESETS:
+        s = get(n)
+        out.append((n, len(s), s.trials, s.description))
+    return out

@@ -1,0 +1,445 @@
+"""The results store: a directory a user can copy.
+
+Layout::
+
+    DIR/index.sqlite        SQLite (WAL): tables meta, designs, plan, runs, flows
+    DIR/series/KEY.parquet  time series of one run (pandas + pyarrow; ``.npz`` if no pyarrow)
+    DIR/lock                held with fcntl.flock by the one writer; holds its pid
+
+A run's key is sha256(canonical scenario JSON, seed, model version). A finished run is
+committed in ONE transaction (its ``runs`` row and its ``flows`` rows), after its series file
+was written under a temporary name and renamed into place. So killing the writer at any moment
+loses at most the runs in flight; a series file without a row (killed between rename and
+commit) is removed when the next writer opens the store, and the run is simply done again.
+Readers open the index read-only and can read while a study runs (WAL).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from l4sim.study import canonical_json
+
+SCHEMA_VERSION = "1"
+
+METRIC_COLUMNS = ("l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms", "classic_qdelay_ms")
+EXTRA_COLUMNS = ("jain_index", "utilisation", "sim_seconds", "wall_seconds", "events")
+FLOW_COLUMNS = (
+    "name",
+    "cc",
+    "streams",
+    "ecn_mode",
+    "data_ecn",
+    "goodput_mbps",
+    "bytes_delivered",
+    "mean_srtt_ms",
+    "qdelay_ms",
+    "base_rtt_ms",
+    "retrans",
+    "rto_count",
+    "fast_recoveries",
+    "cwr_count",
+    "ce_received",
+    "ce_fed_back",
+    "data_pkts_sent",
+    "pkts_dropped",
+    "start_s",
+    "completion_s",
+)
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS designs (
+    name TEXT PRIMARY KEY, content TEXT NOT NULL, runs INTEGER NOT NULL, updated REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS plan (
+    design TEXT NOT NULL, key TEXT NOT NULL, factors TEXT NOT NULL, seed INTEGER NOT NULL,
+    PRIMARY KEY (design, key));
+CREATE TABLE IF NOT EXISTS runs (
+    key TEXT PRIMARY KEY,
+    design TEXT NOT NULL,
+    factors TEXT NOT NULL,
+    cell TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    model_version TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    started REAL, finished REAL,
+    {", ".join(c + " REAL" for c in METRIC_COLUMNS + EXTRA_COLUMNS)},
+    series TEXT,
+    summary TEXT);
+CREATE TABLE IF NOT EXISTS flows (
+    run_key TEXT NOT NULL REFERENCES runs(key),
+    {", ".join(c + (" TEXT" if c in ("name", "cc", "ecn_mode", "data_ecn") else " REAL") for c in FLOW_COLUMNS)},
+    PRIMARY KEY (run_key, name));
+"""
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class StoreLockedError(StoreError):
+    """Another process is writing this store."""
+
+    def __init__(self, path: Path, pid: str):
+        self.path, self.pid = path, pid
+        super().__init__(
+            f"results store {str(path)!r} is being written by another process (pid {pid}); "
+            "wait for it to finish or stop it: one writer per store"
+        )
+
+
+def run_key(scenario: Mapping[str, Any], seed: int, model_version: str) -> str:
+    """sha256 of the canonical scenario JSON, the seed and the model version."""
+    h = hashlib.sha256()
+    h.update(canonical_json(scenario).encode())
+    h.update(b"\0" + str(int(seed)).encode() + b"\0" + str(model_version).encode())
+    return h.hexdigest()
+
+
+def _have_pyarrow() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+
+        return True
+    except ImportError:
+        return False
+
+
+def series_frame(result: Mapping[str, Any]):
+    """The run's time series as one wide DataFrame: ``t``, ``flow.NAME.FIELD``,
+    ``qdisc.NAME.FIELD`` (extras as ``flow.NAME.extra.KEY``)."""
+    import pandas as pd
+
+    s = result.get("series") or {}
+    t = list(s.get("t") or [])
+    cols: dict[str, list[float]] = {"t": t}
+
+    def add(prefix: str, obj: Mapping[str, Any]) -> None:
+        for k, v in obj.items():
+            if k == "name":
+                continue
+            if k == "extra" and isinstance(v, dict):
+                for ek, ev in v.items():
+                    cols[f"{prefix}.extra.{ek}"] = list(ev)
+            elif isinstance(v, list):
+                cols[f"{prefix}.{k}"] = list(v)
+
+    for f in s.get("flows") or []:
+        add(f"flow.{f.get('name')}", f)
+    for q in s.get("qdiscs") or []:
+        add(f"qdisc.{q.get('name')}", q)
+    n = len(t)
+    for v in cols.values():  # pad ragged columns (should not happen) so the frame is square
+        if len(v) < n:
+            v.extend([float("nan")] * (n - len(v)))
+        elif len(v) > n:
+            del v[n:]
+    import numpy as np
+
+    # the core writes NaN as null: every column is float, missing values NaN
+    return pd.DataFrame({k: np.asarray(v, dtype=float) for k, v in cols.items()})
+
+
+class Store:
+    """A results directory. ``Store(path, write=True)`` takes the writer lock."""
+
+    def __init__(self, path: str | Path, *, write: bool = False):
+        self.path = Path(path)
+        self.write = write
+        self._lock_fd: int | None = None
+        if write:
+            self.path.mkdir(parents=True, exist_ok=True)
+            (self.path / "series").mkdir(exist_ok=True)
+            self._acquire_lock()
+            self.db = sqlite3.connect(self.path / "index.sqlite", timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            self._cleanup()
+        else:
+            idx = self.path / "index.sqlite"
+            if not idx.exists():
+                raise StoreError(f"no results store at {str(self.path)!r} (no index.sqlite)")
+            self.db = sqlite3.connect(f"file:{idx}?mode=ro", uri=True, timeout=30, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+
+    # ---------------------------------------------------------------- lock
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                pid = os.read(fd, 64).decode().strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise StoreLockedError(self.path, pid) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        os.fsync(fd)
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        if getattr(self, "db", None) is not None:
+            self.db.close()
+            self.db = None  # type: ignore[assignment]
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _cleanup(self) -> None:
+        """Remove temporary series files and series files without a committed run row."""
+        done = {r[0] for r in self.db.execute("SELECT key FROM runs WHERE status='done'")}
+        for f in (self.path / "series").iterdir():
+            if ".tmp" in f.name:
+                f.unlink(missing_ok=True)
+                continue
+            key = f.name.split(".", 1)[0]
+            if key not in done:
+                f.unlink(missing_ok=True)
+
+    # ---------------------------------------------------------------- writing
+    def add_design(self, name: str, content: str, plan: Iterable[tuple[str, dict, int]]) -> None:
+        """Record a design (its study file text) and its planned runs (key, factors, seed)."""
+        plan = list(plan)
+        with self._tx():
+            self.db.execute(
+                "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?)",
+                (name, content, len(plan), time.time()),
+            )
+            self.db.execute("DELETE FROM plan WHERE design = ?", (name,))
+            self.db.executemany(
+                "INSERT OR IGNORE INTO plan VALUES (?, ?, ?, ?)",
+                [(name, k, canonical_json(f), s) for k, f, s in plan],
+            )
+
+    def _tx(self):
+        db = self.db
+
+        class _T:
+            def __enter__(self_inner):
+                db.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self_inner, et, ev, tb):
+                db.execute("COMMIT" if et is None else "ROLLBACK")
+                return False
+
+        return _T()
+
+    def done_keys(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT key FROM runs WHERE status = 'done'")}
+
+    def record(
+        self,
+        key: str,
+        *,
+        design: str,
+        factors: Mapping[str, Any],
+        seed: int,
+        model_version: str,
+        result: Mapping[str, Any] | None = None,
+        error: str | None = None,
+        started: float | None = None,
+        finished: float | None = None,
+    ) -> None:
+        """Commit one finished run (or its error): series file first, then one transaction."""
+        from l4sim.analysis import run_metrics
+
+        if not self.write:
+            raise StoreError("store opened read-only")
+        cell = {k: v for k, v in factors.items() if k != "trial"}
+        series_name = None
+        metrics: dict[str, Any] = {}
+        flows: list[Mapping[str, Any]] = []
+        summary = None
+        if result is not None:
+            series_name = self._write_series(key, result)
+            metrics = run_metrics(result)
+            flows = result.get("flows") or []
+            summary = json.dumps({k: v for k, v in result.items() if k not in ("series", "rtt_samples")})
+        status = "done" if result is not None else "error"
+        cols = [
+            "key",
+            "design",
+            "factors",
+            "cell",
+            "seed",
+            "model_version",
+            "status",
+            "error",
+            "started",
+            "finished",
+            *METRIC_COLUMNS,
+            *EXTRA_COLUMNS,
+            "series",
+            "summary",
+        ]
+        vals = [
+            key,
+            design,
+            canonical_json(factors),
+            canonical_json(cell),
+            int(seed),
+            model_version,
+            status,
+            error,
+            started,
+            finished,
+            *[metrics.get(c) for c in METRIC_COLUMNS],
+            *[metrics.get(c) if c in metrics else (result or {}).get(c) for c in EXTRA_COLUMNS],
+            series_name,
+            summary,
+        ]
+        with self._tx():
+            self.db.execute("DELETE FROM flows WHERE run_key = ?", (key,))
+            self.db.execute(
+                f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                vals,
+            )
+            self.db.executemany(
+                f"INSERT OR REPLACE INTO flows (run_key, {', '.join(FLOW_COLUMNS)}) "
+                f"VALUES (?, {', '.join('?' * len(FLOW_COLUMNS))})",
+                [(key, *[f.get(c) for c in FLOW_COLUMNS]) for f in flows],
+            )
+
+    def _write_series(self, key: str, result: Mapping[str, Any]) -> str | None:
+        if not (result.get("series") or {}).get("t"):
+            return None
+        df = series_frame(result)
+        if _have_pyarrow():
+            name = f"{key}.parquet"
+            tmp = self.path / "series" / f"{key}.tmp{os.getpid()}.parquet"
+            df.to_parquet(tmp, index=False)
+        else:
+            import numpy as np
+
+            name = f"{key}.npz"
+            tmp = self.path / "series" / f"{key}.tmp{os.getpid()}.npz"
+            buf = io.BytesIO()
+            np.savez_compressed(buf, **{c: df[c].to_numpy() for c in df.columns})
+            tmp.write_bytes(buf.getvalue())
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path / "series" / name)
+        return name
+
+    # ---------------------------------------------------------------- reading
+    def designs(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute("SELECT * FROM designs ORDER BY updated")]
+
+    def status(self) -> list[dict[str, Any]]:
+        """done / error / missing / total per design."""
+        out = []
+        for d in self.designs():
+            row = self.db.execute(
+                "SELECT COUNT(*) AS total,"
+                " SUM(CASE WHEN r.status = 'done' THEN 1 ELSE 0 END) AS done,"
+                " SUM(CASE WHEN r.status = 'error' THEN 1 ELSE 0 END) AS errors"
+                " FROM plan p LEFT JOIN runs r ON r.key = p.key WHERE p.design = ?",
+                (d["name"],),
+            ).fetchone()
+            total, done, errors = row["total"], row["done"] or 0, row["errors"] or 0
+            out.append({"design": d["name"], "total": total, "done": done, "errors": errors, "missing": total - done})
+        return out
+
+    def runs(self, *, design: str | None = None, status: str | None = "done"):
+        """One row per run: factor columns (study order), the study metrics, then the rest."""
+        import pandas as pd
+
+        from l4sim.study import EXTRA_SETTINGS, FACTOR_ORDER
+
+        q = "SELECT r.* FROM runs r"
+        args: list[Any] = []
+        conds = []
+        if design is not None:
+            q += " JOIN plan p ON p.key = r.key"
+            conds.append("p.design = ?")
+            args.append(design)
+        if status is not None:
+            conds.append("r.status = ?")
+            args.append(status)
+        if conds:
+            q += " WHERE " + " AND ".join(conds)
+        q += " ORDER BY r.rowid"
+        rows = [dict(r) for r in self.db.execute(q, args)]
+        facs = [json.loads(r["factors"]) for r in rows]
+        names = [k for k in FACTOR_ORDER + EXTRA_SETTINGS if any(k in f for f in facs)]
+        names += sorted({k for f in facs for k in f} - set(names))
+        data = []
+        for r, f in zip(rows, facs, strict=True):
+            d = {k: f.get(k) for k in names}
+            for c in METRIC_COLUMNS:
+                d[c] = r[c]
+            d["seed"] = r["seed"]
+            d["key"] = r["key"]
+            d["design"] = r["design"]
+            d["model_version"] = r["model_version"]
+            d["status"] = r["status"]
+            for c in EXTRA_COLUMNS:
+                d[c] = r[c]
+            d["started"] = r["started"]
+            d["finished"] = r["finished"]
+            d["series"] = r["series"]
+            d["error"] = r["error"]
+            data.append(d)
+        cols = (
+            names
+            + list(METRIC_COLUMNS)
+            + [
+                "seed",
+                "key",
+                "design",
+                "model_version",
+                "status",
+                *EXTRA_COLUMNS,
+                "started",
+                "finished",
+                "series",
+                "error",
+            ]
+        )
+        return pd.DataFrame(data, columns=cols)
+
+    def flows(self):
+        import pandas as pd
+
+        return pd.read_sql_query("SELECT * FROM flows ORDER BY run_key, name", self.db)
+
+    def summary(self, key: str) -> dict[str, Any]:
+        r = self.db.execute("SELECT summary FROM runs WHERE key = ?", (key,)).fetchone()
+        if r is None or r[0] is None:
+            raise KeyError(key)
+        return json.loads(r[0])
+
+    def series(self, key: str):
+        """The stored time series of run ``key`` as a DataFrame (see :func:`series_frame`)."""
+        import pandas as pd
+
+        r = self.db.execute("SELECT series FROM runs WHERE key = ?", (key,)).fetchone()
+        if r is None or r[0] is None:
+            raise KeyError(f"no series stored for run {key}")
+        p = self.path / "series" / r[0]
+        if p.suffix == ".parquet":
+            return pd.read_parquet(p)
+        import numpy as np
+
+        with np.load(p) as z:
+            return pd.DataFrame({k: z[k] for k in z.files})

@@ -1,0 +1,500 @@
+"""Study designs: a TOML file that reads like the study's factor dictionary, expanded into runs.
+
+A study file::
+
+    name = "anrw24"
+    description = "Prague vs CUBIC, 100 Mbit/s, 10 ms, T = 5 ms"
+    trials = 10                       # shorthand for [factors] trial = [1, ..., 10]
+    constraints = ["not (aqm == 'DualPI2' and ecn_fallback == 1)"]
+
+    [factors]                         # each factor -> list of values (full factorial)
+    aqm = ["FIFO", "Codel", "DualPI2"]
+    n_bdp = [0.5, 1, 2, 4, 8]
+    rx_classic_ecn = ["none", "classic"]
+
+    [fixed]                           # single values applied to every run
+    btl_capacity = 100
+    base_rtt = 10
+    ecn_threshold = 5
+    duration = 60
+
+Built-in constraints (the study's): FIFO has no ECN threshold, so the factor is dropped for it
+and the duplicates merged; runs whose buffer in time (n_bdp x base_rtt, ms) is below the ECN
+threshold are skipped (FIFO exempt). User constraints are Python-like boolean expressions over
+factor names, evaluated by a small whitelisted ``ast`` interpreter (no ``eval``).
+
+Each trial gets its own seed: a hash of the canonical point without ``trial`` (and without
+``duration``, so shorter and longer runs of one cell share their random streams) plus the trial.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import itertools
+import json
+import math
+import operator
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# The study's AQM order (rows of every heatmap). Kept in sync with l4sim.factors.AQMS.
+AQMS: tuple[str, ...] = (
+    "FIFO",
+    "single_queue_FQ",
+    "Codel",
+    "FQ",
+    "FQ_Codel",
+    "FQ_Codel_L4S",
+    "pie_drop",
+    "Codel_drop",
+    "DualPI2",
+)
+ECN_MODES = ("none", "classic", "accecn")
+
+# Factor order of the study's dictionary: also the column order of exports.
+FACTOR_ORDER: tuple[str, ...] = (
+    "n_bdp",
+    "btl_capacity",
+    "base_rtt",
+    "aqm",
+    "ecn_threshold",
+    "ecn_fallback",
+    "tx_l4s_ecn",
+    "rx_l4s_ecn",
+    "tx_classic_ecn",
+    "rx_classic_ecn",
+    "cc_l4s",
+    "cc_classic",
+    "n_l4s",
+    "n_classic",
+    "trial",
+    "duration",
+)
+# Settings accepted in [fixed] besides the factors (passed through to scenario_from_factors).
+EXTRA_SETTINGS = ("sample_interval",)
+
+
+class StudyError(ValueError):
+    """A malformed study file or design; the message names the factor at fault."""
+
+
+def _positive_number(name: str, v: Any) -> float | int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise StudyError(f"factor {name!r}: value {v!r} must be a positive number")
+    return v
+
+
+def _positive_int(name: str, v: Any, minimum: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise StudyError(f"factor {name!r}: value {v!r} must be an integer >= {minimum}")
+    return v
+
+
+def _choice(choices: Iterable[str]) -> Callable[[str, Any], Any]:
+    choices = tuple(choices)
+
+    def check(name: str, v: Any) -> str:
+        if not isinstance(v, str) or v not in choices:
+            raise StudyError(f"factor {name!r}: value {v!r} is not one of {list(choices)}")
+        return v
+
+    return check
+
+
+CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3")
+_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3"}
+CLASSIC_ECN_MODES = ("none", "classic")
+
+
+def _cc_name(name: str, v: Any) -> str:
+    v = _CC_ALIASES.get(v, v) if isinstance(v, str) else v
+    if v not in CC_NAMES:
+        raise StudyError(f"factor {name!r}: value {v!r} is not one of {list(CC_NAMES)}")
+    return v
+
+
+def _fallback(name: str, v: Any) -> int:
+    if isinstance(v, bool):
+        return int(v)
+    if v not in (0, 1, 2) or isinstance(v, float):
+        raise StudyError(f"factor {name!r}: value {v!r} must be 0 (off), 1 (on) or 2")
+    return int(v)
+
+
+VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
+    "n_bdp": _positive_number,
+    "btl_capacity": _positive_number,
+    "base_rtt": _positive_number,
+    "aqm": _choice(AQMS),
+    "ecn_threshold": _positive_number,
+    "ecn_fallback": _fallback,
+    "tx_l4s_ecn": _choice(ECN_MODES),
+    "rx_l4s_ecn": _choice(ECN_MODES),
+    "tx_classic_ecn": _choice(CLASSIC_ECN_MODES),
+    "rx_classic_ecn": _choice(CLASSIC_ECN_MODES),
+    "cc_l4s": _cc_name,
+    "cc_classic": _cc_name,
+    "n_l4s": lambda n, v: _positive_int(n, v, 0),
+    "n_classic": lambda n, v: _positive_int(n, v, 0),
+    "trial": lambda n, v: _positive_int(n, v, 1),
+    "duration": _positive_number,
+    "sample_interval": _positive_number,
+}
+REQUIRED = ("aqm", "n_bdp", "btl_capacity", "base_rtt")
+
+
+# --------------------------------------------------------------------------- constraints
+
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+}
+_CMPOPS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+
+
+class Constraint:
+    """A boolean expression over factor names; a run is kept when it is true.
+
+    Allowed: names, numbers, strings, None/True/False, tuples/lists, arithmetic, comparisons
+    (chained, ``in``), ``and``/``or``/``not``, ``x if c else y``, ``abs/min/max``. A factor
+    absent from a point (e.g. FIFO's ``ecn_threshold``) evaluates to None.
+    """
+
+    _FUNCS: dict[str, Callable[..., Any]] = {"abs": abs, "min": min, "max": max}
+
+    def __init__(self, text: str):
+        if not isinstance(text, str) or not text.strip():
+            raise StudyError(f"constraint {text!r}: must be a non-empty expression string")
+        self.text = text
+        try:
+            self.tree = ast.parse(text, mode="eval")
+        except SyntaxError as e:
+            raise StudyError(f"constraint {text!r}: syntax error: {e.msg}") from None
+        self.names: set[str] = set()
+        self._check(self.tree.body)
+        unknown = self.names - set(FACTOR_ORDER) - set(EXTRA_SETTINGS)
+        if unknown:
+            raise StudyError(
+                f"constraint {text!r}: unknown factor {sorted(unknown)[0]!r} (known: {', '.join(FACTOR_ORDER)})"
+            )
+
+    def _check(self, node: ast.AST) -> None:
+        ok = (
+            (
+                ast.Expression,
+                ast.BoolOp,
+                ast.And,
+                ast.Or,
+                ast.UnaryOp,
+                ast.Not,
+                ast.USub,
+                ast.UAdd,
+                ast.BinOp,
+                ast.Compare,
+                ast.IfExp,
+                ast.Constant,
+                ast.Name,
+                ast.Load,
+                ast.Tuple,
+                ast.List,
+                ast.Call,
+            )
+            + tuple(_BINOPS)
+            + tuple(_CMPOPS)
+        )
+        if not isinstance(node, ok):
+            raise StudyError(f"constraint {self.text!r}: {type(node).__name__} is not allowed in constraints")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in self._FUNCS:
+                raise StudyError(f"constraint {self.text!r}: only abs/min/max may be called")
+            if node.keywords:
+                raise StudyError(f"constraint {self.text!r}: keyword arguments not allowed")
+            for a in node.args:
+                self._check(a)
+            return
+        if isinstance(node, ast.Name) and node.id not in ("True", "False", "None"):
+            self.names.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            self._check(child)
+
+    def __call__(self, point: Mapping[str, Any]) -> bool:
+        try:
+            return bool(self._eval(self.tree.body, point))
+        except TypeError:
+            # e.g. comparing FIFO's missing threshold (None) with a number: not applicable.
+            return True
+
+    def _eval(self, node: ast.AST, env: Mapping[str, Any]) -> Any:
+        ev = self._eval
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return env.get(node.id)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return tuple(ev(e, env) for e in node.elts)
+        if isinstance(node, ast.BoolOp):
+            if isinstance(node.op, ast.And):
+                return all(ev(v, env) for v in node.values)
+            return any(ev(v, env) for v in node.values)
+        if isinstance(node, ast.UnaryOp):
+            v = ev(node.operand, env)
+            if isinstance(node.op, ast.Not):
+                return not v
+            return -v if isinstance(node.op, ast.USub) else +v
+        if isinstance(node, ast.BinOp):
+            return _BINOPS[type(node.op)](ev(node.left, env), ev(node.right, env))
+        if isinstance(node, ast.Compare):
+            left = ev(node.left, env)
+            for op, comp in zip(node.ops, node.comparators, strict=True):
+                right = ev(comp, env)
+                if not _CMPOPS[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            return ev(node.body, env) if ev(node.test, env) else ev(node.orelse, env)
+        if isinstance(node, ast.Call):
+            fn = self._FUNCS[node.func.id]  # type: ignore[attr-defined]
+            return fn(*(ev(a, env) for a in node.args))
+        raise StudyError(f"constraint {self.text!r}: cannot evaluate {type(node).__name__}")
+
+
+# --------------------------------------------------------------------------- points and seeds
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON: sorted keys, no spaces, integral floats written as ints."""
+    return json.dumps(_canon(obj), sort_keys=True, separators=(",", ":"))
+
+
+def _canon(obj: Any) -> Any:
+    if isinstance(obj, float) and obj.is_integer():
+        return int(obj)
+    if isinstance(obj, dict):
+        return {str(k): _canon(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_canon(v) for v in obj]
+    return obj
+
+
+def cell_of(point: Mapping[str, Any]) -> dict[str, Any]:
+    """The cell a run belongs to: its point without the trial."""
+    return {k: v for k, v in point.items() if k != "trial"}
+
+
+def seed_for(point: Mapping[str, Any]) -> int:
+    """Reproducible per-trial seed: hash(canonical point without trial/duration) + trial."""
+    base = {k: v for k, v in point.items() if k not in ("trial", "duration")}
+    h = hashlib.sha256(canonical_json(base).encode()).digest()
+    cell_seed = int.from_bytes(h[:7], "big")  # < 2^56, leaves room for the trial offset
+    return cell_seed + int(point.get("trial", 1))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a design: its factor point (study names) and its seed."""
+
+    point: dict[str, Any]
+    seed: int
+
+    @property
+    def cell(self) -> dict[str, Any]:
+        return cell_of(self.point)
+
+
+@dataclass
+class Study:
+    name: str
+    factors: dict[str, list[Any]]
+    fixed: dict[str, Any] = field(default_factory=dict)
+    constraints: list[Constraint] = field(default_factory=list)
+    description: str = ""
+    source: str = ""  # the TOML text this study came from (stored with the results)
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def from_toml(cls, text: str, *, name: str | None = None) -> Study:
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise StudyError(f"study file is not valid TOML: {e}") from None
+        return cls.from_dict(doc, name=name, source=text)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Study:
+        p = Path(path)
+        return cls.from_toml(p.read_text(), name=p.stem)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], *, name: str | None = None, source: str = "") -> Study:
+        known_top = {"name", "description", "trials", "constraints", "factors", "fixed"}
+        for k in doc:
+            if k not in known_top:
+                if k in VALIDATORS:
+                    raise StudyError(f"factor {k!r} given at top level: put it under [factors] or [fixed]")
+                raise StudyError(f"unknown study key {k!r} (known: {sorted(known_top)})")
+        factors_in = doc.get("factors", {})
+        fixed_in = doc.get("fixed", {})
+        if not isinstance(factors_in, dict) or not isinstance(fixed_in, dict):
+            raise StudyError("[factors] and [fixed] must be tables")
+        factors: dict[str, list[Any]] = {}
+        for k, values in factors_in.items():
+            if k not in VALIDATORS:
+                raise StudyError(f"unknown factor {k!r} (known: {', '.join(FACTOR_ORDER + EXTRA_SETTINGS)})")
+            if not isinstance(values, list):
+                values = [values]
+            if not values:
+                raise StudyError(f"factor {k!r}: empty list of values")
+            checked = [VALIDATORS[k](k, v) for v in values]
+            factors[k] = list(dict.fromkeys(checked))  # duplicates merged, order kept
+        fixed: dict[str, Any] = {}
+        for k, v in fixed_in.items():
+            if k not in VALIDATORS:
+                raise StudyError(f"unknown factor {k!r} in [fixed] (known: {', '.join(FACTOR_ORDER + EXTRA_SETTINGS)})")
+            if k in factors:
+                raise StudyError(f"factor {k!r} is both in [factors] and [fixed]")
+            if isinstance(v, list):
+                raise StudyError(f"factor {k!r}: [fixed] takes one value, not a list")
+            fixed[k] = VALIDATORS[k](k, v)
+        if "trials" in doc:
+            n = doc["trials"]
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise StudyError(f"factor 'trial': trials = {n!r} must be an integer >= 1")
+            if "trial" in factors or "trial" in fixed:
+                raise StudyError("factor 'trial': give either trials = N or a trial list")
+            factors["trial"] = list(range(1, n + 1))
+        for k in REQUIRED:
+            if k not in factors and k not in fixed:
+                raise StudyError(f"factor {k!r} is required (in [factors] or [fixed])")
+        cons = doc.get("constraints", [])
+        if isinstance(cons, str):
+            cons = [cons]
+        if not isinstance(cons, list):
+            raise StudyError("constraints must be a list of expression strings")
+        nm = doc.get("name", name or "study")
+        if not isinstance(nm, str) or not nm:
+            raise StudyError("name must be a non-empty string")
+        return cls(
+            name=nm,
+            factors=factors,
+            fixed=fixed,
+            constraints=[Constraint(c) for c in cons],
+            description=str(doc.get("description", "")),
+            source=source,
+        )
+
+    def with_overrides(self, **fixed: Any) -> Study:
+        """A copy with some factors pinned (e.g. duration=20) or trials changed (trials=2)."""
+        factors = dict(self.factors)
+        fx = dict(self.fixed)
+        for k, v in fixed.items():
+            if k == "trials":
+                factors["trial"] = list(range(1, int(v) + 1))
+                continue
+            if k not in VALIDATORS:
+                raise StudyError(f"unknown factor {k!r}")
+            factors.pop(k, None)
+            fx[k] = VALIDATORS[k](k, v)
+        # the stored design must describe what runs: regenerate the TOML (source="")
+        return Study(self.name, factors, fx, list(self.constraints), self.description, "")
+
+    # ---------------------------------------------------------------- expansion
+    def points(self) -> list[dict[str, Any]]:
+        """The design's distinct factor points, in the study's factor order, constraints applied."""
+        names = [k for k in FACTOR_ORDER + EXTRA_SETTINGS if k in self.factors or k in self.fixed]
+        lists = [self.factors[k] if k in self.factors else [self.fixed[k]] for k in names]
+        out: dict[str, dict[str, Any]] = {}
+        for combo in itertools.product(*lists):
+            p = dict(zip(names, combo, strict=True))
+            if not builtin_constraints(p):
+                continue
+            if p.get("aqm") == "FIFO":
+                p.pop("ecn_threshold", None)  # FIFO has no threshold: drop, merge duplicates
+            if not all(c(p) for c in self.constraints):
+                continue
+            out.setdefault(canonical_json(p), p)
+        return list(out.values())
+
+    def runs(self) -> list[RunSpec]:
+        return [RunSpec(p, seed_for(p)) for p in self.points()]
+
+    def __len__(self) -> int:
+        return len(self.points())
+
+    @property
+    def trials(self) -> int:
+        return len(self.factors.get("trial", [self.fixed.get("trial", 1)]))
+
+    def to_toml(self) -> str:
+        """The design as TOML (the original text if the study came from one)."""
+        if self.source:
+            return self.source
+        lines = [f"name = {json.dumps(self.name)}"]
+        if self.description:
+            lines.append(f"description = {json.dumps(self.description)}")
+        if self.constraints:
+            lines.append("constraints = [" + ", ".join(json.dumps(c.text) for c in self.constraints) + "]")
+        lines.append("\n[factors]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in self.factors.items()]
+        lines.append("\n[fixed]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in self.fixed.items()]
+        return "\n".join(lines) + "\n"
+
+    def describe(self) -> str:
+        pts = self.points()
+        lines = [f"study {self.name}: {len(pts)} runs ({len(pts) // max(self.trials, 1)} cells x {self.trials} trials)"]
+        if self.description:
+            lines.append(f"  {self.description}")
+        for k in FACTOR_ORDER + EXTRA_SETTINGS:
+            if k in self.factors:
+                lines.append(f"  {k:16s} {self.factors[k]}")
+            elif k in self.fixed:
+                lines.append(f"  {k:16s} {self.fixed[k]} (fixed)")
+        for c in self.constraints:
+            lines.append(f"  constraint: {c.text}")
+        return "\n".join(lines)
+
+
+def builtin_constraints(p: Mapping[str, Any]) -> bool:
+    """The study's constraint: skip runs whose buffer in time is below the ECN threshold.
+
+    Buffer in time = n_bdp x base_rtt (ms). FIFO is exempt (it has no threshold).
+    """
+    if p.get("aqm") == "FIFO":
+        return True
+    thr = p.get("ecn_threshold", 5)
+    if "n_bdp" in p and "base_rtt" in p:
+        return p["n_bdp"] * p["base_rtt"] >= thr
+    return True
+
+
+def load(file_or_preset: str) -> Study:
+    """A study from a TOML file path or a preset name (a file wins over a preset)."""
+    from l4sim import presets
+
+    p = Path(file_or_preset)
+    if p.is_file():
+        return Study.from_file(p)
+    if file_or_preset in presets.PRESETS:
+        return presets.get(file_or_preset)
+    if p.suffix == ".toml" or p.exists():
+        raise StudyError(f"study file {file_or_preset!r} not found (or not a file)")
+    return presets.get(file_or_preset)  # StudyError listing the presets

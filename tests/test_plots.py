@@ -1,0 +1,138 @@
+"""Plots render files."""
+
+import numpy as np
+import pandas as pd
+
+from l4sim import plots
+from l4sim.analysis import cells
+
+
+def _runs(aqms=("FIFO", "Codel", "DualPI2"), bufs=(0.5, 1, 2), ecn=("none", "classic")):
+    rng = np.random.default_rng(1)
+    rows = []
+    for a in aqms:
+        for b in bufs:
+            for e in ecn:
+                for t in (1, 2):
+                    rows.append(
+                        {
+                            "aqm": a,
+                            "n_bdp": b,
+                            "rx_classic_ecn": e,
+                            "btl_capacity": 100,
+                            "trial": t,
+                            "l4s_tput_mbps": rng.uniform(10, 90),
+                            "classic_tput_mbps": rng.uniform(10, 90),
+                            "l4s_qdelay_ms": rng.uniform(0.1, 5),
+                            "classic_qdelay_ms": rng.uniform(1, 10),
+                            "utilisation": 0.95,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_heatmap_renders_png_and_pdf(tmp_path):
+    c = cells(_runs())
+    for v in ("share", "rel_delay", "tput", "qdelay"):
+        fig = plots.heatmap(c, v)
+        files = plots.save(fig, tmp_path / f"h_{v}")
+        assert [f.suffix for f in files] == [".png", ".pdf"]
+        assert all(f.stat().st_size > 1000 for f in files)
+
+
+def test_heatmap_panels_per_varying_factor():
+    fig = plots.heatmap(cells(_runs()), "share")
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == ["classic receiver ECN: classic", "classic receiver ECN: none"]
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["FIFO", "Codel", "DualPI2"]
+    assert ax.get_xlabel() == "buffer size, x BDP"
+
+
+def test_flow_bars_render_with_fair_share(tmp_path):
+    rows = []
+    for a in ("FIFO", "DualPI2"):
+        for n in (1, 2):
+            for m in (1, 5):
+                rows.append(
+                    {
+                        "aqm": a,
+                        "n_l4s": n,
+                        "n_classic": m,
+                        "btl_capacity": 100,
+                        "n_bdp": 2,
+                        "trial": 1,
+                        "l4s_tput_mbps": 50.0,
+                        "classic_tput_mbps": 45.0,
+                        "l4s_qdelay_ms": 1.0,
+                        "classic_qdelay_ms": 5.0,
+                    }
+                )
+    out = plots.study_figures(cells(pd.DataFrame(rows)), tmp_path)
+    assert out["flows"].exists()
+
+
+def test_timeseries_renders(tmp_path):
+    n = 20
+    s = pd.DataFrame(
+        {
+            "t": np.arange(n) * 0.1,
+            "flow.l4s.tput_mbps": np.ones(n),
+            "flow.l4s.cwnd": np.ones(n),
+            "flow.l4s.srtt_ms": np.ones(n) * 11,
+            "flow.classic.srtt_ms": np.ones(n) * 15,
+            "flow.l4s.ce_fed_back": np.arange(n),
+            "qdisc.bottleneck.sojourn_ms": np.ones(n),
+        }
+    )
+    f = plots.save(plots.timeseries(s, title="run"), tmp_path / "ts", formats=("png", "svg"))
+    assert f[1].suffix == ".svg" and f[0].stat().st_size > 1000
+
+
+def test_fifo_cells_appear_in_every_threshold_panel():
+    rows = []
+    for a, thr in (("FIFO", None), ("Codel", 1), ("Codel", 5)):
+        rows.append(
+            {
+                "aqm": a,
+                "n_bdp": 2,
+                "ecn_threshold": thr,
+                "trial": 1,
+                "l4s_tput_mbps": 50.0,
+                "classic_tput_mbps": 50.0,
+                "l4s_qdelay_ms": 1.0,
+                "classic_qdelay_ms": 2.0,
+            }
+        )
+    fig = plots.heatmap(cells(pd.DataFrame(rows)), "share")
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == ["T = 1 ms", "T = 5 ms"]
+    for ax in fig.axes[:2]:
+        assert "0.50" in [t.get_text() for t in ax.texts][:1]  # FIFO row filled in each
+
+
+def test_study_figures_split_extra_factors_into_separate_files(tmp_path):
+    df = _runs()
+    df = pd.concat(
+        [
+            df.assign(base_rtt=10, ecn_threshold=5, btl_capacity=100),
+            df.assign(base_rtt=50, ecn_threshold=5, btl_capacity=100),
+            df.assign(base_rtt=10, ecn_threshold=5, btl_capacity=1000),
+        ]
+    )
+    figs = plots.study_figures(cells(df), tmp_path, formats=("png",))
+    # panels: base_rtt x rx_classic_ecn; pages: btl_capacity
+    assert "heatmap_share__btl_capacity-100" in figs and "heatmap_share__btl_capacity-1000" in figs
+    assert all(p.exists() for p in figs.values())
+
+
+def test_cli_plots_a_stored_runs_time_series(tmp_path):
+    from l4sim.cli_study import main
+    from l4sim.store import Store
+    from test_store import fake_result
+
+    with Store(tmp_path / "st", write=True) as st:
+        st.record("abcdef123456", design="d", factors={}, seed=1, model_version="f", result=fake_result(n=30))
+    assert main(["study", "plot", str(tmp_path / "st"), "--out", str(tmp_path / "f"), "--run", "abcdef"]) == 0
+    assert (tmp_path / "f" / "run_abcdef123456.png").exists()
+    assert (tmp_path / "f" / "run_abcdef123456.pdf").exists()

@@ -1,0 +1,400 @@
+"""Runner: local pool, Dask, resume, --limit, SIGKILL mid-study, and the real engine."""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from l4sim import presets
+from l4sim.runner import run_study
+from l4sim.store import Store
+from l4sim.study import Study
+
+STUDY = """
+name = "t"
+trials = 2
+[factors]
+aqm = ["FIFO", "Codel", "DualPI2"]
+n_bdp = [1, 4]
+[fixed]
+btl_capacity = 100
+base_rtt = 10
+ecn_threshold = 5
+duration = 2
+"""
+
+
+def fake_builder(point, seed):
+    return {"point": dict(point), "seed": seed}
+
+
+def fake_run(scenario_json: str) -> str:
+    """Deterministic stand-in for the engine: numbers from a hash of the scenario."""
+    h = hashlib.sha256(scenario_json.encode()).digest()
+    a, b = 20 + h[0] % 60, 20 + h[1] % 60
+    sc = json.loads(scenario_json)
+    if sc["point"].get("aqm") == "boom":
+        raise ValueError("bad scenario")
+    n = 4
+    return json.dumps(
+        {
+            "name": "fake",
+            "seed": sc["seed"],
+            "model_version": "fake",
+            "sim_seconds": 2.0,
+            "wall_seconds": 0.0,
+            "events": 1,
+            "jain_index": 1.0,
+            "flows": [
+                {"name": "l4s", "cc": "prague", "streams": 1, "goodput_mbps": a, "qdelay_ms": h[2] / 10},
+                {"name": "classic", "cc": "cubic", "streams": 1, "goodput_mbps": b, "qdelay_ms": h[3] / 10},
+            ],
+            "qdiscs": [],
+            "links": [{"name": "bottleneck", "utilisation": 0.9}],
+            "rtt_samples": {},
+            "series": {
+                "t": [0.5 * i for i in range(n)],
+                "flows": [{"name": "l4s", "cwnd": [float(h[4])] * n}],
+                "qdiscs": [],
+            },
+        }
+    )
+
+
+def slow_fake_run(scenario_json: str) -> str:
+    time.sleep(0.15)
+    return fake_run(scenario_json)
+
+
+def _results(path):
+    df = Store(path).runs()
+    return sorted(zip(df["key"], df["l4s_tput_mbps"], df["classic_qdelay_ms"], df["seed"], strict=True))
+
+
+def _run(study, path, **kw):
+    kw.setdefault("run_fn", fake_run)
+    return run_study(study, path, builder=fake_builder, model_version="fake", progress=False, **kw)
+
+
+def test_runs_every_run_once_and_rerun_does_nothing(tmp_path):
+    s = Study.from_toml(STUDY)
+    out = _run(s, tmp_path, jobs=1)
+    assert out.done == len(s) == 12 and out.errors == 0
+    again = _run(s, tmp_path, jobs=1)
+    assert again.done == 0 and again.already_done == 12
+    assert len(Store(tmp_path).runs()) == 12
+
+
+def test_limit_does_at_most_n_runs_and_resume_finishes(tmp_path):
+    s = Study.from_toml(STUDY)
+    assert _run(s, tmp_path, jobs=1, limit=5).done == 5
+    assert Store(tmp_path).status()[0]["missing"] == 7
+    assert _run(s, tmp_path, jobs=2).done == 7
+    assert Store(tmp_path).status()[0]["missing"] == 0
+
+
+def test_process_pool_gives_the_same_results_as_in_process(tmp_path):
+    s = Study.from_toml(STUDY)
+    _run(s, tmp_path / "a", jobs=1)
+    _run(s, tmp_path / "b", jobs=2)
+    assert _results(tmp_path / "a") == _results(tmp_path / "b")
+
+
+def test_failed_runs_are_recorded_with_their_error(tmp_path):
+    s = Study.from_toml(STUDY)
+    out = run_study(
+        s,
+        tmp_path,
+        builder=lambda p, seed: {"point": dict(p, aqm="boom"), "seed": seed},
+        run_fn=fake_run,
+        model_version="fake",
+        progress=False,
+        jobs=1,
+        limit=2,
+    )
+    assert out.errors == 2 and "bad scenario" in out.error_messages[0]
+
+
+class FakePanic(BaseException):
+    """Like pyo3's PanicException: a BaseException that does not pickle."""
+
+    def __reduce__(self):
+        raise TypeError("cannot pickle")
+
+
+def panicking_run(scenario_json: str) -> str:
+    raise FakePanic("not yet implemented: engine")
+
+
+def test_engine_panic_in_a_worker_is_recorded_not_fatal(tmp_path):
+    s = Study.from_toml(STUDY)
+    out = _run(s, tmp_path, jobs=2, limit=3, run_fn=panicking_run)
+    assert out.errors == 3 and "FakePanic: not yet implemented" in out.error_messages[0]
+    assert Store(tmp_path).status()[0]["errors"] == 3
+
+
+@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path, processes):
+    distributed = pytest.importorskip("distributed")
+    s = Study.from_toml(STUDY)
+    _run(s, tmp_path / "pool", jobs=2)
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, dashboard_address=None) as cl,
+        distributed.Client(cl) as c,
+    ):
+        out = _run(s, tmp_path / "dask", dask=c)
+    assert out.done == 12
+    assert _results(tmp_path / "pool") == _results(tmp_path / "dask")
+
+
+SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_runner import slow_fake_run, fake_builder
+from l4sim.runner import run_study
+from l4sim.study import Study
+study = Study.from_toml({study!r})
+run_study(study, {store!r}, jobs=2, run_fn=slow_fake_run, builder=fake_builder,
+          model_version="fake", progress=False)
+"""
+
+
+def test_study_killed_with_sigkill_resumes_with_every_run_exactly_once(tmp_path):
+    import l4sim.study
+
+    store = tmp_path / "store"
+    study = STUDY.replace("trials = 2", "trials = 6")  # 36 runs of 0.15 s on 2 workers
+    script = SCRIPT.format(tests=str(Path(__file__).parent), study=study, store=str(store))
+    env = dict(os.environ)
+    pkg_root = str(Path(l4sim.study.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:  # wait until some (not all) runs are committed
+        if (store / "index.sqlite").exists():
+            try:
+                n = Store(store).status()
+                if n and 3 <= n[0]["done"] < n[0]["total"]:
+                    break
+            except Exception:
+                pass
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the parent and its workers, no cleanup
+    proc.wait()
+    partial = Store(store).status()[0]
+    assert 0 < partial["done"] < partial["total"]
+
+    s = Study.from_toml(study)
+    out = _run(s, store, jobs=2)
+    assert out.already_done == partial["done"] or out.already_done >= partial["done"]
+    st = Store(store)
+    df = st.runs(status=None)
+    assert len(df) == len(s) == df["key"].nunique()
+    assert (df["status"] == "done").all()
+    assert st.status()[0]["missing"] == 0
+    # no partial rows: every run has both flows; no orphan or temporary series files
+    flows = st.flows()
+    assert flows.groupby("run_key").size().eq(2).all() and flows["run_key"].nunique() == len(s)
+    files = sorted(f.name for f in (store / "series").iterdir())
+    assert files == sorted(df["series"])
+
+
+SIGINT_SCRIPT = (
+    SCRIPT.replace("run_study(study,", "out = run_study(study,")
+    + """
+print("INTERRUPTED" if out.interrupted else "FINISHED", out.done, flush=True)
+sys.exit(130 if out.interrupted else 0)
+"""
+)
+
+
+def test_ctrl_c_stops_cleanly_and_leaves_a_consistent_store(tmp_path):
+    import l4sim.study
+
+    store = tmp_path / "store"
+    study = STUDY.replace("trials = 2", "trials = 8")  # 48 runs of 0.15 s on 2 workers
+    script = SIGINT_SCRIPT.format(tests=str(Path(__file__).parent), study=study, store=str(store))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(l4sim.study.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if Store(store).status()[0]["done"] >= 3:
+                break
+        except Exception:
+            pass
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # like Ctrl-C in a terminal: the whole group
+    stdout, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stdout
+    assert stdout.startswith("INTERRUPTED")
+    st = Store(store)
+    partial = st.status()[0]
+    assert 0 < partial["done"] < partial["total"]
+    flows = st.flows()
+    assert flows.groupby("run_key").size().eq(2).all()
+    assert flows["run_key"].nunique() == partial["done"]
+    out = _run(Study.from_toml(study), store, jobs=2)
+    assert out.done == partial["total"] - partial["done"]
+
+
+# ------------------------------------------------------------------ the real engine
+
+
+def _engine():
+    return pytest.importorskip("l4sim._core", reason="the engine extension is not built")
+
+
+def test_real_engine_study_runs_and_resumes(tmp_path):
+    _engine()
+    s = Study.from_toml("""
+name = "e2e"
+trials = 2
+[factors]
+aqm = ["FIFO", "DualPI2"]
+[fixed]
+n_bdp = 2
+btl_capacity = 100
+base_rtt = 10
+ecn_threshold = 5
+duration = 2
+""")
+    out = run_study(s, tmp_path, jobs=2, progress=False)
+    assert out.done == 4 and out.errors == 0, out.error_messages
+    df = Store(tmp_path).runs()
+    assert (df["l4s_tput_mbps"] > 0).all() and (df["classic_tput_mbps"] > 0).all()
+    assert run_study(s, tmp_path, jobs=2, progress=False).done == 0
+
+
+def test_real_engine_on_dask_matches_local_pool(tmp_path):
+    _engine()
+    distributed = pytest.importorskip("distributed")
+    s = Study.from_toml("""
+name = "e2e"
+[factors]
+aqm = ["Codel", "DualPI2"]
+[fixed]
+n_bdp = 2
+btl_capacity = 100
+base_rtt = 10
+ecn_threshold = 5
+duration = 2
+""")
+    assert run_study(s, tmp_path / "a", jobs=2, progress=False).done == 2
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl,
+        distributed.Client(cl) as c,
+    ):
+        assert run_study(s, tmp_path / "b", dask=c, progress=False).done == 2
+    assert _results(tmp_path / "a") == _results(tmp_path / "b")
+
+
+# ------------------------------------------------------------------ CLI
+
+
+@pytest.fixture
+def fake_engine(monkeypatch):
+    import l4sim.runner as r
+
+    monkeypatch.setattr(r, "core_run", fake_run)
+    monkeypatch.setattr(r, "default_builder", fake_builder)
+    monkeypatch.setattr(r, "engine_model_version", lambda: "fake")
+
+
+def test_cli_study_run_status_and_limit(tmp_path, fake_engine, capsys):
+    from l4sim.cli_study import main
+
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "1", "--limit", "4", "--quiet"]) == 0
+    assert main(["study", "status", str(tmp_path / "st")]) == 0
+    out = capsys.readouterr().out
+    assert "t " in out and "12" in out and "8" in out  # total 12, missing 8
+
+
+def test_cli_malformed_study_file_is_a_clear_error(tmp_path, capsys):
+    from l4sim.cli_study import main
+
+    f = tmp_path / "bad.toml"
+    f.write_text("[factors]\nbuffer = [1, 2]\n")
+    assert main(["study", "plan", str(f)]) == 2
+    assert "unknown factor 'buffer'" in capsys.readouterr().err
+
+
+def test_cli_presets_lists_run_counts(capsys):
+    from l4sim.cli_study import main
+
+    assert main(["study", "presets"]) == 0
+    out = capsys.readouterr().out
+    assert "full-factorial" in out and "28,320" in out and "anrw24" in out
+
+
+def test_reproduce_anrw24_writes_store_csv_figures_verdicts_and_report(tmp_path, fake_engine):
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    assert (
+        main(["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]) == 0
+    )
+    assert (out / "store" / "index.sqlite").exists()
+    import pandas as pd
+
+    assert len(pd.read_csv(out / "results.csv")) == 90
+    assert (out / "figures" / "heatmap_share.png").exists()
+    assert (out / "figures" / "heatmap_share.pdf").exists()
+    v = pd.read_csv(out / "verdicts.csv", index_col=0)
+    assert v.shape == (4, 4)
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64" in html and "Is it OK to turn on TCP Prague?" in html
+    assert "testbed" in html  # the ANRW'24 reference comparison
+    # resumable: the same grid run again into OUT/store has nothing left to do
+    study = presets.get("anrw24").with_overrides(trials=1, duration=2)
+    assert _run(study, out / "store", jobs=1).already_done == 90
+
+
+def test_real_engine_reproduce_anrw24_limited(tmp_path):
+    _engine()
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                "reproduce",
+                "anrw24",
+                "--out",
+                str(out),
+                "--trials",
+                "1",
+                "--duration",
+                "2",
+                "--limit",
+                "4",
+                "-j",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert (out / "report.html").exists()
+
+
+def test_cli_run_on_a_locked_store_is_a_clear_error(tmp_path, fake_engine, capsys):
+    from l4sim.cli_study import main
+
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    with Store(tmp_path / "st", write=True):
+        assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "being written by another process" in err and str(os.getpid()) in err

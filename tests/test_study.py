@@ -1,0 +1,167 @@
+"""Study designs: presets, constraints, seeds, malformed files."""
+
+import pytest
+
+from l4sim import presets
+from l4sim.study import Constraint, Study, StudyError, seed_for
+
+
+def test_full_factorial_preset_expands_to_exactly_28320_runs():
+    s = presets.get("full-factorial")
+    assert len(s) == 28_320
+    # 236 AQM/buffer/RTT/threshold cells x (2 capacities x 2 fallback x 3 x 2 ECN x 5 trials)
+    per = 2 * 2 * 3 * 2 * 5
+    assert len(s) == 236 * per
+
+
+def test_first_published_grid_has_127_runs_per_trial():
+    s = presets.get("first-grid")
+    assert s.trials == 5
+    assert len(s) == 127 * 5
+    assert len(s.with_overrides(trials=1)) == 127
+
+
+def test_anrw24_preset_matches_the_reference_grid():
+    s = presets.get("anrw24")
+    # 9 AQMs x 5 buffers x 2 classic-ECN settings x 10 trials (0.5 BDP x 10 ms = T: kept)
+    assert len(s) == 9 * 5 * 2 * 10
+    pts = s.points()
+    assert {p["aqm"] for p in pts} == {
+        "FIFO",
+        "single_queue_FQ",
+        "Codel",
+        "FQ",
+        "FQ_Codel",
+        "FQ_Codel_L4S",
+        "pie_drop",
+        "Codel_drop",
+        "DualPI2",
+    }
+    assert all(p["btl_capacity"] == 100 and p["base_rtt"] == 10 for p in pts)
+
+
+def test_presets_all_load_and_count():
+    names = [n for n, runs, trials, _ in presets.table()]
+    assert {"full-factorial", "first-grid", "anrw24", "pam25-cc", "pam25-flows"} <= set(names)
+
+
+def test_fifo_drops_the_threshold_and_merges_duplicates():
+    s = Study.from_toml("""
+[factors]
+aqm = ["FIFO", "Codel"]
+ecn_threshold = [1, 5, 20]
+[fixed]
+n_bdp = 10
+btl_capacity = 100
+base_rtt = 10
+""")
+    pts = s.points()
+    fifo = [p for p in pts if p["aqm"] == "FIFO"]
+    assert len(fifo) == 1 and "ecn_threshold" not in fifo[0]
+    assert len([p for p in pts if p["aqm"] == "Codel"]) == 3
+
+
+def test_buffer_shorter_than_threshold_is_skipped_except_fifo():
+    s = Study.from_toml("""
+[factors]
+aqm = ["FIFO", "DualPI2"]
+n_bdp = [0.5, 2]
+ecn_threshold = [20]
+[fixed]
+btl_capacity = 100
+base_rtt = 10
+""")
+    got = {(p["aqm"], p["n_bdp"]) for p in s.points()}
+    # 0.5 x 10 ms = 5 ms < 20 ms: DualPI2 skipped; FIFO exempt; 2 x 10 = 20 >= 20 kept
+    assert got == {("FIFO", 0.5), ("FIFO", 2), ("DualPI2", 2)}
+
+
+def test_user_constraints_filter_points():
+    s = Study.from_toml("""
+constraints = ["not (aqm == 'DualPI2' and ecn_fallback == 1)", "n_bdp * base_rtt <= 40"]
+[factors]
+aqm = ["Codel", "DualPI2"]
+ecn_fallback = [0, 1]
+n_bdp = [1, 8]
+[fixed]
+btl_capacity = 100
+base_rtt = 10
+""")
+    got = {(p["aqm"], p["ecn_fallback"], p["n_bdp"]) for p in s.points()}
+    assert got == {("Codel", 0, 1), ("Codel", 1, 1), ("DualPI2", 0, 1)}
+
+
+@pytest.mark.parametrize(
+    "expr", ["__import__('os').system('true')", "aqm.lower() == 'x'", "[x for x in aqm]", "lambda: 1"]
+)
+def test_constraints_reject_anything_but_plain_expressions(expr):
+    with pytest.raises(StudyError):
+        Constraint(expr)
+
+
+def test_constraint_naming_an_unknown_factor_is_an_error():
+    with pytest.raises(StudyError, match="bdp"):
+        Constraint("bdp > 2")
+
+
+def test_seeds_are_reproducible_and_distinct_per_trial():
+    s = presets.get("anrw24")
+    a = s.runs()
+    b = presets.get("anrw24").runs()
+    assert [r.seed for r in a] == [r.seed for r in b]
+    by_cell = {}
+    for r in a:
+        by_cell.setdefault(tuple(sorted((k, str(v)) for k, v in r.cell.items())), set()).add(r.seed)
+    assert all(len(seeds) == 10 for seeds in by_cell.values())
+    assert len({r.seed for r in a}) == len(a)
+
+
+def test_seed_does_not_depend_on_duration_but_on_the_cell():
+    p = {"aqm": "FIFO", "n_bdp": 2, "trial": 1, "duration": 60}
+    assert seed_for(p) == seed_for(dict(p, duration=20))
+    assert seed_for(p) != seed_for(dict(p, n_bdp=5))
+    assert seed_for(p) != seed_for(dict(p, trial=2))
+
+
+def test_trials_shorthand_makes_trial_factor():
+    s = Study.from_toml("trials = 3\n[fixed]\naqm='FIFO'\nn_bdp=1\nbtl_capacity=100\nbase_rtt=10\n")
+    assert [p["trial"] for p in s.points()] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "text,factor",
+    [
+        ("[factors]\nbufer = [1]\n", "bufer"),
+        ("[factors]\naqm = []\n", "aqm"),
+        ("[factors]\naqm = ['FIFO', 'RED']\n", "aqm"),
+        ("[factors]\nn_bdp = ['big']\n", "n_bdp"),
+        ("[factors]\nbase_rtt = [-5]\n", "base_rtt"),
+        ("[factors]\necn_fallback = [3]\n", "ecn_fallback"),
+        ("[fixed]\nrx_l4s_ecn = 'accurate'\n", "rx_l4s_ecn"),
+        ("trials = 0\n", "trial"),
+        ("[fixed]\naqm = 'FIFO'\nn_bdp = 1\nbase_rtt = 10\n", "btl_capacity"),
+    ],
+)
+def test_malformed_study_file_error_names_the_factor(text, factor):
+    with pytest.raises(StudyError, match=factor):
+        Study.from_toml(text)
+
+
+def test_invalid_toml_is_a_study_error():
+    with pytest.raises(StudyError, match="TOML"):
+        Study.from_toml("[factors\n")
+
+
+def test_load_takes_a_file_or_a_preset_even_with_a_directory_of_that_name(tmp_path, monkeypatch):
+    from l4sim.study import load
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "anrw24").mkdir()  # e.g. an output directory named like the preset
+    assert load("anrw24").name == "anrw24"
+    f = tmp_path / "mine.toml"
+    f.write_text("name = 'mine'\n[fixed]\naqm = 'FIFO'\nn_bdp = 1\nbtl_capacity = 100\nbase_rtt = 10\n")
+    assert load(str(f)).name == "mine"
+    with pytest.raises(StudyError, match="presets"):
+        load("anrw25")
+    with pytest.raises(StudyError, match="not found"):
+        load("missing.toml")
