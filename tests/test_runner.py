@@ -141,7 +141,7 @@ def test_engine_panic_in_a_worker_is_recorded_not_fatal(tmp_path):
 
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
 def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path, processes):
-    distributed = pytest.importorskip("distributed")
+    import distributed
     s = Study.from_toml(STUDY)
     _run(s, tmp_path / "pool", jobs=2)
     with (
@@ -250,12 +250,7 @@ def test_ctrl_c_stops_cleanly_and_leaves_a_consistent_store(tmp_path):
 # ------------------------------------------------------------------ the real engine
 
 
-def _engine():
-    return pytest.importorskip("l4sim._core", reason="the engine extension is not built")
-
-
 def test_real_engine_study_runs_and_resumes(tmp_path):
-    _engine()
     s = Study.from_toml("""
 name = "e2e"
 trials = 2
@@ -276,8 +271,7 @@ duration = 2
 
 
 def test_real_engine_on_dask_matches_local_pool(tmp_path):
-    _engine()
-    distributed = pytest.importorskip("distributed")
+    import distributed
     s = Study.from_toml("""
 name = "e2e"
 [factors]
@@ -362,7 +356,6 @@ def test_reproduce_anrw24_writes_store_csv_figures_verdicts_and_report(tmp_path,
 
 
 def test_real_engine_reproduce_anrw24_limited(tmp_path):
-    _engine()
     from l4sim.cli_study import main
 
     out = tmp_path / "out"

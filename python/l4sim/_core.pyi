@@ -16,5 +16,3 @@ def run(scenario_json: str) -> str:
 def validate(scenario_json: str) -> None:
     """Parse and validate a scenario (core JSON form); raises ScenarioError."""
 
-def validate_qdisc(qdisc_json: str) -> None:
-    """Parse and check one qdisc spec on its own; ``field`` of the error is the parameter."""

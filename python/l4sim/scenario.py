@@ -21,7 +21,6 @@ import copy
 import dataclasses
 import json
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -289,46 +288,9 @@ def normalize(data: Any) -> dict[str, Any]:
     return d
 
 
-_JSON_POSITION = re.compile(r" at line \d+ column \d+$")
-
-
-def _qdisc_paths(data: dict[str, Any]) -> list[tuple[str, Any]]:
-    topo = data.get("topology")
-    if not isinstance(topo, dict):
-        return []
-    out = []
-    if isinstance(topo.get("bottleneck"), dict):
-        out.append(("topology.bottleneck.qdisc", topo["bottleneck"].get("qdisc")))
-    for i, b in enumerate(topo.get("bottlenecks") or []):
-        if isinstance(b, dict):
-            out.append((f"topology.bottlenecks[{i}].qdisc", b.get("qdisc")))
-    return out
-
-
-def _locate_in_topology(data: dict[str, Any]) -> tuple[str, str] | None:
-    """The core reports errors inside a qdisc spec as being in ``topology`` (serde loses the
-    path inside internally tagged enums); find the qdisc at fault, if any."""
-    for path, q in _qdisc_paths(data):
-        if q is None:
-            continue
-        try:
-            _core.validate_qdisc(json.dumps(q))
-        except ScenarioError as e:
-            field = getattr(e, "field", "")
-            return (f"{path}.{field}" if field else path), getattr(e, "message", str(e))
-    return None
-
-
 def _from_core(e: ScenarioError, source: str | None, data: dict[str, Any] | None = None) -> ScenarioError:
-    """Re-raise the core's error without the position in the (generated) JSON text, and with
-    the path of a bad qdisc parameter when the core could only say ``topology``."""
-    field = getattr(e, "field", "")
-    message = _JSON_POSITION.sub("", getattr(e, "message", str(e)))
-    if field in ("", "topology") and data is not None:
-        found = _locate_in_topology(data)
-        if found is not None:
-            field, message = found
-    err = scenario_error(field, message, source)
+    """Re-raise the core's error, noting the file it came from."""
+    err = scenario_error(getattr(e, "field", ""), getattr(e, "message", str(e)), source)
     if source:
         err.add_note(f"in {source}")
     return err

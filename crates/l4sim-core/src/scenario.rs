@@ -36,6 +36,59 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
     }
 }
 
+/// Deserialize `text` as `T`, reporting errors with their path below `prefix` and without
+/// serde_json's "at line L column C" (the text is usually generated, not typed).
+fn parse_at<T: serde::de::DeserializeOwned>(text: &str, prefix: &str) -> Result<T, ScenarioError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let path = match (prefix.is_empty(), path == ".") {
+            (_, true) => prefix.to_string(),
+            (true, false) => path,
+            (false, false) => format!("{prefix}.{path}"),
+        };
+        let inner = e.into_inner();
+        let mut message = inner.to_string();
+        if !(inner.is_syntax() || inner.is_eof()) {
+            if let Some(i) = message.rfind(" at line ") {
+                message.truncate(i);
+            }
+        }
+        err(path, message)
+    })
+}
+
+/// Find the first shaped link of the topology whose spec does not parse on its own.
+fn locate_in_topology(text: &str) -> Option<ScenarioError> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let topo = v.get("topology")?;
+    let mut specs = Vec::new();
+    if let Some(b) = topo.get("bottleneck") {
+        specs.push(("topology.bottleneck".to_string(), b, false));
+    }
+    if let Some(serde_json::Value::Array(bs)) = topo.get("bottlenecks") {
+        for (i, b) in bs.iter().enumerate() {
+            specs.push((format!("topology.bottlenecks[{i}]"), b, true));
+        }
+    }
+    for (path, b, in_tree) in specs {
+        if let Some(q) = b.get("qdisc") {
+            if let Err(e) = parse_at::<QdiscSpec>(&q.to_string(), &format!("{path}.qdisc")) {
+                return Some(e);
+            }
+        }
+        let r = if in_tree {
+            parse_at::<TreeBottleneck>(&b.to_string(), &path).map(|_| ())
+        } else {
+            parse_at::<BottleneckSpec>(&b.to_string(), &path).map(|_| ())
+        };
+        if let Err(e) = r {
+            return Some(e);
+        }
+    }
+    None
+}
+
 fn default_seed() -> u64 {
     1
 }
@@ -147,7 +200,7 @@ pub struct FlowSpec {
 }
 
 /// Receiver side of a flow.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReceiverSpec {
     /// The receiving socket's congestion control (decides AccECN acceptance for Prague
@@ -156,23 +209,18 @@ pub struct ReceiverSpec {
     pub tcp: TcpSpec,
 }
 
-impl Default for ReceiverSpec {
-    fn default() -> Self {
-        ReceiverSpec {
-            cc: None,
-            tcp: TcpSpec::default(),
-        }
-    }
-}
-
 impl Scenario {
     /// Parse JSON, reporting the path of a bad key or value.
     pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {
-        let de = &mut serde_json::Deserializer::from_str(s);
-        let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let path = if path == "." { String::new() } else { path };
-            err(path, e.into_inner().to_string())
+        let sc: Scenario = parse_at(s, "").map_err(|e| {
+            // serde buffers internally tagged enums (the topology), losing the path inside
+            // them: re-parse the shaped links' specs on their own to name the bad key.
+            if e.field.starts_with("topology") {
+                if let Some(better) = locate_in_topology(s) {
+                    return better;
+                }
+            }
+            e
         })?;
         sc.validate()?;
         Ok(sc)
@@ -325,6 +373,23 @@ mod tests {
         let e = Scenario::from_json(&bad).unwrap_err();
         assert!(e.field.starts_with("flows[0].cc"), "{e}");
         assert!(e.message.contains("vegas"), "{e}");
+    }
+
+    #[test]
+    fn unknown_qdisc_parameter_names_its_full_path() {
+        let bad = OK.replace("\"limit\": 250000", "\"limt\": 250000");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.qdisc", "{e}");
+        assert!(e.message.contains("limt"), "{e}");
+        assert!(!e.message.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn unknown_qdisc_kind_names_the_qdisc() {
+        let bad = OK.replace("\"bfifo\"", "\"sfq\"");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.qdisc.kind", "{e}");
+        assert!(e.message.contains("sfq"), "{e}");
     }
 
     #[test]

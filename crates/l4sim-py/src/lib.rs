@@ -6,7 +6,6 @@
 //! Bad input raises `l4sim._core.ScenarioError` (a `ValueError`) whose text is
 //! `"FIELD: MESSAGE"` and which carries `field` and `message` attributes.
 
-use l4sim_core::qdisc::QdiscSpec;
 use l4sim_core::scenario::{Scenario, ScenarioError as CoreScenarioError};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -49,36 +48,6 @@ fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<()> {
         .map_err(|e| to_py_err(py, e))
 }
 
-/// Parse and check one qdisc spec (`{"kind": ..., params}`) on its own.
-///
-/// The scenario parser loses the path of errors inside the topology (serde buffers
-/// internally tagged enums), so the Python side uses this to point at the bad qdisc.
-/// `field` of the error is the parameter name, or empty.
-#[pyfunction]
-fn validate_qdisc(py: Python<'_>, qdisc_json: &str) -> PyResult<()> {
-    let spec: QdiscSpec = serde_json::from_str(qdisc_json).map_err(|e| {
-        let message = if e.is_syntax() || e.is_eof() {
-            e.to_string()
-        } else {
-            // Drop serde_json's " at line L column C": the text was generated, not typed.
-            let s = e.to_string();
-            match s.rfind(" at line ") {
-                Some(i) => s[..i].to_string(),
-                None => s,
-            }
-        };
-        to_py_err(
-            py,
-            CoreScenarioError {
-                field: String::new(),
-                message,
-            },
-        )
-    })?;
-    spec.validate()
-        .map_err(|(field, message)| to_py_err(py, CoreScenarioError { field, message }))
-}
-
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -86,6 +55,5 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
-    m.add_function(wrap_pyfunction!(validate_qdisc, m)?)?;
     Ok(())
 }
