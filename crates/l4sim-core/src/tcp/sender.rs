@@ -203,11 +203,18 @@ impl TcpSender {
 
     fn send_syn(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.pkt(now);
-        p.flags = flags::SYN | ecn::syn_flags(self.ecn_req);
-        // tcp_ecn_send_syn: the SYN itself is ECT only for NEEDS_ECN CCs (ECT(0): the CC has
-        // not chosen its codepoint before init).
-        if self.ecn_req != EcnRequest::None && self.cc.flags().needs_ecn {
-            p.ecn = Ecn::Ect0;
+        // tcp_ecn_clear_syn (tcp_ecn_fallback=1): a retransmitted SYN carries no ECN request
+        // on the wire, but the socket still interprets the SYN/ACK per its original request
+        // (a SYN/ACK answering the first SYN still enables ECN).
+        if self.syn_retries == 0 {
+            p.flags = flags::SYN | ecn::syn_flags(self.ecn_req);
+            // tcp_ecn_send_syn: the SYN itself is ECT only for NEEDS_ECN CCs (ECT(0): the CC
+            // has not chosen its codepoint before init).
+            if self.ecn_req != EcnRequest::None && self.cc.flags().needs_ecn {
+                p.ecn = Ecn::Ect0;
+            }
+        } else {
+            p.flags = flags::SYN;
         }
         out.push(p);
         self.syn_at = now + (TCP_TIMEOUT_INIT << self.syn_retries.min(7)).min(TCP_RTO_MAX);
@@ -611,10 +618,8 @@ impl TcpSender {
         match self.phase {
             Phase::SynSent => {
                 if now >= self.syn_at {
-                    // Retransmitted SYN: tcp_ecn_clear_syn drops the ECN request.
                     self.syn_retries += 1;
                     self.stats.syn_retrans += 1;
-                    self.ecn_req = EcnRequest::None;
                     self.send_syn(now, out);
                 }
                 return;

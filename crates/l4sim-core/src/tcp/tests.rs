@@ -414,6 +414,40 @@ fn retransmitted_syn_drops_the_ecn_request_after_one_second() {
 }
 
 #[test]
+fn lost_synack_keeps_the_listeners_accecn_answer_on_both_sides() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::Accecn),
+        spec(EcnSysctl::Accecn),
+        Some(10_000),
+    );
+    let mut first = true;
+    h.rev_drop = Box::new(move |p| {
+        let drop = p.has(flags::SYN) && first;
+        first &= !p.has(flags::SYN);
+        drop
+    });
+    h.start();
+    h.run(3 * SEC);
+    assert_eq!(h.s.stats.syn_retrans, 1);
+    // The retransmitted SYN carries no ECN bits on the wire ...
+    let syns: Vec<&Packet> = h
+        .fwd
+        .iter()
+        .map(|(_, p, _)| p)
+        .filter(|p| p.has(flags::SYN))
+        .collect();
+    assert_eq!(syns.len(), 2);
+    assert!(syns[1].flags & (flags::AE | flags::CWR | flags::ECE) == 0);
+    // ... but the listener's request socket answers as it did the first time.
+    assert_eq!(h.r.stats.ecn_mode, EcnMode::AccEcn);
+    assert_eq!(h.s.stats.ecn_mode, EcnMode::AccEcn);
+    assert!(h.s.stats.completed_at != NEVER);
+}
+
+#[test]
 fn rfc3168_mode_sends_ect0_on_new_data_only() {
     let mut h = Harness::new(
         10.0,
