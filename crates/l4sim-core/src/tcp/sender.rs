@@ -102,7 +102,6 @@ pub struct TcpSender {
     /// RTO retransmissions since snd_una last advanced (`icsk_retransmits`).
     retransmits: u32,
     timer: Option<(Timer, SimTime)>,
-    paced: bool,
     /// EDT departure stamp (`tcp_wstamp_ns`) and the pending pacing wakeup.
     wstamp: SimTime,
     pace_at: SimTime,
@@ -168,7 +167,6 @@ impl TcpSender {
             rto: TCP_TIMEOUT_INIT,
             retransmits: 0,
             timer: None,
-            paced: false,
             wstamp: 0,
             pace_at: NEVER,
             data_segs_out: 0,
@@ -267,7 +265,6 @@ impl TcpSender {
         self.sk.snd_cwnd = self.spec.init_cwnd;
         self.sk.snd_cwnd_stamp = now;
         self.cc.init(&mut self.sk);
-        self.paced = self.spec.fq_pacing || self.sk.pacing_needed;
         self.stats.ecn_mode = mode;
         self.stats.data_ecn = match mode {
             EcnMode::None => Ecn::NotEct,
@@ -427,7 +424,7 @@ impl TcpSender {
         self.stats.data_pkts_sent += 1;
         self.data_segs_out += 1;
         // tcp_update_skb_after_send: EDT stamp advances by payload/pacing_rate.
-        if self.paced {
+        if self.paced() {
             let prior = self.wstamp;
             self.wstamp = self.wstamp.max(now);
             let rate = self.sk.pacing_rate;
@@ -440,8 +437,13 @@ impl TcpSender {
         }
     }
 
+    /// Paced when the host has fq (EDT) or the CC asked for pacing (SK_PACING_NEEDED).
+    fn paced(&self) -> bool {
+        self.spec.fq_pacing || self.sk.pacing_needed
+    }
+
     fn pacing_blocked(&mut self, now: SimTime) -> bool {
-        if self.paced && self.wstamp > now {
+        if self.paced() && self.wstamp > now {
             self.pace_at = self.wstamp;
             return true;
         }
@@ -551,11 +553,11 @@ impl TcpSender {
 
     /// `tcp_retransmit_skb` of a lost segment: it is in flight again (SACKED_RETRANS).
     fn retransmit_one(&mut self, seq: u32, now: SimTime, out: &mut Vec<Packet>) {
+        self.transmit(seq, now, out, true);
         let s = self.seg_mut(seq);
         s.st &= !S_QUEUED;
         s.st |= S_RETRANS;
         self.sk.retrans_out += 1;
-        self.transmit(seq, now, out, true);
     }
 
     // ---------------------------------------------------------------- timers
