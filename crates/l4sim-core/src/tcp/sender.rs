@@ -4,14 +4,25 @@
 //! on retransmitted SYNs as `tcp_ecn_clear_syn` with `tcp_ecn_fallback=1`), the SACK
 //! scoreboard, RACK-TLP loss detection, fast recovery with PRR, ECN-triggered CWR (RFC 3168
 //! ECE latch or AccECN ACE deltas), RTO with exponential backoff, delivery-rate samples,
-//! the CC hooks in Linux's order, and pacing (EDT departure stamps, enforced when the host
-//! has fq or the CC asks for pacing). Sequence numbers count segments; the SYN does not
-//! consume one. The handshake's third ACK is folded into the first data segment.
+//! the CC hooks in Linux's order, and pacing (EDT departure stamps advancing by
+//! payload/pacing_rate as `tcp_update_skb_after_send`, the first 10 segments unpaced,
+//! enforced when the host has fq or the CC asks for pacing). Sequence numbers count segments;
+//! the SYN does not consume one. The handshake's third ACK is folded into the first data
+//! segment.
+//!
+//! Per ACK (`tcp_ack`): SACK tagging, cumulative ACK and RTT sample, ECN feedback
+//! (`delivered_ce`, `rs.ece_delta`), `pkts_acked`, `in_ack_event`, the CA state machine
+//! (`tcp_fastretrans_alert`: RACK loss marking, Recovery/CWR entry, `ssthresh` before
+//! `set_state`), TLP bookkeeping, TLP/RTO timer, then `tcp_rate_gen` and either
+//! `cong_control` or PRR / `cong_avoid` + `tcp_update_pacing_rate`, then retransmissions and
+//! new data. Per-ACK work is amortised O(1): segments live in a ring indexed by sequence,
+//! SACKed ranges in a BTreeMap (only newly SACKed parts are visited), and RACK walks a
+//! send-time ordered intrusive list from which delivered and lost segments are unlinked.
 //!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
-//! of the RACK reordering window, TSO/GSO (one segment per packet, so Prague's TSO burst
-//! sizing is ignored), TSQ, jiffies rounding of timers (except TCP_TIMEOUT_MIN), the receive
-//! window (never limiting), cwnd restart after idle.
+//! of the RACK reordering window and of `tp->reordering`, TSO/GSO (one segment per packet, so
+//! Prague's TSO burst sizing is ignored), TSQ, jiffies rounding of timers (except
+//! TCP_TIMEOUT_MIN), the receive window (never limiting), cwnd restart after idle.
 
 use std::collections::VecDeque;
 
