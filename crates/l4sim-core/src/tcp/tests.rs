@@ -1143,6 +1143,34 @@ fn fq_pacing_spaces_packets_at_the_pacing_rate() {
 }
 
 #[test]
+fn cc_requested_pacing_is_enforced_without_fq() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.start();
+    h.run_until(SEC, |h| h.s.stats.established_at != NEVER);
+    // What a CC's init does with SK_PACING_NEEDED (BBR, Prague).
+    h.s.sk.pacing_needed = true;
+    h.run(3 * SEC);
+    let data: Vec<(SimTime, u32, u64)> = h.data().map(|(t, p, r)| (*t, p.payload, *r)).collect();
+    let mut exact = 0;
+    for i in 11..data.len() {
+        let (t0, len, rate) = data[i - 1];
+        let len_ns = len as u64 * SEC / rate;
+        let gap = data[i].0 - t0;
+        assert!(gap >= len_ns / 2, "packet {i}: gap {gap} < {}", len_ns / 2);
+        exact += (gap == len_ns) as usize;
+    }
+    // Packets released by the pacing timer leave exactly payload / pacing_rate apart.
+    assert!(exact * 4 > data.len(), "{exact} of {}", data.len());
+}
+
+#[test]
 fn pacing_rate_is_twice_cwnd_over_srtt_in_slow_start() {
     let s = TcpSpec {
         fq_pacing: true,
