@@ -264,6 +264,11 @@ impl TcpReceiver {
                 self.sack_retain(|(_, e)| e > rn);
             }
             self.event_data_recv(now);
+            // tcp_measure_rcv_mss marks a short segment ICSK_ACK_PUSHED; the application
+            // (iperf3) reads it at once and tcp_cleanup_rbuf then ACKs immediately.
+            if p.payload < self.spec.mss {
+                self.ack_now = true;
+            }
             self.ecn_check_ce(ce, now, out);
             self.ack_pending = true;
         } else {

@@ -1303,6 +1303,29 @@ fn random_loss_reordering_ack_loss_and_marks_keep_the_scoreboard_consistent() {
 }
 
 #[test]
+fn a_short_last_segment_is_acked_at_once() {
+    // 32 full segments + 100 bytes: after the 16 quick ACKs the odd last segment would wait
+    // for the delayed-ACK timer, but a short (pushed) segment read by the application is
+    // ACKed at once (tcp_cleanup_rbuf), so the transfer ends one RTT after it was sent.
+    let size = 1448 * 32 + 100;
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(size),
+    );
+    h.start();
+    h.run(2 * SEC);
+    let last = h.data().last().unwrap();
+    assert_eq!(last.1.payload, 100);
+    let done = h.s.stats.completed_at;
+    assert!(done - last.0 < 35 * MS, "{}", done - last.0);
+    assert_eq!(h.r.stats.acks_sent, 16 + 8 + 1);
+}
+
+#[test]
 fn sized_flow_completes_and_records_its_completion_time() {
     let mut h = Harness::new(
         10.0,
