@@ -21,8 +21,8 @@
 //!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
 //! of the RACK reordering window and of `tp->reordering`, TSO/GSO (one segment per packet, so
-//! Prague's TSO burst sizing is ignored), TSQ, jiffies rounding of timers (except
-//! TCP_TIMEOUT_MIN), the receive window (never limiting), cwnd restart after idle.
+//! Prague's TSO burst sizing is ignored), TSQ, timer-wheel slack (durations are rounded to
+//! jiffies, expiries are exact), the receive window (never limiting), cwnd restart after idle.
 
 use std::collections::VecDeque;
 
@@ -197,6 +197,12 @@ impl TcpSender {
     fn rto_min(&self) -> SimDuration {
         (self.spec.rto_min_ms * MS as f64).round() as SimDuration
     }
+    /// `usecs_to_jiffies`: timer durations are whole jiffies (rounded up), as Linux keeps
+    /// icsk_rto and the TLP/RACK timeouts.
+    fn jiffies(&self, d: SimDuration) -> SimDuration {
+        let j = SEC / self.spec.hz.max(1) as u64;
+        d.div_ceil(j) * j
+    }
     /// TCP_TIMEOUT_MIN: 2 jiffies.
     fn timeout_min(&self) -> SimDuration {
         2 * SEC / self.spec.hz.max(1) as u64
@@ -269,7 +275,7 @@ impl TcpSender {
         self.rtt.sample(rtt_us, 0, 0, rto_min_us);
         self.min_rtt.running_min(MIN_RTT_WIN, now, rtt_us * US);
         self.sync_rtt();
-        self.rto = self.rtt.rto();
+        self.rto = self.jiffies(self.rtt.rto());
         self.syn_at = NEVER;
         self.phase = Phase::Established;
         self.stats.established_at = now;
@@ -587,7 +593,7 @@ impl TcpSender {
         if matches!(self.timer, Some((Timer::Reo, _)) | Some((Timer::Tlp, _))) {
             // Offset the time elapsed since the head was sent.
             let delta = (self.head_tx_time() + self.rto) as i64 - now as i64;
-            rto = delta.max(1) as u64;
+            rto = self.jiffies(delta.max(1) as u64);
         }
         self.timer = Some((Timer::Rto, now + rto.min(TCP_RTO_MAX)));
     }
@@ -598,7 +604,7 @@ impl TcpSender {
             return false;
         }
         let mut timeout = if self.rtt.srtt_us > 0 {
-            let t = (self.rtt.srtt_us >> 2) * US;
+            let t = self.jiffies((self.rtt.srtt_us >> 2) * US);
             t + if self.sk.packets_out == 1 {
                 self.rto_min()
             } else {
@@ -613,7 +619,7 @@ impl TcpSender {
             (self.head_tx_time() + self.rto) as i64 - now as i64
         };
         if rto_delta > 0 {
-            timeout = timeout.min(rto_delta as u64);
+            timeout = timeout.min(self.jiffies(rto_delta as u64));
         }
         self.timer = Some((Timer::Tlp, now + timeout));
         true
@@ -761,7 +767,7 @@ impl TcpSender {
             self.xmit_retransmit_queue(now, out);
         }
         if timeout > 0 {
-            self.timer = Some((Timer::Reo, now + timeout + self.timeout_min()));
+            self.timer = Some((Timer::Reo, now + self.jiffies(timeout) + self.timeout_min()));
         } else if !matches!(self.timer, Some((Timer::Rto, _))) {
             self.rearm_rto(now);
         }
@@ -803,7 +809,7 @@ impl TcpSender {
         self.rack.advanced = false;
         let timeout = self.rack_detect_loss(now);
         if timeout > 0 {
-            self.timer = Some((Timer::Reo, now + timeout + self.timeout_min()));
+            self.timer = Some((Timer::Reo, now + self.jiffies(timeout) + self.timeout_min()));
             return true;
         }
         false
@@ -1135,7 +1141,7 @@ impl TcpSender {
                 self.sk.snd_nxt,
                 rto_min_us,
             );
-            self.rto = self.rtt.rto();
+            self.rto = self.jiffies(self.rtt.rto());
             self.sync_rtt();
         }
         // ECN feedback.
