@@ -75,6 +75,8 @@ pub struct TcpReceiver {
     comp_at: SimTime,
     // ECN.
     demand_cwr: bool,
+    /// An ECT or CE data segment was received (TCP_ECN_SEEN).
+    ecn_seen: bool,
     dctcp_ce_state: bool,
     prior_rcv_nxt: u32,
     received_ce: u64,
@@ -128,6 +130,7 @@ impl TcpReceiver {
             compressed_ack_rcv_nxt: 0,
             comp_at: NEVER,
             demand_cwr: false,
+            ecn_seen: false,
             dctcp_ce_state: false,
             prior_rcv_nxt: 0,
             received_ce: 0,
@@ -269,13 +272,13 @@ impl TcpReceiver {
             if p.payload < self.spec.mss {
                 self.ack_now = true;
             }
-            self.ecn_check_ce(ce, now, out);
+            self.ecn_check_ce(p.ecn, now, out);
             self.ack_pending = true;
         } else {
             self.stats.ooo_pkts += 1;
             let iv = self.ooo_insert(seq, p.payload as u64);
             self.sack_new_ofo(iv);
-            self.ecn_check_ce(ce, now, out);
+            self.ecn_check_ce(p.ecn, now, out);
             self.ack_pending = true;
         }
         self.prior_rcv_nxt = self.rcv_nxt;
@@ -355,25 +358,39 @@ impl TcpReceiver {
         self.lrcvtime = now;
     }
 
-    /// `tcp_ecn_check_ce`: RFC 3168 latch or DCTCP-style echo.
-    fn ecn_check_ce(&mut self, ce: bool, now: SimTime, out: &mut Vec<Packet>) {
+    /// `__tcp_ecn_check_ce`: RFC 3168 latch or DCTCP-style echo (the receiving CC's
+    /// CA_EVENT_ECN_IS_CE / ECN_NO_CE), per the data packet's IP-ECN field.
+    fn ecn_check_ce(&mut self, ecn: Ecn, now: SimTime, out: &mut Vec<Packet>) {
         if self.mode != EcnMode::Rfc3168 {
             return;
         }
-        if self.cc_flags.dctcp_echo {
-            if ce != self.dctcp_ce_state {
-                // Send any delayed ACK with the old CE state first, then ACK at once.
-                if self.delack_at != NEVER {
-                    let prior = self.prior_rcv_nxt;
-                    self.send_ack_seq(prior, self.dctcp_ce_state, now, out);
+        match ecn {
+            Ecn::NotEct => {
+                // "Funny extension": a Not-ECT segment after ECT ones is probably a
+                // retransmission; ACK quickly.
+                if self.ecn_seen {
+                    self.enter_quickack_mode(2);
                 }
-                self.ack_now = true;
             }
-            self.dctcp_ce_state = ce;
-            self.demand_cwr = ce;
-        } else if ce && !self.demand_cwr {
-            self.enter_quickack_mode(2);
-            self.demand_cwr = true;
+            Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce => {
+                let ce = ecn == Ecn::Ce;
+                if self.cc_flags.dctcp_echo {
+                    if ce != self.dctcp_ce_state {
+                        // Send any delayed ACK with the old CE state first, then ACK at once.
+                        if self.delack_at != NEVER {
+                            let prior = self.prior_rcv_nxt;
+                            self.send_ack_seq(prior, self.dctcp_ce_state, now, out);
+                        }
+                        self.ack_now = true;
+                    }
+                    self.dctcp_ce_state = ce;
+                    self.demand_cwr = ce;
+                } else if ce && !self.demand_cwr {
+                    self.enter_quickack_mode(2);
+                    self.demand_cwr = true;
+                }
+                self.ecn_seen = true;
+            }
         }
     }
 

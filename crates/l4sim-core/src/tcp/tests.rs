@@ -761,6 +761,46 @@ fn sack_compression_holds_dup_acks_until_six_ce_marks_force_one() {
 }
 
 #[test]
+fn rfc3168_receiver_quick_acks_a_not_ect_segment_after_ect_ones() {
+    let p = params(None);
+    let mut r = TcpReceiver::with_cc_flags(
+        &p,
+        &spec(EcnSysctl::Classic),
+        CcFlags::default(),
+        Rng::new(1, 2),
+    );
+    let mut out = Vec::new();
+    let mut syn = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
+    syn.flags = flags::SYN | ecn::syn_flags(EcnRequest::Classic);
+    r.on_packet(&syn, 0, &mut out);
+    assert!(out[0].has(flags::ECE) && !out[0].has(flags::CWR));
+    let mut seq = 0;
+    while r.stats.acks_sent < 17 {
+        r.on_packet(&data_pkt(seq, Ecn::Ect0), seq as u64 * MS, &mut out);
+        seq += 1;
+    }
+    // Even number of segments since the last ACK: the next ECT segment waits ...
+    out.clear();
+    if r.next_timer() == NEVER {
+        r.on_packet(&data_pkt(seq, Ecn::Ect0), seq as u64 * MS, &mut out);
+        seq += 1;
+    }
+    assert!(out.is_empty());
+    r.on_timer(r.next_timer(), &mut out);
+    out.clear();
+    // ... but a lone Not-ECT segment (a retransmission) is ACKed at once.
+    r.on_packet(
+        &data_pkt(seq, Ecn::NotEct),
+        seq as u64 * MS + 100 * MS,
+        &mut out,
+    );
+    assert_eq!(out.len(), 1);
+    assert!(out
+        .iter()
+        .all(|a| a.ecn == Ecn::NotEct && !a.has(flags::ECE)));
+}
+
+#[test]
 fn dctcp_style_receiver_mirrors_the_ce_state_of_each_packet() {
     let dctcp = CcFlags {
         needs_ecn: true,
