@@ -730,6 +730,8 @@ impl TcpSender {
 
     /// `tcp_send_loss_probe`.
     fn send_loss_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        // Pending while the handler runs: without a probe the RTO re-arms from the head.
+        self.timer = Some((Timer::Tlp, now));
         if self.tlp_high_seq.is_none() {
             self.tlp_retrans = false;
             let mut probed = false;
@@ -754,21 +756,25 @@ impl TcpSender {
 
     /// `tcp_rack_reo_timeout`.
     fn rack_reo_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        // The REO timer stays "pending" while its handler runs (icsk_pending), so the RTO
+        // is re-armed relative to the head's send time. Segments not yet expired wait for
+        // the next ACK (the new timeout is not re-armed here, as in Linux).
+        self.timer = Some((Timer::Reo, now));
         let prior_inflight = self.sk.packets_in_flight();
-        let timeout = self.rack_detect_loss(now);
+        let prior_lost = self.sk.lost;
+        self.rack_detect_loss(now);
         if prior_inflight != self.sk.packets_in_flight() {
             if self.sk.ca_state != CaState::Recovery {
                 self.enter_recovery(false);
                 if !self.cc.has_cong_control() {
+                    let newly_lost = (self.sk.lost - prior_lost) as u32;
                     let sk = &mut self.sk;
-                    self.prr.reduce(sk, 1, 0, false);
+                    self.prr.reduce(sk, 1, newly_lost, false);
                 }
             }
             self.xmit_retransmit_queue(now, out);
         }
-        if timeout > 0 {
-            self.timer = Some((Timer::Reo, now + self.jiffies(timeout) + self.timeout_min()));
-        } else if !matches!(self.timer, Some((Timer::Rto, _))) {
+        if !matches!(self.timer, Some((Timer::Rto, _))) {
             self.rearm_rto(now);
         }
     }
