@@ -1406,3 +1406,26 @@ fn bench_one_gigabit_bulk_flow() {
         h.s.stats.rto_count
     );
 }
+
+#[test]
+fn a_one_byte_flow_completes_in_one_round_trip_after_the_handshake() {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1),
+    );
+    h.start();
+    h.run(SEC);
+    assert_eq!(h.r.stats.bytes_delivered, 1);
+    assert_eq!(h.data().count(), 1);
+    let rtt = h.s.stats.established_at;
+    assert!(
+        h.s.stats.completed_at <= 2 * rtt + MS,
+        "{}",
+        h.s.stats.completed_at
+    );
+    assert_eq!(h.s.next_timer(), NEVER);
+}
