@@ -152,7 +152,8 @@ impl TcpReceiver {
         p
     }
 
-    /// Codepoint of our own packets in AccECN mode: ECT(1) for L4S (NEEDS_ACCECN) CCs.
+    /// Codepoint of our own ECT packets: ECT(1) for L4S (NEEDS_ACCECN) CCs, whose init sets
+    /// TCP_ECN_ECT_1 on the receiving socket too; ECT(0) otherwise.
     fn own_ect(&self) -> Ecn {
         if self.cc_flags.needs_accecn {
             Ecn::Ect1
@@ -483,6 +484,10 @@ impl TcpReceiver {
             EcnMode::Rfc3168 => {
                 if ece {
                     p.flags |= flags::ECE;
+                }
+                // A NEEDS_ECN socket (DCTCP, Prague) keeps ECT on pure ACKs (tcp_ecn_send).
+                if self.cc_flags.needs_ecn {
+                    p.ecn = self.own_ect();
                 }
             }
             EcnMode::AccEcn => {

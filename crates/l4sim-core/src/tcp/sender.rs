@@ -33,7 +33,9 @@ use super::rate::{RateSampler, TxInfo};
 use super::rtt::{MinMax, RttEstimator};
 use super::sack::SackedRanges;
 use super::{ConnParams, SenderStats, TcpSpec, MIN_RTT_WIN, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
-use crate::cc::{AckSample, AnyCc, CaEvent, CaState, CongestionControl, EcnMode, RateSample, Sock};
+use crate::cc::{
+    AckSample, AnyCc, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock,
+};
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime, MS, NEVER, SEC, US};
@@ -91,6 +93,8 @@ pub struct TcpSender {
     pub sk: Sock,
     pub cc: AnyCc,
     pub stats: SenderStats,
+    /// The CC's flags, read once (tests may override them before `connect`).
+    pub(crate) cc_flags: CcFlags,
     params: ConnParams,
     spec: TcpSpec,
     #[allow(dead_code)]
@@ -157,6 +161,7 @@ impl TcpSender {
         };
         TcpSender {
             sk,
+            cc_flags: cc.flags(),
             cc,
             stats,
             params: params.clone(),
@@ -211,7 +216,7 @@ impl TcpSender {
     /// Open the connection (send the SYN) at `now`.
     pub fn connect(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.sk.now = now;
-        self.ecn_req = ecn::syn_request(self.spec.ecn, self.cc.flags());
+        self.ecn_req = ecn::syn_request(self.spec.ecn, self.cc_flags);
         self.phase = Phase::SynSent;
         self.send_syn(now, out);
     }
@@ -225,7 +230,7 @@ impl TcpSender {
             p.flags = flags::SYN | ecn::syn_flags(self.ecn_req);
             // tcp_ecn_send_syn: the SYN itself is ECT only for NEEDS_ECN CCs (ECT(0): the CC
             // has not chosen its codepoint before init).
-            if self.ecn_req != EcnRequest::None && self.cc.flags().needs_ecn {
+            if self.ecn_req != EcnRequest::None && self.cc_flags.needs_ecn {
                 p.ecn = Ecn::Ect0;
             }
         } else {
@@ -267,7 +272,7 @@ impl TcpSender {
 
     fn on_synack(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
         self.ts_recent = pkt.ts_val;
-        let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc.flags());
+        let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc_flags);
         self.sk.ecn_mode = mode;
         // RTT sample of the SYN (timestamp echo covers retransmitted SYNs).
         let rtt_us = (now.saturating_sub(pkt.ts_ecr) / US).max(1);
@@ -395,6 +400,9 @@ impl TcpSender {
                         self.queue_cwr = false;
                         p.flags |= flags::CWR;
                     }
+                } else if self.cc_flags.needs_ecn {
+                    // tcp_ecn_send: only non-NEEDS_ECN sockets clear ECT on retransmissions.
+                    p.ecn = ect_of(&self.sk);
                 }
             }
             EcnMode::AccEcn => {

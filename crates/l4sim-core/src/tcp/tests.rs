@@ -473,6 +473,38 @@ fn rfc3168_mode_sends_ect0_on_new_data_only() {
 }
 
 #[test]
+fn needs_ecn_sockets_keep_ect_on_retransmissions_and_pure_acks_in_rfc3168_mode() {
+    let dctcp = CcFlags {
+        needs_ecn: true,
+        dctcp_echo: true,
+        ..Default::default()
+    };
+    let mut h = Harness::with_flags(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::Classic),
+        spec(EcnSysctl::Classic),
+        dctcp,
+        Some(200_000),
+    );
+    h.s.cc_flags = dctcp;
+    h.filter = first_tx_of(&[30]);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.stats.ecn_mode, EcnMode::Rfc3168);
+    assert_eq!(h.retransmitted_seqs(), vec![30]);
+    assert!(
+        h.fwd.iter().all(|(_, p, _)| p.ecn == Ecn::Ect0),
+        "SYN, data and retransmission"
+    );
+    assert!(
+        h.rev.iter().all(|(_, p)| p.ecn == Ecn::Ect0),
+        "SYN/ACK and ACKs"
+    );
+}
+
+#[test]
 fn accecn_mode_sends_every_packet_ect_without_cwr() {
     let mut h = Harness::new(
         10.0,
