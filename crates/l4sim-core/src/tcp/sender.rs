@@ -613,8 +613,10 @@ impl TcpSender {
         }
         let mut timeout = if self.rtt.srtt_us > 0 {
             let t = self.jiffies((self.rtt.srtt_us >> 2) * US);
+            // Delayed-ACK allowance with one segment out: the constant TCP_RTO_MIN (200 ms),
+            // whatever the route's rto_min.
             t + if self.sk.packets_out == 1 {
-                self.rto_min()
+                200 * MS
             } else {
                 self.timeout_min()
             }
