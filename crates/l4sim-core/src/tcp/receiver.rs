@@ -51,6 +51,8 @@ pub struct TcpReceiver {
     rtt: SimDuration,
     rto: SimDuration,
     rcv_nxt: u32,
+    /// `icsk_ack.rcv_mss`: starts at TCP_MSS_DEFAULT (536), then the largest segment seen.
+    rcv_mss: u32,
     /// rcv_nxt when the last ACK was sent (`rcv_wup`).
     rcv_wup: u32,
     unacked_bytes: u64,
@@ -112,6 +114,7 @@ impl TcpReceiver {
             rtt: 0,
             rto: TCP_TIMEOUT_INIT,
             rcv_nxt: 0,
+            rcv_mss: 536,
             rcv_wup: 0,
             unacked_bytes: 0,
             ooo: BTreeMap::new(),
@@ -216,6 +219,8 @@ impl TcpReceiver {
             self.stats.ce_received += 1;
         }
         let seq = p.seq;
+        // tcp_measure_rcv_mss: the largest segment seen is the receiver's MSS estimate.
+        self.rcv_mss = self.rcv_mss.max(p.payload);
         // tcp_replace_ts_recent: only from segments at or left of the last ACKed point.
         if seq <= self.rcv_wup {
             self.ts_recent = p.ts_val;
@@ -270,7 +275,7 @@ impl TcpReceiver {
             self.event_data_recv(now);
             // tcp_measure_rcv_mss marks a short segment ICSK_ACK_PUSHED; the application
             // (iperf3) reads it at once and tcp_cleanup_rbuf then ACKs immediately.
-            if p.payload < self.spec.mss {
+            if p.payload < self.rcv_mss {
                 self.ack_now = true;
             }
             self.ecn_check_ce(p.ecn, now, out);
@@ -400,7 +405,7 @@ impl TcpReceiver {
         if !self.ack_pending {
             return;
         }
-        if self.unacked_bytes > self.spec.mss as u64 || self.quick > 0 || self.ack_now {
+        if self.unacked_bytes > self.rcv_mss as u64 || self.quick > 0 || self.ack_now {
             self.send_ack(now, out);
             return;
         }
