@@ -15,7 +15,9 @@
 //! PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
 //! of the RACK window from DSACKs; AccECN feedback through the ACE field only (no AccECN
 //! option); the handshake's third ACK is folded into the first data segment; the receive
-//! window never limits; HZ only matters for TCP_TIMEOUT_MIN (2 jiffies, TLP/RACK slack).
+//! window never limits; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK
+//! timer durations (`usecs_to_jiffies`), and TCP_TIMEOUT_MIN (2 jiffies); timers themselves
+//! fire at exact times (no timer-wheel slack) and the receiver's delayed-ACK timer is exact.
 
 use serde::{Deserialize, Serialize};
 
@@ -79,7 +81,8 @@ pub struct TcpSpec {
     pub rto_min_ms: f64,
     /// Payload bytes per segment (1448 with timestamps on a 1500-byte MTU).
     pub mss: u32,
-    /// Kernel HZ (jiffy length for TCP_TIMEOUT_MIN = 2 jiffies); Ubuntu kernels use 250.
+    /// Kernel HZ: the sender's RTO/TLP/RACK durations are whole jiffies, TCP_TIMEOUT_MIN is 2
+    /// jiffies. Ubuntu kernels use 250.
     pub hz: u32,
     /// `net.ipv4.tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`, percent.
     pub pacing_ss_ratio: u32,

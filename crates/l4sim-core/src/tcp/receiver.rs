@@ -51,6 +51,8 @@ pub struct TcpReceiver {
     rtt: SimDuration,
     rto: SimDuration,
     rcv_nxt: u32,
+    /// `icsk_ack.rcv_mss`: starts at TCP_MSS_DEFAULT (536), then the largest segment seen.
+    rcv_mss: u32,
     /// rcv_nxt when the last ACK was sent (`rcv_wup`).
     rcv_wup: u32,
     unacked_bytes: u64,
@@ -75,6 +77,8 @@ pub struct TcpReceiver {
     comp_at: SimTime,
     // ECN.
     demand_cwr: bool,
+    /// An ECT or CE data segment was received (TCP_ECN_SEEN).
+    ecn_seen: bool,
     dctcp_ce_state: bool,
     prior_rcv_nxt: u32,
     received_ce: u64,
@@ -110,6 +114,7 @@ impl TcpReceiver {
             rtt: 0,
             rto: TCP_TIMEOUT_INIT,
             rcv_nxt: 0,
+            rcv_mss: 536,
             rcv_wup: 0,
             unacked_bytes: 0,
             ooo: BTreeMap::new(),
@@ -128,6 +133,7 @@ impl TcpReceiver {
             compressed_ack_rcv_nxt: 0,
             comp_at: NEVER,
             demand_cwr: false,
+            ecn_seen: false,
             dctcp_ce_state: false,
             prior_rcv_nxt: 0,
             received_ce: 0,
@@ -149,7 +155,8 @@ impl TcpReceiver {
         p
     }
 
-    /// Codepoint of our own packets in AccECN mode: ECT(1) for L4S (NEEDS_ACCECN) CCs.
+    /// Codepoint of our own ECT packets: ECT(1) for L4S (NEEDS_ACCECN) CCs, whose init sets
+    /// TCP_ECN_ECT_1 on the receiving socket too; ECT(0) otherwise.
     fn own_ect(&self) -> Ecn {
         if self.cc_flags.needs_accecn {
             Ecn::Ect1
@@ -212,6 +219,8 @@ impl TcpReceiver {
             self.stats.ce_received += 1;
         }
         let seq = p.seq;
+        // tcp_measure_rcv_mss: the largest segment seen is the receiver's MSS estimate.
+        self.rcv_mss = self.rcv_mss.max(p.payload);
         // tcp_replace_ts_recent: only from segments at or left of the last ACKed point.
         if seq <= self.rcv_wup {
             self.ts_recent = p.ts_val;
@@ -264,13 +273,18 @@ impl TcpReceiver {
                 self.sack_retain(|(_, e)| e > rn);
             }
             self.event_data_recv(now);
-            self.ecn_check_ce(ce, now, out);
+            // tcp_measure_rcv_mss marks a short segment ICSK_ACK_PUSHED; the application
+            // (iperf3) reads it at once and tcp_cleanup_rbuf then ACKs immediately.
+            if p.payload < self.rcv_mss {
+                self.ack_now = true;
+            }
+            self.ecn_check_ce(p.ecn, now, out);
             self.ack_pending = true;
         } else {
             self.stats.ooo_pkts += 1;
             let iv = self.ooo_insert(seq, p.payload as u64);
             self.sack_new_ofo(iv);
-            self.ecn_check_ce(ce, now, out);
+            self.ecn_check_ce(p.ecn, now, out);
             self.ack_pending = true;
         }
         self.prior_rcv_nxt = self.rcv_nxt;
@@ -350,25 +364,39 @@ impl TcpReceiver {
         self.lrcvtime = now;
     }
 
-    /// `tcp_ecn_check_ce`: RFC 3168 latch or DCTCP-style echo.
-    fn ecn_check_ce(&mut self, ce: bool, now: SimTime, out: &mut Vec<Packet>) {
+    /// `__tcp_ecn_check_ce`: RFC 3168 latch or DCTCP-style echo (the receiving CC's
+    /// CA_EVENT_ECN_IS_CE / ECN_NO_CE), per the data packet's IP-ECN field.
+    fn ecn_check_ce(&mut self, ecn: Ecn, now: SimTime, out: &mut Vec<Packet>) {
         if self.mode != EcnMode::Rfc3168 {
             return;
         }
-        if self.cc_flags.dctcp_echo {
-            if ce != self.dctcp_ce_state {
-                // Send any delayed ACK with the old CE state first, then ACK at once.
-                if self.delack_at != NEVER {
-                    let prior = self.prior_rcv_nxt;
-                    self.send_ack_seq(prior, self.dctcp_ce_state, now, out);
+        match ecn {
+            Ecn::NotEct => {
+                // "Funny extension": a Not-ECT segment after ECT ones is probably a
+                // retransmission; ACK quickly.
+                if self.ecn_seen {
+                    self.enter_quickack_mode(2);
                 }
-                self.ack_now = true;
             }
-            self.dctcp_ce_state = ce;
-            self.demand_cwr = ce;
-        } else if ce && !self.demand_cwr {
-            self.enter_quickack_mode(2);
-            self.demand_cwr = true;
+            Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce => {
+                let ce = ecn == Ecn::Ce;
+                if self.cc_flags.dctcp_echo {
+                    if ce != self.dctcp_ce_state {
+                        // Send any delayed ACK with the old CE state first, then ACK at once.
+                        if self.delack_at != NEVER {
+                            let prior = self.prior_rcv_nxt;
+                            self.send_ack_seq(prior, self.dctcp_ce_state, now, out);
+                        }
+                        self.ack_now = true;
+                    }
+                    self.dctcp_ce_state = ce;
+                    self.demand_cwr = ce;
+                } else if ce && !self.demand_cwr {
+                    self.enter_quickack_mode(2);
+                    self.demand_cwr = true;
+                }
+                self.ecn_seen = true;
+            }
         }
     }
 
@@ -377,7 +405,7 @@ impl TcpReceiver {
         if !self.ack_pending {
             return;
         }
-        if self.unacked_bytes > self.spec.mss as u64 || self.quick > 0 || self.ack_now {
+        if self.unacked_bytes > self.rcv_mss as u64 || self.quick > 0 || self.ack_now {
             self.send_ack(now, out);
             return;
         }
@@ -461,6 +489,10 @@ impl TcpReceiver {
             EcnMode::Rfc3168 => {
                 if ece {
                     p.flags |= flags::ECE;
+                }
+                // A NEEDS_ECN socket (DCTCP, Prague) keeps ECT on pure ACKs (tcp_ecn_send).
+                if self.cc_flags.needs_ecn {
+                    p.ecn = self.own_ect();
                 }
             }
             EcnMode::AccEcn => {

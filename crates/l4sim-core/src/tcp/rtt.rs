@@ -3,7 +3,7 @@
 //!
 //! Linux keeps `srtt_us` scaled by 8 and `mdev_us` scaled by 4, in microseconds; this module
 //! does the same integer arithmetic so srtt/rttvar/RTO match the kernel's for a sample sequence.
-//! Jiffies rounding of the RTO (`usecs_to_jiffies`) is not modelled: the RTO is exact in us.
+//! `rto()` is exact in us; the sender rounds it up to whole jiffies (`usecs_to_jiffies`).
 
 use crate::time::{SimDuration, SimTime, US};
 

@@ -4,14 +4,25 @@
 //! on retransmitted SYNs as `tcp_ecn_clear_syn` with `tcp_ecn_fallback=1`), the SACK
 //! scoreboard, RACK-TLP loss detection, fast recovery with PRR, ECN-triggered CWR (RFC 3168
 //! ECE latch or AccECN ACE deltas), RTO with exponential backoff, delivery-rate samples,
-//! the CC hooks in Linux's order, and pacing (EDT departure stamps, enforced when the host
-//! has fq or the CC asks for pacing). Sequence numbers count segments; the SYN does not
-//! consume one. The handshake's third ACK is folded into the first data segment.
+//! the CC hooks in Linux's order, and pacing (EDT departure stamps advancing by
+//! payload/pacing_rate as `tcp_update_skb_after_send`, the first 10 segments unpaced,
+//! enforced when the host has fq or the CC asks for pacing). Sequence numbers count segments;
+//! the SYN does not consume one. The handshake's third ACK is folded into the first data
+//! segment.
+//!
+//! Per ACK (`tcp_ack`): SACK tagging, cumulative ACK and RTT sample, ECN feedback
+//! (`delivered_ce`, `rs.ece_delta`), `pkts_acked`, `in_ack_event`, the CA state machine
+//! (`tcp_fastretrans_alert`: RACK loss marking, Recovery/CWR entry, `ssthresh` before
+//! `set_state`), TLP bookkeeping, TLP/RTO timer, then `tcp_rate_gen` and either
+//! `cong_control` or PRR / `cong_avoid` + `tcp_update_pacing_rate`, then retransmissions and
+//! new data. Per-ACK work is amortised O(1): segments live in a ring indexed by sequence,
+//! SACKed ranges in a BTreeMap (only newly SACKed parts are visited), and RACK walks a
+//! send-time ordered intrusive list from which delivered and lost segments are unlinked.
 //!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
-//! of the RACK reordering window, TSO/GSO (one segment per packet, so Prague's TSO burst
-//! sizing is ignored), TSQ, jiffies rounding of timers (except TCP_TIMEOUT_MIN), the receive
-//! window (never limiting), cwnd restart after idle.
+//! of the RACK reordering window and of `tp->reordering`, TSO/GSO (one segment per packet, so
+//! Prague's TSO burst sizing is ignored), TSQ, timer-wheel slack (durations are rounded to
+//! jiffies, expiries are exact), the receive window (never limiting), cwnd restart after idle.
 
 use std::collections::VecDeque;
 
@@ -22,7 +33,9 @@ use super::rate::{RateSampler, TxInfo};
 use super::rtt::{MinMax, RttEstimator};
 use super::sack::SackedRanges;
 use super::{ConnParams, SenderStats, TcpSpec, MIN_RTT_WIN, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
-use crate::cc::{AckSample, AnyCc, CaEvent, CaState, CongestionControl, EcnMode, RateSample, Sock};
+use crate::cc::{
+    AckSample, AnyCc, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock,
+};
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime, MS, NEVER, SEC, US};
@@ -80,6 +93,8 @@ pub struct TcpSender {
     pub sk: Sock,
     pub cc: AnyCc,
     pub stats: SenderStats,
+    /// The CC's flags, read once (tests may override them before `connect`).
+    pub(crate) cc_flags: CcFlags,
     params: ConnParams,
     spec: TcpSpec,
     #[allow(dead_code)]
@@ -102,7 +117,6 @@ pub struct TcpSender {
     /// RTO retransmissions since snd_una last advanced (`icsk_retransmits`).
     retransmits: u32,
     timer: Option<(Timer, SimTime)>,
-    paced: bool,
     /// EDT departure stamp (`tcp_wstamp_ns`) and the pending pacing wakeup.
     wstamp: SimTime,
     pace_at: SimTime,
@@ -147,6 +161,7 @@ impl TcpSender {
         };
         TcpSender {
             sk,
+            cc_flags: cc.flags(),
             cc,
             stats,
             params: params.clone(),
@@ -168,7 +183,6 @@ impl TcpSender {
             rto: TCP_TIMEOUT_INIT,
             retransmits: 0,
             timer: None,
-            paced: false,
             wstamp: 0,
             pace_at: NEVER,
             data_segs_out: 0,
@@ -188,6 +202,12 @@ impl TcpSender {
     fn rto_min(&self) -> SimDuration {
         (self.spec.rto_min_ms * MS as f64).round() as SimDuration
     }
+    /// `usecs_to_jiffies`: timer durations are whole jiffies (rounded up), as Linux keeps
+    /// icsk_rto and the TLP/RACK timeouts.
+    fn jiffies(&self, d: SimDuration) -> SimDuration {
+        let j = SEC / self.spec.hz.max(1) as u64;
+        d.div_ceil(j) * j
+    }
     /// TCP_TIMEOUT_MIN: 2 jiffies.
     fn timeout_min(&self) -> SimDuration {
         2 * SEC / self.spec.hz.max(1) as u64
@@ -196,18 +216,25 @@ impl TcpSender {
     /// Open the connection (send the SYN) at `now`.
     pub fn connect(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.sk.now = now;
-        self.ecn_req = ecn::syn_request(self.spec.ecn, self.cc.flags());
+        self.ecn_req = ecn::syn_request(self.spec.ecn, self.cc_flags);
         self.phase = Phase::SynSent;
         self.send_syn(now, out);
     }
 
     fn send_syn(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.pkt(now);
-        p.flags = flags::SYN | ecn::syn_flags(self.ecn_req);
-        // tcp_ecn_send_syn: the SYN itself is ECT only for NEEDS_ECN CCs (ECT(0): the CC has
-        // not chosen its codepoint before init).
-        if self.ecn_req != EcnRequest::None && self.cc.flags().needs_ecn {
-            p.ecn = Ecn::Ect0;
+        // tcp_ecn_clear_syn (tcp_ecn_fallback=1): a retransmitted SYN carries no ECN request
+        // on the wire, but the socket still interprets the SYN/ACK per its original request
+        // (a SYN/ACK answering the first SYN still enables ECN).
+        if self.syn_retries == 0 {
+            p.flags = flags::SYN | ecn::syn_flags(self.ecn_req);
+            // tcp_ecn_send_syn: the SYN itself is ECT only for NEEDS_ECN CCs (ECT(0): the CC
+            // has not chosen its codepoint before init).
+            if self.ecn_req != EcnRequest::None && self.cc_flags.needs_ecn {
+                p.ecn = Ecn::Ect0;
+            }
+        } else {
+            p.flags = flags::SYN;
         }
         out.push(p);
         self.syn_at = now + (TCP_TIMEOUT_INIT << self.syn_retries.min(7)).min(TCP_RTO_MAX);
@@ -245,7 +272,7 @@ impl TcpSender {
 
     fn on_synack(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
         self.ts_recent = pkt.ts_val;
-        let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc.flags());
+        let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc_flags);
         self.sk.ecn_mode = mode;
         // RTT sample of the SYN (timestamp echo covers retransmitted SYNs).
         let rtt_us = (now.saturating_sub(pkt.ts_ecr) / US).max(1);
@@ -253,14 +280,13 @@ impl TcpSender {
         self.rtt.sample(rtt_us, 0, 0, rto_min_us);
         self.min_rtt.running_min(MIN_RTT_WIN, now, rtt_us * US);
         self.sync_rtt();
-        self.rto = self.rtt.rto();
+        self.rto = self.jiffies(self.rtt.rto());
         self.syn_at = NEVER;
         self.phase = Phase::Established;
         self.stats.established_at = now;
         self.sk.snd_cwnd = self.spec.init_cwnd;
         self.sk.snd_cwnd_stamp = now;
         self.cc.init(&mut self.sk);
-        self.paced = self.spec.fq_pacing || self.sk.pacing_needed;
         self.stats.ecn_mode = mode;
         self.stats.data_ecn = match mode {
             EcnMode::None => Ecn::NotEct,
@@ -374,6 +400,9 @@ impl TcpSender {
                         self.queue_cwr = false;
                         p.flags |= flags::CWR;
                     }
+                } else if self.cc_flags.needs_ecn {
+                    // tcp_ecn_send: only non-NEEDS_ECN sockets clear ECT on retransmissions.
+                    p.ecn = ect_of(&self.sk);
                 }
             }
             EcnMode::AccEcn => {
@@ -420,7 +449,7 @@ impl TcpSender {
         self.stats.data_pkts_sent += 1;
         self.data_segs_out += 1;
         // tcp_update_skb_after_send: EDT stamp advances by payload/pacing_rate.
-        if self.paced {
+        if self.paced() {
             let prior = self.wstamp;
             self.wstamp = self.wstamp.max(now);
             let rate = self.sk.pacing_rate;
@@ -433,8 +462,13 @@ impl TcpSender {
         }
     }
 
+    /// Paced when the host has fq (EDT) or the CC asked for pacing (SK_PACING_NEEDED).
+    fn paced(&self) -> bool {
+        self.spec.fq_pacing || self.sk.pacing_needed
+    }
+
     fn pacing_blocked(&mut self, now: SimTime) -> bool {
-        if self.paced && self.wstamp > now {
+        if self.paced() && self.wstamp > now {
             self.pace_at = self.wstamp;
             return true;
         }
@@ -544,11 +578,11 @@ impl TcpSender {
 
     /// `tcp_retransmit_skb` of a lost segment: it is in flight again (SACKED_RETRANS).
     fn retransmit_one(&mut self, seq: u32, now: SimTime, out: &mut Vec<Packet>) {
+        self.transmit(seq, now, out, true);
         let s = self.seg_mut(seq);
         s.st &= !S_QUEUED;
         s.st |= S_RETRANS;
         self.sk.retrans_out += 1;
-        self.transmit(seq, now, out, true);
     }
 
     // ---------------------------------------------------------------- timers
@@ -567,7 +601,7 @@ impl TcpSender {
         if matches!(self.timer, Some((Timer::Reo, _)) | Some((Timer::Tlp, _))) {
             // Offset the time elapsed since the head was sent.
             let delta = (self.head_tx_time() + self.rto) as i64 - now as i64;
-            rto = delta.max(1) as u64;
+            rto = self.jiffies(delta.max(1) as u64);
         }
         self.timer = Some((Timer::Rto, now + rto.min(TCP_RTO_MAX)));
     }
@@ -578,9 +612,11 @@ impl TcpSender {
             return false;
         }
         let mut timeout = if self.rtt.srtt_us > 0 {
-            let t = (self.rtt.srtt_us >> 2) * US;
+            let t = self.jiffies((self.rtt.srtt_us >> 2) * US);
+            // Delayed-ACK allowance with one segment out: the constant TCP_RTO_MIN (200 ms),
+            // whatever the route's rto_min.
             t + if self.sk.packets_out == 1 {
-                self.rto_min()
+                200 * MS
             } else {
                 self.timeout_min()
             }
@@ -593,7 +629,7 @@ impl TcpSender {
             (self.head_tx_time() + self.rto) as i64 - now as i64
         };
         if rto_delta > 0 {
-            timeout = timeout.min(rto_delta as u64);
+            timeout = timeout.min(self.jiffies(rto_delta as u64));
         }
         self.timer = Some((Timer::Tlp, now + timeout));
         true
@@ -611,10 +647,8 @@ impl TcpSender {
         match self.phase {
             Phase::SynSent => {
                 if now >= self.syn_at {
-                    // Retransmitted SYN: tcp_ecn_clear_syn drops the ECN request.
                     self.syn_retries += 1;
                     self.stats.syn_retrans += 1;
-                    self.ecn_req = EcnRequest::None;
                     self.send_syn(now, out);
                 }
                 return;
@@ -706,6 +740,8 @@ impl TcpSender {
 
     /// `tcp_send_loss_probe`.
     fn send_loss_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        // Pending while the handler runs: without a probe the RTO re-arms from the head.
+        self.timer = Some((Timer::Tlp, now));
         if self.tlp_high_seq.is_none() {
             self.tlp_retrans = false;
             let mut probed = false;
@@ -730,21 +766,25 @@ impl TcpSender {
 
     /// `tcp_rack_reo_timeout`.
     fn rack_reo_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        // The REO timer stays "pending" while its handler runs (icsk_pending), so the RTO
+        // is re-armed relative to the head's send time. Segments not yet expired wait for
+        // the next ACK (the new timeout is not re-armed here, as in Linux).
+        self.timer = Some((Timer::Reo, now));
         let prior_inflight = self.sk.packets_in_flight();
-        let timeout = self.rack_detect_loss(now);
+        let prior_lost = self.sk.lost;
+        self.rack_detect_loss(now);
         if prior_inflight != self.sk.packets_in_flight() {
             if self.sk.ca_state != CaState::Recovery {
                 self.enter_recovery(false);
                 if !self.cc.has_cong_control() {
+                    let newly_lost = (self.sk.lost - prior_lost) as u32;
                     let sk = &mut self.sk;
-                    self.prr.reduce(sk, 1, 0, false);
+                    self.prr.reduce(sk, 1, newly_lost, false);
                 }
             }
             self.xmit_retransmit_queue(now, out);
         }
-        if timeout > 0 {
-            self.timer = Some((Timer::Reo, now + timeout + self.timeout_min()));
-        } else if !matches!(self.timer, Some((Timer::Rto, _))) {
+        if !matches!(self.timer, Some((Timer::Rto, _))) {
             self.rearm_rto(now);
         }
     }
@@ -785,7 +825,7 @@ impl TcpSender {
         self.rack.advanced = false;
         let timeout = self.rack_detect_loss(now);
         if timeout > 0 {
-            self.timer = Some((Timer::Reo, now + timeout + self.timeout_min()));
+            self.timer = Some((Timer::Reo, now + self.jiffies(timeout) + self.timeout_min()));
             return true;
         }
         false
@@ -1117,7 +1157,7 @@ impl TcpSender {
                 self.sk.snd_nxt,
                 rto_min_us,
             );
-            self.rto = self.rtt.rto();
+            self.rto = self.jiffies(self.rtt.rto());
             self.sync_rtt();
         }
         // ECN feedback.
