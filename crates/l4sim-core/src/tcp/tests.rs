@@ -1413,32 +1413,6 @@ fn sized_flow_completes_and_records_its_completion_time() {
     assert_eq!(h.s.in_flight(), 0);
 }
 
-/// Speed check (not run by default): a 1 Gbit/s bulk flow with a 1-BDP buffer for 10 s.
-#[test]
-#[ignore]
-fn bench_one_gigabit_bulk_flow() {
-    let mut h = Harness::new(
-        1000.0,
-        20.0,
-        1700,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        None,
-    );
-    h.start();
-    let t = std::time::Instant::now();
-    h.run(10 * SEC);
-    let el = t.elapsed().as_secs_f64();
-    let pkts = h.fwd.len() + h.rev.len();
-    eprintln!(
-        "{pkts} packets in {el:.2} s = {:.2} Mpkt/s; goodput {:.1} Mbit/s, recoveries {}, rto {}",
-        pkts as f64 / el / 1e6,
-        h.r.stats.bytes_delivered as f64 * 8.0 / 10.0 / 1e6,
-        h.s.stats.fast_recoveries,
-        h.s.stats.rto_count
-    );
-}
-
 #[test]
 fn a_one_byte_flow_completes_in_one_round_trip_after_the_handshake() {
     let mut h = Harness::new(
