@@ -11,6 +11,11 @@ For each: packets through the bottleneck per wall-clock second, engine events pe
 the speed-up over real time (simulated seconds / wall seconds), plus the machine (CPU model
 from /proc/cpuinfo, cores). ``--quick`` runs 10 s instead of 60 s; ``--json`` prints one JSON
 object. Run it on an otherwise idle machine: the figures are wall-clock measurements.
+
+It also measures the study throughput: runs per minute for the ANRW'24 grid (Prague vs CUBIC,
+nine AQMs x five buffers x two CUBIC ECN cases, 60 s runs) on all local cores, through the
+study runner and results store exactly as ``l4sim study run`` does (one trial per cell, 90
+runs; ``--quick``: 20 s runs; ``--no-study`` skips it).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -97,12 +103,35 @@ def bench_one(key: str, duration: float, repeat: int) -> dict[str, Any]:
     return best
 
 
+def bench_study(duration: float) -> dict[str, Any]:
+    """Runs per wall-minute for one trial of the ANRW'24 grid on all local cores."""
+    from l4sim import presets
+    from l4sim.runner import run_study
+
+    study = presets.get("anrw24").with_overrides(trials=1, duration=duration)
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        out = run_study(study, os.path.join(d, "store"), progress=False)
+        wall = time.perf_counter() - t0
+    runs = len(study)
+    return {
+        "study": "anrw24",
+        "runs": runs,
+        "run_seconds": duration,
+        "failed": out.errors,
+        "wall_seconds": wall,
+        "runs_per_minute": runs / wall * 60.0,
+        "jobs": os.cpu_count(),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="10 s simulated per scenario instead of 60 s")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest counts (default 1)")
     ap.add_argument("--only", choices=sorted(SCENARIOS), action="append", help="run only this scenario (repeatable)")
+    ap.add_argument("--no-study", action="store_true", help="skip the ANRW'24 study-throughput measurement")
     args = ap.parse_args(argv)
 
     duration = 10.0 if args.quick else 60.0
@@ -113,9 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.json:
             print(f"running {key} ({duration:g} s simulated) ...", file=sys.stderr, flush=True)
         rows.append(bench_one(key, duration, max(1, args.repeat)))
+    study = None
+    if not args.no_study:
+        study_duration = 20.0 if args.quick else 60.0
+        if not args.json:
+            print(f"running the ANRW'24 grid, 1 trial x {study_duration:g} s ...", file=sys.stderr, flush=True)
+        study = bench_study(study_duration)
 
     if args.json:
-        print(json.dumps({"machine": info, "duration": duration, "results": rows}))
+        print(json.dumps({"machine": info, "duration": duration, "results": rows, "study": study}))
         return 0
     print(
         f"machine: {info['cpu']}, {info['cores']} cores ({info['usable_cores']} usable), "
@@ -128,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{r['label'] + f' ({duration:g} s)':<68} {r['pkts_per_wall_s']:>12,.0f} "
             f"{r['events_per_s']:>12,.0f} {r['speedup']:>8.1f}x"
+        )
+    if study is not None:
+        print(
+            f"study throughput: ANRW'24 grid, {study['runs']} runs of {study['run_seconds']:g} s on "
+            f"{study['jobs']} cores in {study['wall_seconds']:.1f} s = {study['runs_per_minute']:.0f} runs/minute"
         )
     return 0
 
