@@ -216,3 +216,24 @@ def test_missing_fifo_limit_is_reported_on_the_qdisc(minimal):
     e = _error(minimal)
     assert e.field.startswith("topology.bottleneck.qdisc")
     assert "limit" in e.message
+
+
+def test_a_scenario_file_can_name_a_study_point_by_its_factors(tmp_path):
+    p = tmp_path / "point.toml"
+    p.write_text(
+        'name = "pt"\nduration = 5\n[factors]\naqm = "DualPI2"\nn_bdp = 2\nbtl_capacity = 100\n'
+        'base_rtt = 10\nrx_classic_ecn = "classic"\ntx_classic_ecn = "classic"\n'
+    )
+    sc = l4sim.Scenario.from_file(p)
+    assert sc.data["name"] == "pt"
+    assert sc.data["duration"] == 5
+    assert sc.data["topology"]["bottleneck"]["qdisc"]["kind"] == "dualpi2"
+    assert [f["name"] for f in sc.data["flows"]] == ["l4s", "classic"]
+
+
+def test_an_unknown_factor_in_a_scenario_file_names_it(tmp_path):
+    p = tmp_path / "point.toml"
+    p.write_text('[factors]\naqm = "FIFO"\nn_bdp = 2\nbtl_capacity = 100\nbase_rtt = 10\nbogus = 1\n')
+    with pytest.raises(l4sim.ScenarioError) as e:
+        l4sim.Scenario.from_file(p)
+    assert "factors.bogus" in str(e.value)

@@ -246,6 +246,8 @@ def normalize(data: Any) -> dict[str, Any]:
     d = _plain(data)
     if not isinstance(d, dict):
         raise scenario_error("", f"a scenario must be a table (dict), got {type(data).__name__}")
+    if "factors" in d:
+        d = _from_factors_table(d)
     topo = d.get("topology")
     if isinstance(topo, dict):
         topo.setdefault("kind", "dumbbell")
@@ -286,6 +288,38 @@ def normalize(data: Any) -> dict[str, Any]:
     elif flows is not None:
         raise scenario_error("flows", f"expected a list of flows, got {flows!r}")
     return d
+
+
+def _from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
+    """A scenario given as one point of the study's design: a ``[factors]`` table with the
+    study's factor names (see ``l4sim.factors``), plus optional ``name``, ``seed``,
+    ``duration`` and ``sample_interval`` at the top level."""
+    from l4sim.factors import scenario_from_factors
+
+    factors = d["factors"]
+    if not isinstance(factors, dict):
+        raise scenario_error("factors", f"expected a table of study factors, got {factors!r}")
+    clash = [k for k in ("topology", "flows") if k in d]
+    if clash:
+        raise scenario_error(clash[0], "give either [factors] or topology/flows, not both")
+    top = {k: v for k, v in d.items() if k != "factors"}
+    unknown = sorted(set(top) - {"name", "seed", "duration", "sample_interval"})
+    if unknown:
+        raise scenario_error(unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)")
+    args = dict(factors)
+    for k in ("seed", "duration", "sample_interval"):
+        if k in top:
+            args[k] = top[k]
+    try:
+        out = scenario_from_factors(**args)
+    except ScenarioError as e:
+        field = getattr(e, "field", "")
+        if field in factors:
+            raise scenario_error(f"factors.{field}", getattr(e, "message", str(e))) from None
+        raise
+    if "name" in top:
+        out["name"] = top["name"]
+    return out
 
 
 def _from_core(e: ScenarioError, source: str | None, data: dict[str, Any] | None = None) -> ScenarioError:
