@@ -41,18 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# The study's AQM order (rows of every heatmap). Kept in sync with l4sim.factors.AQMS.
-AQMS: tuple[str, ...] = (
-    "FIFO",
-    "single_queue_FQ",
-    "Codel",
-    "FQ",
-    "FQ_Codel",
-    "FQ_Codel_L4S",
-    "pie_drop",
-    "Codel_drop",
-    "DualPI2",
-)
+from l4sim.factors import AQMS  # the study's AQM order (rows of every heatmap)
+
 ECN_MODES = ("none", "classic", "accecn")
 
 # Factor order of the study's dictionary: also the column order of exports.
