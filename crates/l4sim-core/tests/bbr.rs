@@ -190,3 +190,16 @@ fn verdict_fq_gives_prague_and_bbrv2_about_even_shares() {
     let (s, _, _) = prague_vs_bbr2(q, "none");
     assert!((s - 0.5).abs() < 0.1, "Prague share {s}");
 }
+
+#[test]
+fn verdict_bbrv1_dominates_prague_in_a_half_bdp_fifo() {
+    let r = run(&dumbbell(
+        20.0,
+        MBPS,
+        RTT,
+        bfifo(0.5),
+        vec![prague(), classic(json!({"name": "bbr"}), "none")],
+    ));
+    let s = share(&r);
+    assert!(s < 0.25, "Prague share {s}");
+}
