@@ -5,7 +5,8 @@ Scenarios (dumbbell, 10 ms base RTT, 2 x BDP buffer, 60 s):
 
 * ``cubic_100m``: 100 Mbit/s bfifo, CUBIC vs CUBIC (the standard scenario);
 * ``cubic_1g``: the same at 1 Gbit/s;
-* ``prague_dualpi2_100m``: 100 Mbit/s DualPI2 (5 ms), TCP Prague (AccECN) vs CUBIC.
+* ``prague_dualpi2_100m``: 100 Mbit/s DualPI2 (5 ms), TCP Prague (AccECN) vs CUBIC;
+* ``bbr2_dualpi2_100m``: the same with BBRv2 (v2alpha defaults) as the classic flow.
 
 For each: packets through the bottleneck per wall-clock second, engine events per second and
 the speed-up over real time (simulated seconds / wall seconds), plus the machine (CPU model
@@ -47,6 +48,10 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "prague_dualpi2_100m": (
         "100 Mbit/s, 10 ms, 2 x BDP DualPI2 (5 ms), Prague vs CUBIC",
         dict(COMMON, btl_capacity=100, aqm="DualPI2"),
+    ),
+    "bbr2_dualpi2_100m": (
+        "100 Mbit/s, 10 ms, 2 x BDP DualPI2 (5 ms), Prague vs BBRv2",
+        dict(COMMON, btl_capacity=100, aqm="DualPI2", cc_classic="bbr2"),
     ),
 }
 
