@@ -93,6 +93,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_reproduce_anrw24)
 
+    from l4sim import validate
+
+    validate.register(subparsers)
+
 
 def _err(msg: str) -> int:
     print(f"error: {msg}", file=sys.stderr)

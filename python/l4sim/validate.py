@@ -1,0 +1,471 @@
+"""``l4sim validate``: the simulator against the testbed reference data, cell by cell.
+
+The reference (``testbed_prague_vs_cubic.csv``, a copy ships as
+``presets/anrw24_testbed.csv``) holds, per configuration (case, AQM, buffer, rate, RTT,
+threshold, fallback, receiver ECN settings, CCs), the mean and standard deviation over 10
+trials of 60 s of both flows' throughput and queueing delay, with the study's metric
+definitions (docs/study.md). Every configuration becomes a study point (factor names of
+``l4sim.study``); trials are seeds (``H + trial``, as every study); the runs go through the
+ordinary runner into a results store (resumable, shared with ``reproduce anrw24``: the same
+scenario + seed + model version is the same run key), and ``analysis.cells`` averages them.
+
+Comparison, per cell (simulated mean over the trials vs testbed mean):
+
+* throughput and queueing delay of both flows: difference, and two spread checks:
+  ``tb_in_sim`` = the testbed mean lies in the simulated trials' range widened to
+  mean +- 2 x std (std over trials; 0 when every trial is the same), and ``sim_in_tb`` =
+  the simulated mean lies in testbed mean +- 2 x testbed std (the reference gives only
+  mean and std, so +- 2 std stands for "the trials' spread" on both sides);
+* share error ``S_sim - S_tb`` (S = T_l4s / (T_l4s + T_classic) from the trial means);
+* delay error per flow, within tolerance when ``|Q_sim - Q_tb| <= max(1 ms, 25 % of Q_tb)``;
+* verdict class (``analysis.verdict``: favourable / harmful / OK) of the simulated and the
+  testbed means, side by side.
+
+Summary figures: fraction of the cells with ``|share error| <= 0.05`` and ``<= 0.10``;
+fraction of **delay values** within tolerance, counting each flow of each cell separately
+(2 x 90 = 180 values: the L4S and the classic flow's queueing delay), also reported per
+flow; the study's verdict table (``analysis.verdict_table``) from the simulation and from the
+testbed means, and whether the rows that concern CUBIC agree.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from l4sim.analysis import VerdictRules, cells, verdict, verdict_table
+from l4sim.study import Study
+
+REFERENCE = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
+
+#: Tolerances of the summary figures.
+SHARE_TOLS = (0.05, 0.10)
+DELAY_ABS_MS = 1.0
+DELAY_REL = 0.25
+#: Half-width of "the trials' spread" in standard deviations.
+SPREAD_STDS = 2.0
+
+FULL_TRIALS, FULL_DURATION = 10, 60.0
+QUICK_TRIALS, QUICK_DURATION = 2, 20.0
+
+_ECN = {0: "none", 1: "classic", 3: "accecn"}
+_KEYS = ["aqm", "n_bdp", "rx_classic_ecn"]
+# (our metric, the reference's mean column, the reference's std column)
+_METRICS = (
+    ("l4s_tput_mbps", "l4s_tput_mean", "l4s_tput_std"),
+    ("classic_tput_mbps", "legacy_tput_mean", "legacy_tput_std"),
+    ("l4s_qdelay_ms", "l4s_qdelay_ms", "l4s_srtt_std"),
+    ("classic_qdelay_ms", "legacy_qdelay_ms", "legacy_srtt_std"),
+)
+
+
+def load_reference(path: str | Path = REFERENCE) -> pd.DataFrame:
+    """The reference CSV with the study's factor names added (one row per configuration)."""
+    ref = pd.read_csv(path)
+    return ref.assign(
+        n_bdp=ref["n_bdp"].astype(float),
+        btl_capacity=ref["btl_mbps"],
+        base_rtt=ref["base_rtt_ms"],
+        ecn_threshold=pd.to_numeric(ref["ecn_thr_ms"], errors="coerce"),  # FIFO: "none"
+        ecn_fallback=ref["prague_fallback"].astype(int),
+        rx_l4s_ecn=ref["rx_l4s_ecn"].map(_ECN),
+        rx_classic_ecn=ref["rx_legacy_ecn"].map(_ECN),
+        cc_l4s=ref["l4s_cc"],
+        cc_classic=ref["legacy_cc"],
+    )
+
+
+def reference_study(
+    ref: pd.DataFrame, *, trials: int = FULL_TRIALS, duration: float = FULL_DURATION, name: str = "validate"
+) -> Study:
+    """A study whose points are exactly the reference's configurations.
+
+    Factors are the columns that vary in the reference (AQM, buffer, classic receiver ECN);
+    the others must be constant and go to ``[fixed]``. The L4S sender asks for AccECN and the
+    classic sender for classic ECN (the receiver decides what is negotiated, docs/study.md).
+    """
+    cols = ["aqm", "n_bdp", "rx_classic_ecn"]
+    fixed_cols = ["btl_capacity", "base_rtt", "ecn_threshold", "ecn_fallback", "rx_l4s_ecn", "cc_l4s", "cc_classic"]
+    fixed: dict[str, Any] = {}
+    for c in fixed_cols:
+        vals = ref[c].dropna().unique()
+        if len(vals) != 1:
+            raise ValueError(f"reference column {c!r} varies ({list(vals)}); validate handles one such setting")
+        v = vals[0]
+        fixed[c] = v.item() if hasattr(v, "item") else v
+    fixed.update(tx_l4s_ecn="accecn", tx_classic_ecn="classic", duration=float(duration))
+    factors = {c: list(dict.fromkeys(ref[c].tolist())) for c in cols}
+    doc: dict[str, Any] = {
+        "name": name,
+        "description": f"validation against the testbed reference ({len(ref)} configurations)",
+        "trials": int(trials),
+        "factors": factors,
+        "fixed": fixed,
+    }
+    study = Study.from_dict(doc)
+    have = {(p["aqm"], float(p["n_bdp"]), p["rx_classic_ecn"]) for p in study.points()}
+    want = set(zip(ref["aqm"], ref["n_bdp"].astype(float), ref["rx_classic_ecn"], strict=True))
+    if have != want:  # not a full factorial: pin the reference's combinations
+        combos = ", ".join(f"({a!r}, {b!r}, {e!r})" for a, b, e in sorted(want))
+        doc["constraints"] = [f"(aqm, n_bdp, rx_classic_ecn) in [{combos}]"]
+        study = Study.from_dict(doc)
+    return study
+
+
+def _within_spread(x: pd.Series, mean: pd.Series, std: pd.Series) -> pd.Series:
+    half = SPREAD_STDS * std.fillna(0.0)
+    return (x - mean).abs() <= half + 1e-9
+
+
+def delay_ok(sim: pd.Series | float, tb: pd.Series | float) -> Any:
+    """``|Q_sim - Q_tb| <= max(1 ms, 25 % of Q_tb)``."""
+    tol = np.maximum(DELAY_ABS_MS, DELAY_REL * np.abs(tb))
+    return np.abs(np.asarray(sim) - np.asarray(tb)) <= tol
+
+
+def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> pd.DataFrame:
+    """Per-cell comparison table (one row per reference configuration; see module doc)."""
+    c = cells(runs) if not runs.empty else pd.DataFrame(columns=_KEYS)
+    c = c.assign(n_bdp=c["n_bdp"].astype(float)) if not c.empty else c
+    keep = _KEYS + ["n"] + [f"{m}_{s}" for m, _, _ in _METRICS for s in ("mean", "std")]
+    sim = c[[k for k in keep if k in c.columns]] if not c.empty else pd.DataFrame(columns=keep)
+    m = ref.merge(sim, on=_KEYS, how="left")
+    out = pd.DataFrame({"case": m["case"], "aqm": m["aqm"], "n_bdp": m["n_bdp"], "rx_classic_ecn": m["rx_classic_ecn"]})
+    out["trials"] = m["n"].fillna(0).astype(int) if "n" in m else 0
+    for metric, tb_mean, tb_std in _METRICS:
+        sm, ss = m.get(f"{metric}_mean"), m.get(f"{metric}_std")
+        sm = sm.astype(float) if sm is not None else pd.Series(np.nan, index=m.index)
+        ss = ss.astype(float) if ss is not None else pd.Series(np.nan, index=m.index)
+        out[f"{metric}_sim"] = sm
+        out[f"{metric}_sim_std"] = ss
+        out[f"{metric}_tb"] = m[tb_mean].astype(float)
+        out[f"{metric}_tb_std"] = m[tb_std].astype(float)
+        out[f"{metric}_diff"] = sm - m[tb_mean]
+        out[f"{metric}_tb_in_sim"] = _within_spread(m[tb_mean], sm, ss) & sm.notna()
+        out[f"{metric}_sim_in_tb"] = _within_spread(sm, m[tb_mean], m[tb_std]) & sm.notna()
+    tl, tc = out["l4s_tput_mbps_sim"], out["classic_tput_mbps_sim"]
+    out["share_sim"] = tl / (tl + tc)
+    out["share_tb"] = out["l4s_tput_mbps_tb"] / (out["l4s_tput_mbps_tb"] + out["classic_tput_mbps_tb"])
+    out["share_err"] = out["share_sim"] - out["share_tb"]
+    for tol in SHARE_TOLS:
+        out[f"share_within_{tol:.2f}"] = out["share_err"].abs() <= tol + 1e-12
+    for role in ("l4s", "classic"):
+        s, t = out[f"{role}_qdelay_ms_sim"], out[f"{role}_qdelay_ms_tb"]
+        out[f"{role}_qdelay_ok"] = pd.Series(delay_ok(s, t), index=out.index) & s.notna()
+    for side in ("sim", "tb"):
+        ql, qc = out[f"l4s_qdelay_ms_{side}"], out[f"classic_qdelay_ms_{side}"]
+        out[f"rel_delay_{side}"] = (qc - ql) / qc
+        v = [verdict(s, d, rules) for s, d in zip(out[f"share_{side}"], out[f"rel_delay_{side}"], strict=True)]
+        out[f"class_{side}"] = [_class(x) for x in v]
+    out["class_match"] = out["class_sim"] == out["class_tb"]
+    out["off"] = ~out["share_within_0.10"] | ~out["l4s_qdelay_ok"] | ~out["classic_qdelay_ok"]
+    return out
+
+
+def _class(v: dict) -> str:
+    if v["favourable"] is None:
+        return "n/a"
+    return ("favourable" if v["favourable"] else "unfavourable") + (", harmful" if v["harmful"] else "")
+
+
+def _pseudo_runs(ref: pd.DataFrame) -> pd.DataFrame:
+    """The testbed means as one 'run' per cell (for ``verdict_table``)."""
+    cols = ["aqm", "n_bdp", "btl_capacity", "base_rtt", "ecn_threshold", "ecn_fallback"]
+    cols += ["rx_l4s_ecn", "rx_classic_ecn", "cc_l4s", "cc_classic"]
+    runs = ref[cols].copy()
+    runs["trial"] = 1
+    for metric, tb_mean, _ in _METRICS:
+        runs[metric] = ref[tb_mean].astype(float)
+    return runs
+
+
+@dataclass
+class Summary:
+    cells: int
+    simulated: int
+    share_within: dict[float, float]
+    delay_values: int
+    delay_within: float
+    delay_within_l4s: float
+    delay_within_classic: float
+    class_match: float
+    verdicts_sim: pd.DataFrame
+    verdicts_tb: pd.DataFrame
+    cubic_rows_match: bool
+
+    def lines(self) -> list[str]:
+        out = [
+            f"cells: {self.cells} ({self.simulated} simulated)",
+            *(f"share within +-{t:.2f}: {f:.1%}" for t, f in self.share_within.items()),
+            f"delay values within max({DELAY_ABS_MS:g} ms, {DELAY_REL:.0%}): {self.delay_within:.1%} of "
+            f"{self.delay_values} (L4S flow {self.delay_within_l4s:.1%}, classic flow {self.delay_within_classic:.1%})",
+            f"verdict class (favourable/harmful) equal per cell: {self.class_match:.1%}",
+            f"study verdict table, rows vs CUBIC: {'match' if self.cubic_rows_match else 'DIFFER'}",
+        ]
+        return out
+
+
+def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> Summary:
+    sim_ok = cmp["trials"] > 0
+    share_within = {t: float(cmp[f"share_within_{t:.2f}"].mean()) for t in SHARE_TOLS}
+    dl, dc = cmp["l4s_qdelay_ok"], cmp["classic_qdelay_ok"]
+    vt_sim = verdict_table(runs, rules) if not runs.empty else verdict_table(runs.iloc[:0], rules)
+    vt_tb = verdict_table(_pseudo_runs(ref), rules)
+    col = "fallback off, vs CUBIC"
+    match = bool((vt_sim[col] == vt_tb[col]).all()) if not runs.empty else False
+    return Summary(
+        cells=len(cmp),
+        simulated=int(sim_ok.sum()),
+        share_within=share_within,
+        delay_values=2 * len(cmp),
+        delay_within=float(pd.concat([dl, dc]).mean()),
+        delay_within_l4s=float(dl.mean()),
+        delay_within_classic=float(dc.mean()),
+        class_match=float(cmp["class_match"].mean()),
+        verdicts_sim=vt_sim,
+        verdicts_tb=vt_tb,
+        cubic_rows_match=match,
+    )
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def diff_heatmap(cmp: pd.DataFrame, value: str, *, label: str, vmax: float, fmt: str = "{:+.2f}"):
+    """Heatmap of a signed difference column: rows AQM, columns buffer, one panel per case."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
+
+    from l4sim.study import AQMS
+
+    cases = list(dict.fromkeys(cmp["case"]))
+    aqms = [a for a in AQMS if a in set(cmp["aqm"])]
+    bufs = sorted(cmp["n_bdp"].unique())
+    fig, axes = plt.subplots(
+        1, len(cases), figsize=(1.2 + 1.3 * len(bufs) * len(cases), 0.8 + 0.48 * len(aqms)), squeeze=False, constrained_layout=True
+    )
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=-vmax, vmax=vmax)
+    im = None
+    for ax, case in zip(axes.flat, cases, strict=True):
+        g = cmp[cmp["case"] == case]
+        grid = np.full((len(aqms), len(bufs)), np.nan)
+        for _, r in g.iterrows():
+            grid[aqms.index(r["aqm"]), bufs.index(r["n_bdp"])] = r[value]
+        im = ax.imshow(np.ma.masked_invalid(np.clip(grid, -vmax, vmax)), cmap="RdBu_r", norm=norm, aspect="auto")
+        for i in range(len(aqms)):
+            for j in range(len(bufs)):
+                v = grid[i, j]
+                ax.text(j, i, fmt.format(v) if np.isfinite(v) else "n/a", ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(len(bufs)), [f"{b:g}" for b in bufs])
+        ax.set_yticks(range(len(aqms)), aqms)
+        ax.set_xlabel("buffer size, x BDP")
+        ax.set_title(case, fontsize=9)
+    if im is not None:
+        fig.colorbar(im, ax=axes, label=label, shrink=0.9)
+    fig.suptitle(f"simulation - testbed: {label}")
+    return fig
+
+
+def figures(cmp: pd.DataFrame, outdir: Path) -> dict[str, Path]:
+    from l4sim import plots
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    specs = (
+        ("share_err", "Prague share error", 0.3, "{:+.2f}"),
+        ("l4s_qdelay_ms_diff", "Prague queueing delay error, ms", 10.0, "{:+.1f}"),
+        ("classic_qdelay_ms_diff", "CUBIC queueing delay error, ms", 10.0, "{:+.1f}"),
+        ("l4s_tput_mbps_diff", "Prague throughput error, Mbit/s", 30.0, "{:+.1f}"),
+    )
+    out = {}
+    for col, label, vmax, fmt in specs:
+        fig = diff_heatmap(cmp, col, label=label, vmax=vmax, fmt=fmt)
+        out[col] = plots.save(fig, outdir / f"diff_{col}", ("png",))[0]
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+_SHOW = [
+    "case",
+    "aqm",
+    "n_bdp",
+    "trials",
+    "share_sim",
+    "share_tb",
+    "share_err",
+    "l4s_tput_mbps_sim",
+    "l4s_tput_mbps_tb",
+    "classic_tput_mbps_sim",
+    "classic_tput_mbps_tb",
+    "l4s_qdelay_ms_sim",
+    "l4s_qdelay_ms_tb",
+    "classic_qdelay_ms_sim",
+    "classic_qdelay_ms_tb",
+    "l4s_qdelay_ok",
+    "classic_qdelay_ok",
+    "l4s_tput_mbps_sim_in_tb",
+    "l4s_tput_mbps_tb_in_sim",
+    "class_sim",
+    "class_tb",
+]
+
+
+def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, model_version: str) -> str:
+    lines = [
+        "# l4sim validation against the testbed",
+        "",
+        f"{trials} trials x {duration:g} s per cell (testbed: 10 x 60 s); model version {model_version}.",
+        "",
+        *(f"- {x}" for x in s.lines()),
+        "",
+        "## Study verdict table (simulation | testbed)",
+        "",
+        "| bottleneck | simulation | testbed |",
+        "|---|---|---|",
+    ]
+    col = "fallback off, vs CUBIC"
+    for row in s.verdicts_sim.index:
+        lines.append(f"| {row} | {s.verdicts_sim.loc[row, col]} | {s.verdicts_tb.loc[row, col]} |")
+    off = cmp[cmp["off"]]
+    lines += ["", f"## Cells off ({len(off)}): |share error| > 0.10 or a delay outside max(1 ms, 25 %)", ""]
+    lines.append("| case | AQM | BDP | share sim | share tb | Q_l4s sim | Q_l4s tb | Q_cubic sim | Q_cubic tb |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for _, r in off.iterrows():
+        lines.append(
+            f"| {r['case']} | {r['aqm']} | {r['n_bdp']:g} | {r['share_sim']:.2f} | {r['share_tb']:.2f} | "
+            f"{r['l4s_qdelay_ms_sim']:.2f} | {r['l4s_qdelay_ms_tb']:.2f} | {r['classic_qdelay_ms_sim']:.2f} | "
+            f"{r['classic_qdelay_ms_tb']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
+    from l4sim.report import CSS, _img, _table
+
+    col = "fallback off, vs CUBIC"
+    vt = pd.DataFrame({"simulation": s.verdicts_sim[col], "testbed": s.verdicts_tb[col]})
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>l4sim validation</title><style>{CSS}</style>"
+        f"</head><body><h1>l4sim validation against the testbed</h1>",
+        f"<p>Generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M UTC}.</p>",
+        "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in s.lines()) + "</ul>",
+        "<h2>Is it OK to turn on TCP Prague? (fallback off, vs CUBIC)</h2>" + _table(vt, index=True),
+    ]
+    for name, p in figs.items():
+        parts.append(f"<h2>{html.escape(name)}</h2>{_img(Path(p))}")
+    show = cmp[[c for c in _SHOW if c in cmp.columns]]
+    parts.append("<h2>Cells off</h2>" + _table(show[cmp["off"]]))
+    parts.append("<h2>All cells</h2>" + _table(show))
+    parts.append(f"<h2>Summary (markdown)</h2><pre>{html.escape(md)}</pre></body></html>")
+    path.write_text("\n".join(parts))
+    return path
+
+
+@dataclass
+class Validation:
+    comparison: pd.DataFrame
+    summary: Summary
+    files: dict[str, Path]
+
+
+def validate(
+    out: str | Path,
+    *,
+    quick: bool = False,
+    trials: int | None = None,
+    duration: float | None = None,
+    store: str | Path | None = None,
+    jobs: int | None = None,
+    reference: str | Path = REFERENCE,
+    progress: bool = True,
+    cells_filter: Sequence[tuple[str, float, str]] | None = None,
+) -> Validation:
+    """Run the reference's configurations (missing runs only) and write the report into ``out``.
+
+    ``cells_filter``: only these (aqm, n_bdp, rx_classic_ecn) configurations (the test subset).
+    """
+    from l4sim.runner import engine_model_version, run_study
+    from l4sim.store import Store
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    trials = trials or (QUICK_TRIALS if quick else FULL_TRIALS)
+    duration = duration or (QUICK_DURATION if quick else FULL_DURATION)
+    ref = load_reference(reference)
+    if cells_filter is not None:
+        want = {(a, float(b), e) for a, b, e in cells_filter}
+        ref = ref[[(a, float(b), e) in want for a, b, e in zip(ref["aqm"], ref["n_bdp"], ref["rx_classic_ecn"], strict=True)]]
+        ref = ref.reset_index(drop=True)
+    name = f"validate-{trials}x{duration:g}s" + ("" if cells_filter is None else f"-{len(ref)}cells")
+    study = reference_study(ref, trials=trials, duration=duration, name=name)
+    store_dir = Path(store) if store is not None else out / "store"
+    run_study(study, store_dir, jobs=jobs, progress=progress)
+    with Store(store_dir) as st:
+        runs = st.runs(design=study.name)
+    runs = runs[runs["status"] == "done"] if "status" in runs.columns else runs
+    cmp = compare(runs, ref)
+    s = summarise(cmp, runs, ref)
+    files: dict[str, Path] = {}
+    cmp.to_csv(out / "validation.csv", index=False)
+    files["csv"] = out / "validation.csv"
+    md = markdown(cmp, s, trials=trials, duration=duration, model_version=engine_model_version())
+    (out / "summary.md").write_text(md)
+    files["summary"] = out / "summary.md"
+    figs = figures(cmp, out / "figures")
+    files["html"] = write_html(cmp, s, figs, out / "report.html", md=md)
+    return Validation(cmp, s, files)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "validate",
+        help="run the testbed reference configurations and compare (HTML + CSV + markdown report)",
+        description="Runs every configuration of the testbed reference data (Prague vs CUBIC with and "
+        "without ECN, nine AQMs, five buffers) through the study machinery and writes OUT/report.html, "
+        "OUT/validation.csv and OUT/summary.md. Default 10 trials x 60 s (the testbed's); --quick: "
+        f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s.",
+    )
+    p.add_argument("--quick", action="store_true", help=f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s")
+    p.add_argument("--out", default="validation", metavar="DIR", help="output directory (default: validation)")
+    p.add_argument("--store", metavar="DIR", help="results store (default: OUT/store; reuse a reproduce store)")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
+    p.add_argument("--trials", type=int, help="override the number of trials")
+    p.add_argument("--duration", type=float, help="override the run length, s")
+    p.add_argument("--reference", default=str(REFERENCE), metavar="CSV", help="reference data")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args: Any) -> int:
+    import sys
+
+    from l4sim.store import StoreLockedError
+    from l4sim.study import StudyError
+
+    try:
+        v = validate(
+            args.out,
+            quick=args.quick,
+            trials=args.trials,
+            duration=args.duration,
+            store=args.store,
+            jobs=args.jobs,
+            reference=args.reference,
+            progress=not args.quiet,
+        )
+    except (StoreLockedError, StudyError, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(v.summary.lines()))
+    print(f"wrote {v.files['html']}, {v.files['csv']}, {v.files['summary']}")
+    return 0
