@@ -1,0 +1,90 @@
+"""A quick subset of the validation against the testbed (issue: validation).
+
+A handful of representative cells of the ANRW'24 reference data (100 Mbit/s, 10 ms, 2 x BDP,
+T = 5 ms, Prague with AccECN vs CUBIC with and without ECN), simulated with 3 seeds of 20 s.
+Tolerances reflect the testbed's own trial spread: the ``validate`` thresholds (+-0.10 share,
+max(1 ms, 25 %) delay) widened by two standard deviations of the testbed's trials, because the
+runs here are a third as long and a third as many as the testbed's 10 x 60 s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import l4sim
+from l4sim.factors import scenario_from_factors
+from l4sim.validate import DELAY_ABS_MS, DELAY_REL, load_reference
+
+SEEDS = (1, 2, 3)
+DURATION = 20.0
+
+# (aqm, case, check the L4S flow's delay, check the classic flow's delay)
+CELLS = [
+    ("FIFO", "cubic_ecn", True, True),
+    ("FIFO", "cubic_noecn", True, True),
+    ("single_queue_FQ", "cubic_ecn", True, False),
+    ("single_queue_FQ", "cubic_noecn", False, True),
+    ("DualPI2", "cubic_ecn", True, True),
+    ("DualPI2", "cubic_noecn", True, True),
+    ("FQ_Codel", "cubic_ecn", False, True),
+    ("FQ_Codel_L4S", "cubic_ecn", True, False),
+]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load_reference()
+
+
+def simulate(aqm: str, rx_classic_ecn: str) -> tuple[float, float, float]:
+    shares, ql, qc = [], [], []
+    for seed in SEEDS:
+        sc = scenario_from_factors(
+            aqm=aqm, n_bdp=2, btl_capacity=100, base_rtt=10, ecn_threshold=5,
+            tx_l4s_ecn="accecn", rx_l4s_ecn="accecn",
+            tx_classic_ecn="classic", rx_classic_ecn=rx_classic_ecn,
+            duration=DURATION, seed=seed,
+        )
+        f = l4sim.run(sc).flows.set_index("name")
+        t_l, t_c = f.loc["l4s", "goodput_mbps"], f.loc["classic", "goodput_mbps"]
+        shares.append(t_l / (t_l + t_c))
+        ql.append(f.loc["l4s", "qdelay_ms"])
+        qc.append(f.loc["classic", "qdelay_ms"])
+    n = len(SEEDS)
+    return sum(shares) / n, sum(ql) / n, sum(qc) / n
+
+
+@pytest.mark.parametrize("aqm,case,check_l4s_delay,check_classic_delay", CELLS)
+def test_simulation_agrees_with_the_testbed_within_its_spread(
+    reference, aqm, case, check_l4s_delay, check_classic_delay
+):
+    row = reference[(reference["aqm"] == aqm) & (reference["case"] == case) & (reference["n_bdp"] == 2.0)]
+    assert len(row) == 1
+    r = row.iloc[0]
+    share, q_l4s, q_classic = simulate(aqm, r["rx_classic_ecn"])
+
+    total = r["l4s_tput_mean"] + r["legacy_tput_mean"]
+    share_sd = math.hypot(r["l4s_tput_std"], r["legacy_tput_std"]) / total / math.sqrt(2)
+    assert abs(share - r["l4s_share"]) <= 0.10 + 2 * share_sd, (
+        f"{aqm}/{case}: Prague share {share:.3f} vs testbed {r['l4s_share']:.3f}"
+    )
+    for check, sim, tb, sd, who in (
+        (check_l4s_delay, q_l4s, r["l4s_qdelay_ms"], r["l4s_srtt_std"], "Prague"),
+        (check_classic_delay, q_classic, r["legacy_qdelay_ms"], r["legacy_srtt_std"], "CUBIC"),
+    ):
+        if check:
+            tol = max(DELAY_ABS_MS, DELAY_REL * abs(tb)) + 2 * sd
+            assert abs(sim - tb) <= tol, f"{aqm}/{case}: {who} queueing delay {sim:.2f} ms vs testbed {tb:.2f} ms"
+
+
+def test_verdict_rows_vs_cubic_with_ecn_match_the_study(reference):
+    """Single queue + ECN: Prague dominates; FQ + ECN: even; DualPI2: fair with a delay
+    benefit (the study's rows for an ECN-capable CUBIC at 2 x BDP)."""
+    sq, _, _ = simulate("single_queue_FQ", "classic")
+    fq, _, _ = simulate("FQ_Codel", "classic")
+    dp, q_l4s, q_classic = simulate("DualPI2", "classic")
+    assert sq > 0.8
+    assert abs(fq - 0.5) < 0.1
+    assert abs(dp - 0.5) < 0.15 and q_l4s < 1.0 < q_classic
