@@ -330,6 +330,24 @@ impl Scenario {
                     ));
                 }
                 pos(&format!("{p}.{side}.rto_min_ms"), t.rto_min_ms)?;
+                if t.hz == 0 {
+                    return Err(err(format!("{p}.{side}.hz"), "must be at least 1, got 0"));
+                }
+                for (k, v) in [
+                    ("pacing_ss_ratio", t.pacing_ss_ratio),
+                    ("pacing_ca_ratio", t.pacing_ca_ratio),
+                ] {
+                    if v == 0 {
+                        return Err(err(
+                            format!("{p}.{side}.{k}"),
+                            "must be a positive percentage, got 0",
+                        ));
+                    }
+                }
+                nonneg(
+                    &format!("{p}.{side}.comp_sack_delay_us"),
+                    t.comp_sack_delay_us,
+                )?;
                 if t.mss < 88 || t.mss > 9000 {
                     return Err(err(
                         format!("{p}.{side}.mss"),
@@ -390,6 +408,16 @@ mod tests {
         let e = Scenario::from_json(&bad).unwrap_err();
         assert_eq!(e.field, "topology.bottleneck.qdisc.kind", "{e}");
         assert!(e.message.contains("sfq"), "{e}");
+    }
+
+    #[test]
+    fn zero_hz_is_rejected_with_its_path() {
+        let bad = OK.replace(
+            "\"cc\": {\"name\": \"reno\"}",
+            "\"cc\": {\"name\": \"reno\"}, \"tcp\": {\"hz\": 0}",
+        );
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "flows[0].tcp.hz", "{e}");
     }
 
     #[test]
