@@ -13,6 +13,7 @@ The scenario builder (``point, seed -> scenario dict``) is injectable too; the d
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import time
 import traceback
@@ -245,7 +246,12 @@ def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None, 
             commit(p, execute(run_fn, p.scenario_json))
             stop.check()
         return
-    ex = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+    # forkserver, not fork: forked workers would inherit the store's flock and SQLite file
+    # descriptors, so after the parent is killed they could keep the store locked until they
+    # notice; workers started by the fork server hold nothing of the parent's.
+    ex = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=multiprocessing.get_context("forkserver"), initializer=_ignore_sigint
+    )
     pending: dict[Any, PlannedRun] = {}
     it = iter(todo)
     window = 2 * jobs  # bounded in-flight: cheap cancellation, bounded memory
