@@ -65,6 +65,7 @@ class CcDict(TypedDict, total=False):
 class TcpDict(TypedDict, total=False):
     ecn: str
     fq_pacing: bool
+    tso: bool
     init_cwnd: int
     rto_min_ms: float
     mss: int

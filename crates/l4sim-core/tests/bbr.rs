@@ -172,9 +172,12 @@ fn verdict_prague_is_harmful_to_bbrv2_in_a_non_ecn_fifo() {
 fn verdict_prague_is_degraded_against_an_ecn_capable_bbrv2_in_dualpi2() {
     // BBRv2's ECT(0) packets get CE from the classic queue instead of drops, which v2alpha
     // ignores: the PI controller raises p' until Prague's coupled marking (2p') starves it.
-    let (s, q_prague, _) = prague_vs_bbr2(json!({"kind": "dualpi2", "target_ms": T_MS}), "classic");
+    // (Prague's srtt is not asserted: at its window of a few segments it includes the
+    // receiver's delayed-ACK wait for the second segment, docs/validation.md.)
+    let (s, _, q_bbr2) = prague_vs_bbr2(json!({"kind": "dualpi2", "target_ms": T_MS}), "classic");
     assert!(s < 0.3, "Prague share {s}");
-    assert!(q_prague < 2.0, "Prague queueing delay {q_prague} ms");
+    // The classic queue is held near the PI2 target.
+    assert!(q_bbr2 < 2.0 * T_MS, "BBRv2 queueing delay {q_bbr2} ms");
 }
 
 #[test]

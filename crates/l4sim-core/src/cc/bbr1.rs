@@ -817,6 +817,10 @@ impl CongestionControl for Bbr1 {
     /// "state": 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT; "cycle_idx": PROBE_BW phase
     /// (0 = the 1.25 phase, 1 = the 0.75 phase); gains as factors; "bw_mbps": bw estimate
     /// (payload); "min_rtt_ms" (-1 before a sample); "lt_use_bw": 1 when policed.
+    /// `bbr_tso_segs`: the same goal as for the cwnd budget.
+    fn tso_segs(&self, sk: &Sock) -> Option<u32> {
+        Some(self.tso_segs_goal(sk))
+    }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("state", self.mode as u32 as f64));
         out.push(("pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64));

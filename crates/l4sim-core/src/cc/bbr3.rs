@@ -213,6 +213,9 @@ impl CongestionControl for Bbr3 {
     fn undo_cwnd(&mut self, sk: &mut Sock) -> u32 {
         self.0.undo_cwnd(sk)
     }
+    fn tso_segs(&self, sk: &Sock) -> Option<u32> {
+        self.0.tso_segs(sk)
+    }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         self.0.observe(out)
     }

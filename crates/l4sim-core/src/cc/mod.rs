@@ -293,6 +293,11 @@ pub trait CongestionControl {
     fn undo_cwnd(&mut self, sk: &mut Sock) -> u32 {
         sk.snd_cwnd.max(sk.prior_cwnd)
     }
+    /// The `tso_segs` hook (L4STeam / BBRv2 trees): segments per GSO burst, or None to
+    /// let the core autosize bursts from the pacing rate.
+    fn tso_segs(&self, _sk: &Sock) -> Option<u32> {
+        None
+    }
     /// Internal variables for time series (e.g. ("alpha", 0.3)).
     fn observe(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
@@ -401,6 +406,9 @@ impl CongestionControl for AnyCc {
     }
     fn undo_cwnd(&mut self, sk: &mut Sock) -> u32 {
         dispatch!(self, c => c.undo_cwnd(sk))
+    }
+    fn tso_segs(&self, sk: &Sock) -> Option<u32> {
+        dispatch!(self, c => c.tso_segs(sk))
     }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         dispatch!(self, c => c.observe(out))

@@ -242,7 +242,7 @@ impl Prague {
         self.det.score()
     }
     /// `prague_tso_segs`: the largest TSO/GSO burst in segments.
-    pub fn tso_segs(&self) -> u32 {
+    pub fn tso_burst_segs(&self) -> u32 {
         let mut segs = if self.v07 {
             self.max_tso_burst
         } else {
@@ -780,6 +780,10 @@ impl CongestionControl for Prague {
         self.loss_cwnd.max(sk.snd_cwnd)
     }
 
+    /// `prague_tso_segs`; `prague-reno` has no hook (core autosizing).
+    fn tso_segs(&self, _sk: &Sock) -> Option<u32> {
+        (!self.reno).then(|| self.tso_burst_segs())
+    }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("alpha", self.alpha()));
         out.push(("classic_ecn", self.det.score()));
@@ -1167,6 +1171,11 @@ mod tests {
         let burst = (2 * 100 * 100) >> 12;
         assert_eq!(c.max_tso_burst, burst as u32);
         assert!(sk.pacing_needed && sk.ect1);
+        // prague_tso_segs: the burst, floored at tcp_min_tso_segs (2).
+        assert_eq!(
+            CongestionControl::tso_segs(&c, &sk),
+            Some((burst as u32).max(2))
+        );
     }
 
     #[test]
@@ -1178,6 +1187,8 @@ mod tests {
         c.init(&mut sk);
         assert_eq!(c.name(), "prague-reno");
         assert!(!c.has_cong_control());
+        // prague-reno has no tso_segs hook: the core autosizes its skbs.
+        assert_eq!(CongestionControl::tso_segs(&c, &sk), None);
         assert!(!sk.ect1 && !sk.pacing_needed);
         assert_eq!(c.ssthresh(&mut sk), 20);
         sk.snd_ssthresh = 40;

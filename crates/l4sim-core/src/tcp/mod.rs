@@ -75,6 +75,10 @@ pub struct TcpSpec {
     /// The host's egress qdisc is `fq`, which paces every socket at its pacing rate (EDT).
     /// Without it only CCs that request pacing (BBR, Prague) are paced, by TCP itself.
     pub fq_pacing: bool,
+    /// The host NIC does TSO/GSO (Linux default): data leaves in skbs of several segments
+    /// sent back to back (`tcp_tso_autosize`, the CC's `tso_segs` hook) and unpaced senders
+    /// defer partial bursts (`tcp_tso_should_defer`). Off: one segment per transmission.
+    pub tso: bool,
     /// Initial congestion window, segments (TCP_INIT_CWND).
     pub init_cwnd: u32,
     /// Minimum RTO, ms (TCP_RTO_MIN).
@@ -103,6 +107,7 @@ impl Default for TcpSpec {
         TcpSpec {
             ecn: EcnSysctl::Passive,
             fq_pacing: false,
+            tso: true,
             init_cwnd: 10,
             rto_min_ms: 200.0,
             mss: crate::packet::hdr::MSS,

@@ -19,10 +19,17 @@
 //! SACKed ranges in a BTreeMap (only newly SACKed parts are visited), and RACK walks a
 //! send-time ordered intrusive list from which delivered and lost segments are unlinked.
 //!
+//! TSO/GSO (`tcp_write_xmit`): new data leaves in skbs of up to `tcp_tso_segs` segments
+//! (the CC's `tso_segs` hook, else `tcp_tso_autosize`: about 1 ms at the pacing rate, at least
+//! 2), at most half the window each (`tcp_cwnd_test`), sent back to back; the EDT stamp
+//! advances once per skb. Unpaced senders hold back partial skbs as `tcp_tso_should_defer`
+//! does (win divisor 3, at most 1 ms after the last write, not when the next ACK is more than
+//! srtt/2 away). Retransmissions and loss probes are single segments.
+//!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
-//! of the RACK reordering window and of `tp->reordering`, TSO/GSO (one segment per packet, so
-//! Prague's TSO burst sizing is ignored), TSQ, timer-wheel slack (durations are rounded to
-//! jiffies, expiries are exact), the receive window (never limiting), cwnd restart after idle.
+//! of the RACK reordering window and of `tp->reordering`, TSQ and GRO, timer-wheel slack
+//! (durations are rounded to jiffies, expiries are exact), the receive window (never
+//! limiting), cwnd restart after idle.
 
 use std::collections::VecDeque;
 
@@ -41,6 +48,15 @@ use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime, MS, NEVER, SEC, US};
 
 const NIL: u32 = u32::MAX;
+
+/// `sk_pacing_shift` default: TSO autosizing aims at about 1 ms (2^-10 s) of data.
+const SK_PACING_SHIFT: u32 = 10;
+/// `sysctl_tcp_min_tso_segs`.
+const TCP_MIN_TSO_SEGS: u32 = 2;
+/// Largest GSO skb payload: `GSO_MAX_SIZE` (64 KB) - 1 - `MAX_TCP_HEADER` (320).
+const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
+/// `sysctl_tcp_tso_win_divisor`.
+const TCP_TSO_WIN_DIVISOR: u32 = 3;
 
 // Segment state bits (`TCP_SKB_CB(skb)->sacked`).
 const S_SACKED: u8 = 1;
@@ -448,18 +464,70 @@ impl TcpSender {
         self.ts_push(seq);
         self.stats.data_pkts_sent += 1;
         self.data_segs_out += 1;
-        // tcp_update_skb_after_send: EDT stamp advances by payload/pacing_rate.
+    }
+
+    /// `__tcp_transmit_skb` + `tcp_update_skb_after_send` for one skb of `payload` bytes
+    /// just sent: the write stamp becomes at least `now` and, when paced, advances by
+    /// payload/pacing_rate (less up to half of it as credit for a late send, Linux's
+    /// allowance for OS jitter).
+    fn after_send(&mut self, now: SimTime, payload: u64) {
+        let prior = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
         if self.paced() {
-            let prior = self.wstamp;
-            self.wstamp = self.wstamp.max(now);
             let rate = self.sk.pacing_rate;
             if rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
-                let mut len_ns = payload as u64 * SEC / rate;
+                let mut len_ns = payload * SEC / rate;
                 let credit = self.wstamp - prior;
                 len_ns -= (len_ns / 2).min(credit);
                 self.wstamp += len_ns;
             }
         }
+    }
+
+    /// `tcp_tso_segs`: how many segments one skb (one GSO burst, sent back to back) may
+    /// carry. The CC's `tso_segs` hook decides if it has one (Prague, BBR); otherwise
+    /// `tcp_tso_autosize`: about 1 ms at the pacing rate (`sk_pacing_shift` 10), at least
+    /// `tcp_min_tso_segs` (2), at most a 64 KB GSO skb. 1 when the host has no TSO/GSO.
+    pub(crate) fn tso_segs(&self) -> u32 {
+        if !self.spec.tso {
+            return 1;
+        }
+        let mss = self.sk.mss.max(1) as u64;
+        let segs = self.cc.tso_segs(&self.sk).unwrap_or_else(|| {
+            let bytes = (self.sk.pacing_rate >> SK_PACING_SHIFT).min(GSO_MAX_BYTES);
+            ((bytes / mss) as u32).max(TCP_MIN_TSO_SEGS)
+        });
+        segs.clamp(1, (GSO_MAX_BYTES / mss) as u32)
+    }
+
+    /// `tcp_tso_should_defer`: hold back a partial GSO burst while an ACK that will open
+    /// more window is expected soon, so unpaced senders emit bursts of about `max_segs`
+    /// (`tcp_tso_win_divisor` 3). `limit` is the window space in segments (the receive
+    /// window never limits here). Deferring counts as being cwnd-limited.
+    fn tso_should_defer(&self, now: SimTime, limit: u32, max_segs: u32, remaining: u32) -> bool {
+        if self.sk.ca_state >= CaState::Recovery {
+            return false;
+        }
+        // Only if the last write was recent (1 ms).
+        if now > self.wstamp + MS {
+            return false;
+        }
+        if limit >= max_segs {
+            return false;
+        }
+        // A sized transfer whose rest fits: this skb gets no more data.
+        if self.total_segs != u32::MAX && limit >= remaining {
+            return false;
+        }
+        if limit * TCP_TSO_WIN_DIVISOR >= self.sk.snd_cwnd {
+            return false;
+        }
+        // If the next ACK is likely to come too late (the head was sent less than srtt/2
+        // ago), do not defer.
+        let Some(head) = self.segs.front() else {
+            return false;
+        };
+        now.saturating_sub(head.tx_time) >= self.sk.srtt / 2
     }
 
     /// Paced when the host has fq (EDT) or the CC asked for pacing (SK_PACING_NEEDED).
@@ -484,17 +552,42 @@ impl TcpSender {
         let mut sent = 0;
         let mut cwnd_limited = false;
         let prior_packets = self.sk.packets_out;
+        let max_segs = self.tso_segs();
         while self.sk.snd_nxt < self.total_segs {
             if !tlp && self.pacing_blocked(now) {
                 break;
             }
-            if self.sk.packets_in_flight() >= self.sk.snd_cwnd && !(tlp && sent == 0) {
+            let in_flight = self.sk.packets_in_flight();
+            let cwnd = self.sk.snd_cwnd;
+            if in_flight >= cwnd && !(tlp && sent == 0) {
                 cwnd_limited = true;
                 break;
             }
-            let seq = self.sk.snd_nxt;
-            self.transmit(seq, now, out, false);
-            sent += 1;
+            // tcp_cwnd_test: at most half the window per skb, so at least two GSO bursts
+            // are in flight.
+            let quota = if tlp {
+                1
+            } else {
+                (cwnd >> 1).max(1).min(cwnd - in_flight)
+            };
+            let remaining = self.total_segs - self.sk.snd_nxt;
+            if !tlp
+                && max_segs > 1
+                && remaining > 1
+                && self.tso_should_defer(now, cwnd - in_flight, max_segs, remaining)
+            {
+                cwnd_limited = true;
+                break;
+            }
+            let n = quota.min(max_segs).min(remaining);
+            let mut payload = 0;
+            for _ in 0..n {
+                let seq = self.sk.snd_nxt;
+                payload += self.payload_of(seq) as u64;
+                self.transmit(seq, now, out, false);
+            }
+            self.after_send(now, payload);
+            sent += n;
             if tlp {
                 break;
             }
@@ -579,6 +672,7 @@ impl TcpSender {
     /// `tcp_retransmit_skb` of a lost segment: it is in flight again (SACKED_RETRANS).
     fn retransmit_one(&mut self, seq: u32, now: SimTime, out: &mut Vec<Packet>) {
         self.transmit(seq, now, out, true);
+        self.after_send(now, self.payload_of(seq) as u64);
         let s = self.seg_mut(seq);
         s.st &= !S_QUEUED;
         s.st |= S_RETRANS;

@@ -1174,8 +1174,24 @@ fn rack_reordering_window_is_zero_in_recovery_or_after_three_sacks() {
 
 // ------------------------------------------------------------------------- pacing, throughput
 
+/// Transmissions grouped into skbs: (time, segments, payload bytes, pacing rate after).
+fn bursts(h: &Harness) -> Vec<(SimTime, u32, u64, u64)> {
+    let mut b: Vec<(SimTime, u32, u64, u64)> = Vec::new();
+    for (t, p, r) in h.data() {
+        match b.last_mut() {
+            Some(last) if last.0 == *t => {
+                last.1 += 1;
+                last.2 += p.payload as u64;
+                last.3 = *r;
+            }
+            _ => b.push((*t, 1, p.payload as u64, *r)),
+        }
+    }
+    b
+}
+
 #[test]
-fn fq_pacing_spaces_packets_at_the_pacing_rate() {
+fn fq_pacing_spaces_skbs_at_the_pacing_rate() {
     let s = TcpSpec {
         fq_pacing: true,
         ..spec(EcnSysctl::None)
@@ -1183,14 +1199,21 @@ fn fq_pacing_spaces_packets_at_the_pacing_rate() {
     let mut h = Harness::new(10.0, 20.0, 1000, s, spec(EcnSysctl::None), None);
     h.start();
     h.run(3 * SEC);
-    let data: Vec<(SimTime, u32, u64)> = h.data().map(|(t, p, r)| (*t, p.payload, *r)).collect();
-    for i in 11..data.len() {
-        let (t0, len, rate) = data[i - 1];
-        let gap_min = len as u64 * SEC / rate / 2;
+    let b = bursts(&h);
+    // After the first 10 segments each skb's departure stamp is at least half its length
+    // at the pacing rate after the previous one (tcp_update_skb_after_send's credit).
+    let first = b.iter().scan(0, |n, x| {
+        *n += x.1;
+        Some(*n)
+    });
+    let start = first.take_while(|&n| n < 12).count() + 1;
+    for i in start..b.len() {
+        let (t0, _, len, rate) = b[i - 1];
+        let gap_min = len * SEC / rate / 2;
         assert!(
-            data[i].0 - t0 >= gap_min,
-            "packet {i}: gap {} < {gap_min}",
-            data[i].0 - t0
+            b[i].0 - t0 >= gap_min,
+            "skb {i}: gap {} < {gap_min}",
+            b[i].0 - t0
         );
     }
     // Unpaced Reno sends back-to-back bursts.
@@ -1210,14 +1233,13 @@ fn fq_pacing_spaces_packets_at_the_pacing_rate() {
 
 #[test]
 fn cc_requested_pacing_is_enforced_without_fq() {
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        None,
-    );
+    // Without TSO every segment is its own skb, so paced segments leave exactly
+    // payload / pacing_rate apart.
+    let no_tso = TcpSpec {
+        tso: false,
+        ..spec(EcnSysctl::None)
+    };
+    let mut h = Harness::new(10.0, 20.0, 1000, no_tso, spec(EcnSysctl::None), None);
     h.start();
     h.run_until(SEC, |h| h.s.stats.established_at != NEVER);
     // What a CC's init does with SK_PACING_NEEDED (BBR, Prague).
@@ -1234,6 +1256,67 @@ fn cc_requested_pacing_is_enforced_without_fq() {
     }
     // Packets released by the pacing timer leave exactly payload / pacing_rate apart.
     assert!(exact * 4 > data.len(), "{exact} of {}", data.len());
+}
+
+#[test]
+fn tso_autosizes_skbs_to_a_millisecond_at_the_pacing_rate() {
+    // tcp_tso_autosize: pacing_rate >> 10 bytes, at least tcp_min_tso_segs = 2 segments,
+    // and tcp_cwnd_test: at most half the window per skb.
+    let mut h = Harness::new(
+        200.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.start();
+    h.run(3 * SEC);
+    let goal = ((h.s.sk.pacing_rate >> 10) / 1448).max(2) as u32;
+    assert!(goal > 2, "goal {goal}");
+    assert_eq!(h.s.tso_segs(), goal.min(45));
+    let b = bursts(&h);
+    let big = b.iter().filter(|x| x.1 > 3).count();
+    // An unpaced sender defers partial bursts (tcp_tso_should_defer), so bursts larger
+    // than the two or three segments one delayed ACK opens are common.
+    assert!(
+        big * 4 > b.len(),
+        "{big} of {} skbs have more than 3 segments",
+        b.len()
+    );
+    // Without TSO: one segment per transmission opportunity and no deferral, so no
+    // burst is larger than what one ACK opens.
+    let no_tso = TcpSpec {
+        tso: false,
+        ..spec(EcnSysctl::None)
+    };
+    let mut u = Harness::new(200.0, 20.0, 1000, no_tso, spec(EcnSysctl::None), None);
+    u.start();
+    u.run(3 * SEC);
+    let sizes: Vec<u32> = bursts(&u).iter().skip(5).map(|x| x.1).collect();
+    let avg = sizes.iter().sum::<u32>() as f64 / sizes.len() as f64;
+    assert!(avg < 3.0, "mean burst {avg}");
+}
+
+#[test]
+fn tso_deferral_waits_at_most_a_millisecond_after_the_last_write() {
+    // tcp_tso_should_defer never holds data back when the last write is older than 1 ms:
+    // on a slow path (1 ACK per 2.4 ms at 10 Mbit/s) skbs follow the ACK clock.
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        None,
+    );
+    h.start();
+    h.run(3 * SEC);
+    let b = bursts(&h);
+    let mut acks = h.rev.iter().map(|(t, _)| *t + h.delay).peekable();
+    // Every skb leaves at an ACK arrival (no timer releases deferred data).
+    let ack_times: std::collections::HashSet<SimTime> = acks.by_ref().collect();
+    assert!(b.iter().skip(1).all(|x| ack_times.contains(&x.0)));
 }
 
 #[test]

@@ -681,6 +681,10 @@ impl CongestionControl for Bbr2 {
     /// "state": 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT; "cycle_idx": 0 UP, 1 DOWN,
     /// 2 CRUISE, 3 REFILL; gains as factors; "bw_mbps" (payload); "min_rtt_ms";
     /// "inflight_hi"/"inflight_lo" in segments; "ecn_alpha" in [0, 1]. -1 = unset.
+    /// `bbr_tso_segs` (v2alpha's hook): the same goal as for the cwnd budget.
+    fn tso_segs(&self, sk: &Sock) -> Option<u32> {
+        Some(self.tso_segs_goal(sk))
+    }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         let opt32 = |v: u32| if v == UNSET32 { -1.0 } else { v as f64 };
         out.push(("state", self.mode as u32 as f64));
