@@ -175,6 +175,11 @@ def _class(v: dict) -> str:
     return ("favourable" if v["favourable"] else "unfavourable") + (", harmful" if v["harmful"] else "")
 
 
+def verdict_class(entry: str) -> str:
+    """The class of a verdict-table entry without its count: "mostly no (1/10 OK)" -> "mostly no"."""
+    return str(entry).split(" (")[0]
+
+
 def _pseudo_runs(ref: pd.DataFrame) -> pd.DataFrame:
     """The testbed means as one 'run' per cell (for ``verdict_table``)."""
     cols = ["aqm", "n_bdp", "btl_capacity", "base_rtt", "ecn_threshold", "ecn_fallback"]
@@ -207,7 +212,8 @@ class Summary:
             f"delay values within max({DELAY_ABS_MS:g} ms, {DELAY_REL:.0%}): {self.delay_within:.1%} of "
             f"{self.delay_values} (L4S flow {self.delay_within_l4s:.1%}, classic flow {self.delay_within_classic:.1%})",
             f"verdict class (favourable/harmful) equal per cell: {self.class_match:.1%}",
-            f"study verdict table, rows vs CUBIC: {'match' if self.cubic_rows_match else 'DIFFER'}",
+            f"study verdict table, rows vs CUBIC (class: yes / mostly yes / mostly no / no): "
+            f"{'match' if self.cubic_rows_match else 'DIFFER'}",
         ]
         return out
 
@@ -219,7 +225,7 @@ def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: V
     vt_sim = verdict_table(runs, rules) if not runs.empty else verdict_table(runs.iloc[:0], rules)
     vt_tb = verdict_table(_pseudo_runs(ref), rules)
     col = "fallback off, vs CUBIC"
-    match = bool((vt_sim[col] == vt_tb[col]).all()) if not runs.empty else False
+    match = bool((vt_sim[col].map(verdict_class) == vt_tb[col].map(verdict_class)).all()) if not runs.empty else False
     return Summary(
         cells=len(cmp),
         simulated=int(sim_ok.sum()),
@@ -327,12 +333,13 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
         "",
         "## Study verdict table (simulation | testbed)",
         "",
-        "| bottleneck | simulation | testbed |",
-        "|---|---|---|",
+        "| bottleneck | simulation | testbed | class match |",
+        "|---|---|---|---|",
     ]
     col = "fallback off, vs CUBIC"
     for row in s.verdicts_sim.index:
-        lines.append(f"| {row} | {s.verdicts_sim.loc[row, col]} | {s.verdicts_tb.loc[row, col]} |")
+        a, b = s.verdicts_sim.loc[row, col], s.verdicts_tb.loc[row, col]
+        lines.append(f"| {row} | {a} | {b} | {'yes' if verdict_class(a) == verdict_class(b) else 'NO'} |")
     off = cmp[cmp["off"]]
     lines += ["", f"## Cells off ({len(off)}): |share error| > 0.10 or a delay outside max(1 ms, 25 %)", ""]
     lines.append("| case | AQM | BDP | share sim | share tb | Q_l4s sim | Q_l4s tb | Q_cubic sim | Q_cubic tb |")
