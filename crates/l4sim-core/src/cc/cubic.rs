@@ -4,7 +4,8 @@
 //! Modelled as in Linux:
 //! - fixed-point cubic: time in 1/1024 s (`BICTCP_HZ` = 10 bit), `C = bic_scale*10/1024`,
 //!   `K = cbrt(cube_factor * (W_max - cwnd))` with `cube_factor = 2^40 / (bic_scale*10)`;
-//! - `epoch_start` and `last_time` in **jiffies** (`hz`, default 250 as in Ubuntu kernels):
+//! - `epoch_start` and `last_time` in **jiffies** (`hz`, default 250 as in Ubuntu kernels,
+//!   counted from the host's tick phase, `jiffies_phase_us`, random per run unless set):
 //!   the cubic target is recomputed at most once per jiffy and elapsed time is quantised
 //!   to jiffies; `delay_min` is converted with `usecs_to_jiffies` (rounding up);
 //! - `cnt` (ACKs per +1 cwnd) with the 20 cap before the first loss, the Reno-friendly
@@ -52,6 +53,10 @@ pub struct CubicParams {
     pub hystart_ack_delta_us: u32,
     /// Kernel `CONFIG_HZ` (jiffies per second) used for the epoch clock.
     pub hz: u32,
+    /// Phase of the sender host's jiffies tick at simulated time 0, us (taken modulo one
+    /// tick). Unset: drawn uniformly from the flow's random stream, because a real host's
+    /// tick phase is not under the experiment's control (it differs between hosts and runs).
+    pub jiffies_phase_us: Option<f64>,
     /// The socket is paced (`sk_pacing_status != SK_PACING_NONE`, i.e. the sender host runs
     /// the `fq` qdisc). When false (Linux default without fq) HyStart's ACK-train threshold
     /// is halved. A CC-requested pacing (`sk.pacing_needed`) also counts as paced.
@@ -71,6 +76,7 @@ impl Default for CubicParams {
             hystart_low_window: 16,
             hystart_ack_delta_us: 2000,
             hz: 250,
+            jiffies_phase_us: None,
             paced: false,
         }
     }
@@ -80,6 +86,8 @@ impl Default for CubicParams {
 #[derive(Clone, Debug)]
 pub struct Cubic {
     p: CubicParams,
+    /// Tick phase in ns, added to simulated time before converting to jiffies.
+    phase_ns: u64,
     /// Precomputed at module load in Linux.
     beta_scale: u32,
     cube_rtt_scale: u64,
@@ -109,14 +117,31 @@ pub struct Cubic {
 }
 
 impl Cubic {
+    /// A controller whose tick phase is `jiffies_phase_us`, or drawn from `rng` if unset.
+    pub fn with_rng(p: CubicParams, mut rng: crate::rng::Rng) -> Cubic {
+        let tick_ns = SEC / p.hz.max(1) as u64;
+        let phase_ns = match p.jiffies_phase_us {
+            Some(us) => (us.max(0.0) * 1000.0) as u64 % tick_ns,
+            None => (rng.uniform() * tick_ns as f64) as u64,
+        };
+        let mut c = Cubic::new(p);
+        c.phase_ns = phase_ns;
+        c
+    }
+
     pub fn new(p: CubicParams) -> Cubic {
         let beta = p.beta.min(BETA_SCALE - 1);
         let beta_scale = 8 * (BETA_SCALE + beta) / 3 / (BETA_SCALE - beta);
         let bic_scale = p.bic_scale.max(1) as u64;
         let cube_rtt_scale = bic_scale * 10;
         let cube_factor = (1u64 << (10 + 3 * BICTCP_HZ)) / (bic_scale * 10);
+        let tick_ns = SEC / p.hz.max(1) as u64;
+        let phase_ns = p
+            .jiffies_phase_us
+            .map_or(0, |us| (us.max(0.0) * 1000.0) as u64 % tick_ns);
         Cubic {
             p,
+            phase_ns,
             beta_scale,
             cube_rtt_scale,
             cube_factor,
@@ -141,7 +166,7 @@ impl Cubic {
 
     /// `tcp_jiffies32` for the simulated time.
     fn jiffies(&self, now_ns: u64) -> u64 {
-        (now_ns as u128 * self.p.hz as u128 / SEC as u128) as u64
+        ((now_ns + self.phase_ns) as u128 * self.p.hz as u128 / SEC as u128) as u64
     }
 
     /// `usecs_to_jiffies` (rounds up).
@@ -686,5 +711,44 @@ mod tests {
         sk.now = 3 * SEC;
         c.cwnd_event(&mut sk, CaEvent::TxStart);
         assert_eq!(c.epoch_start.unwrap(), e0 + 250);
+    }
+}
+
+#[cfg(test)]
+mod jiffies_phase_tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    #[test]
+    fn jiffies_count_ticks_from_the_hosts_phase() {
+        // HZ 250: 4 ms ticks. With a 3 ms phase the first tick falls at 1 ms.
+        let c = Cubic::new(CubicParams {
+            jiffies_phase_us: Some(3000.0),
+            ..CubicParams::default()
+        });
+        assert_eq!(c.jiffies(999_999), 0);
+        assert_eq!(c.jiffies(1_000_000), 1);
+        assert_eq!(c.jiffies(5_000_000), 2);
+        // The phase is taken modulo one tick.
+        let d = Cubic::new(CubicParams {
+            jiffies_phase_us: Some(7000.0),
+            ..CubicParams::default()
+        });
+        assert_eq!(d.jiffies(1_000_000), 1);
+    }
+
+    #[test]
+    fn an_unset_phase_is_drawn_per_run_and_reproducible_per_seed() {
+        let phase = |seed| Cubic::with_rng(CubicParams::default(), Rng::new(seed, 7)).phase_ns;
+        assert_eq!(phase(1), phase(1));
+        let phases: Vec<u64> = (1..20).map(phase).collect();
+        assert!(phases.iter().all(|&p| p < 4_000_000));
+        assert!(phases.windows(2).any(|w| w[0] != w[1]));
+        // A set phase wins over the stream.
+        let fixed = CubicParams {
+            jiffies_phase_us: Some(250.0),
+            ..CubicParams::default()
+        };
+        assert_eq!(Cubic::with_rng(fixed, Rng::new(3, 7)).phase_ns, 250_000);
     }
 }

@@ -347,7 +347,7 @@ pub enum AnyCc {
 pub fn build(spec: &CcSpec, rng: Rng) -> AnyCc {
     match spec {
         CcSpec::Reno => AnyCc::Reno(reno::Reno),
-        CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::new(p.clone())),
+        CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::with_rng(p.clone(), rng)),
         CcSpec::Dctcp(p) => AnyCc::Dctcp(dctcp::Dctcp::new(p.clone())),
         CcSpec::Prague(p) => AnyCc::Prague(prague::Prague::new(p.clone())),
         CcSpec::Bbr(p) => AnyCc::Bbr(bbr1::Bbr1::new(p.clone(), rng)),
