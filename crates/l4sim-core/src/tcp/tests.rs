@@ -1190,15 +1190,21 @@ fn bursts(h: &Harness) -> Vec<(SimTime, u32, u64, u64)> {
     b
 }
 
+/// A 3 s bulk Reno transfer over `rate_mbps`, 20 ms, a 1000-packet buffer, sender spec `s`.
+fn bulk_3s(rate_mbps: f64, s: TcpSpec) -> Harness {
+    let mut h = Harness::new(rate_mbps, 20.0, 1000, s, spec(EcnSysctl::None), None);
+    h.start();
+    h.run(3 * SEC);
+    h
+}
+
 #[test]
 fn fq_pacing_spaces_skbs_at_the_pacing_rate() {
     let s = TcpSpec {
         fq_pacing: true,
         ..spec(EcnSysctl::None)
     };
-    let mut h = Harness::new(10.0, 20.0, 1000, s, spec(EcnSysctl::None), None);
-    h.start();
-    h.run(3 * SEC);
+    let h = bulk_3s(10.0, s);
     let b = bursts(&h);
     // After the first 10 segments each skb's departure stamp is at least half its length
     // at the pacing rate after the previous one (tcp_update_skb_after_send's credit).
@@ -1217,16 +1223,7 @@ fn fq_pacing_spaces_skbs_at_the_pacing_rate() {
         );
     }
     // Unpaced Reno sends back-to-back bursts.
-    let mut u = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        None,
-    );
-    u.start();
-    u.run(3 * SEC);
+    let u = bulk_3s(10.0, spec(EcnSysctl::None));
     let d: Vec<SimTime> = u.data().map(|(t, _, _)| *t).collect();
     assert!(d.windows(2).filter(|w| w[0] == w[1]).count() > 100);
 }
@@ -1262,16 +1259,7 @@ fn cc_requested_pacing_is_enforced_without_fq() {
 fn tso_autosizes_skbs_to_a_millisecond_at_the_pacing_rate() {
     // tcp_tso_autosize: pacing_rate >> 10 bytes, at least tcp_min_tso_segs = 2 segments,
     // and tcp_cwnd_test: at most half the window per skb.
-    let mut h = Harness::new(
-        200.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        None,
-    );
-    h.start();
-    h.run(3 * SEC);
+    let h = bulk_3s(200.0, spec(EcnSysctl::None));
     let goal = ((h.s.sk.pacing_rate >> 10) / 1448).max(2) as u32;
     assert!(goal > 2, "goal {goal}");
     assert_eq!(h.s.tso_segs(), goal.min(45));
@@ -1290,9 +1278,7 @@ fn tso_autosizes_skbs_to_a_millisecond_at_the_pacing_rate() {
         tso: false,
         ..spec(EcnSysctl::None)
     };
-    let mut u = Harness::new(200.0, 20.0, 1000, no_tso, spec(EcnSysctl::None), None);
-    u.start();
-    u.run(3 * SEC);
+    let u = bulk_3s(200.0, no_tso);
     let sizes: Vec<u32> = bursts(&u).iter().skip(5).map(|x| x.1).collect();
     let avg = sizes.iter().sum::<u32>() as f64 / sizes.len() as f64;
     assert!(avg < 3.0, "mean burst {avg}");
@@ -1302,21 +1288,11 @@ fn tso_autosizes_skbs_to_a_millisecond_at_the_pacing_rate() {
 fn tso_deferral_waits_at_most_a_millisecond_after_the_last_write() {
     // tcp_tso_should_defer never holds data back when the last write is older than 1 ms:
     // on a slow path (1 ACK per 2.4 ms at 10 Mbit/s) skbs follow the ACK clock.
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        None,
-    );
-    h.start();
-    h.run(3 * SEC);
-    let b = bursts(&h);
-    let mut acks = h.rev.iter().map(|(t, _)| *t + h.delay).peekable();
+    let h = bulk_3s(10.0, spec(EcnSysctl::None));
     // Every skb leaves at an ACK arrival (no timer releases deferred data).
-    let ack_times: std::collections::HashSet<SimTime> = acks.by_ref().collect();
-    assert!(b.iter().skip(1).all(|x| ack_times.contains(&x.0)));
+    let ack_times: std::collections::HashSet<SimTime> =
+        h.rev.iter().map(|(t, _)| *t + h.delay).collect();
+    assert!(bursts(&h).iter().skip(1).all(|x| ack_times.contains(&x.0)));
 }
 
 #[test]
