@@ -2,10 +2,15 @@
 //! `include/net/codel_impl.h`, and the single-FIFO qdisc `net/sched/sch_codel.c`.
 //!
 //! Modelled as Linux does:
-//! - Time unit: Linux's `codel_time_t` is `ns >> 10` (about 1.024 us). Enqueue stamps, target,
-//!   interval and ce_threshold are all kept in that unit here, so rounding is Linux's. Linux
-//!   keeps it in a wrapping u32; we keep it in a u64 (no wrap within any run) and compare with
-//!   signed differences, which is what `codel_time_before/after` compute.
+//! - Time unit: Linux's `codel_time_t` is `ns >> 10` (about 1.024 us) of the kernel's
+//!   monotonic clock, a wrapping u32 compared by signed differences (`codel_time_before/after`).
+//!   Enqueue stamps, target, interval and ce_threshold are all kept in that unit, so rounding
+//!   and wrapping are Linux's. The clock's value at the start of a run is the host's uptime,
+//!   which the experiment does not control: `clock_offset_s`, random per run unless set. It
+//!   matters: `drop_next` starts at 0, so whether the first entry to the dropping state counts
+//!   as "within 16 intervals of the last drop" (and restores `count` with one Newton step from
+//!   `rec_inv_sqrt` = 0, which then stays 0: a mark or drop at every dequeue while dropping)
+//!   depends on it, for a queue whose `count` grew before (fq_codel's overlimit drops).
 //! - `rec_inv_sqrt` is Q0.16 (a u16), widened to Q0.32 for one Newton step per change of
 //!   `count`, and the control law is `t + reciprocal_scale(interval, rec_inv_sqrt << 16)`.
 //! - The backlog used by the "backlog <= mtu" check is the qdisc's byte backlog *after* the
@@ -24,22 +29,46 @@ use crate::time::SimTime;
 
 /// `CODEL_SHIFT`: codel time is ns >> 10.
 pub const CODEL_SHIFT: u32 = 10;
-/// Codel time: ns >> 10.
-pub type CodelTime = u64;
+/// Codel time: ns >> 10, wrapping (`codel_time_t`).
+pub type CodelTime = u32;
+/// Codel time wraps after 2^32 units of 1024 ns (about 73 minutes).
+pub const CODEL_WRAP_NS: u64 = 1 << (32 + CODEL_SHIFT);
 const REC_INV_SQRT_BITS: u32 = 16;
 const REC_INV_SQRT_SHIFT: u32 = 32 - REC_INV_SQRT_BITS;
 
-/// Simulation ns to codel time.
+/// `codel_time_after(a, b)`.
 #[inline]
-pub fn codel_time(ns: SimTime) -> CodelTime {
-    ns >> CODEL_SHIFT
+pub fn time_after(a: CodelTime, b: CodelTime) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// `codel_time_after_eq(a, b)`.
+#[inline]
+pub fn time_after_eq(a: CodelTime, b: CodelTime) -> bool {
+    (a.wrapping_sub(b) as i32) >= 0
+}
+
+/// `codel_time_before(a, b)`.
+#[inline]
+pub fn time_before(a: CodelTime, b: CodelTime) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
 }
 
 /// A tc time given in ms (as our specs do) to codel time, the way tc and the kernel convert it:
 /// tc sends whole microseconds, the kernel turns them into `(us * 1000) >> 10`.
 pub fn ms_to_codel(ms: f64) -> CodelTime {
     let us = (ms * 1000.0).round() as u64;
-    (us * 1000) >> CODEL_SHIFT
+    ((us * 1000) >> CODEL_SHIFT) as CodelTime
+}
+
+/// The kernel clock at simulated time 0, in ns: `clock_offset_s` if given, else drawn
+/// uniformly over one wrap of codel time from the qdisc's random stream.
+pub fn clock_offset_ns(clock_offset_s: Option<f64>, rng: Option<&mut crate::rng::Rng>) -> u64 {
+    match (clock_offset_s, rng) {
+        (Some(s), _) => (s.max(0.0) * 1e9) as u64 % CODEL_WRAP_NS,
+        (None, Some(r)) => r.next_u64() % CODEL_WRAP_NS,
+        (None, None) => 0,
+    }
 }
 
 /// CoDel parameters (`struct codel_params`), in codel time.
@@ -55,9 +84,17 @@ pub struct CodelConfig {
     /// Bytes: no drop while the qdisc backlog is at most this.
     pub mtu: u32,
     pub ecn: bool,
+    /// The kernel's monotonic clock at simulated time 0, ns.
+    pub clock_offset_ns: u64,
 }
 
 impl CodelConfig {
+    /// `codel_get_time()` at simulated time `ns`.
+    #[inline]
+    pub fn time(&self, ns: SimTime) -> CodelTime {
+        ((ns + self.clock_offset_ns) >> CODEL_SHIFT) as CodelTime
+    }
+
     /// `codel_params_init` defaults: 5 ms / 100 ms, no ce_threshold, ecn off, mtu 1514.
     pub fn linux_default() -> CodelConfig {
         CodelConfig {
@@ -68,6 +105,7 @@ impl CodelConfig {
             ce_threshold_mask: 0,
             mtu: hdr::PSCHED_MTU,
             ecn: false,
+            clock_offset_ns: 0,
         }
     }
 }
@@ -128,7 +166,7 @@ impl CodelVars {
     /// `codel_control_law`: t + interval / sqrt(count).
     pub fn control_law(&self, t: CodelTime, interval: CodelTime) -> CodelTime {
         let scale = ((self.rec_inv_sqrt as u32) << REC_INV_SQRT_SHIFT) as u64;
-        t + (((interval as u32 as u64) * scale) >> 32)
+        t.wrapping_add(((interval as u64 * scale) >> 32) as CodelTime)
     }
 
     /// `codel_should_drop`.
@@ -144,20 +182,20 @@ impl CodelVars {
             self.first_above_time = 0;
             return false;
         };
-        self.ldelay = now.saturating_sub(codel_time(p.enq_ts));
+        self.ldelay = now.wrapping_sub(cfg.time(p.enq_ts));
         if p.len > stats.maxpacket {
             stats.maxpacket = p.len;
         }
-        if self.ldelay < cfg.target || backlog <= cfg.mtu as u64 {
+        if time_before(self.ldelay, cfg.target) || backlog <= cfg.mtu as u64 {
             // Went below: stay below for at least one interval.
             self.first_above_time = 0;
             return false;
         }
         if self.first_above_time == 0 {
-            self.first_above_time = now + cfg.interval;
+            self.first_above_time = now.wrapping_add(cfg.interval);
             false
         } else {
-            now > self.first_above_time
+            time_after(now, self.first_above_time)
         }
     }
 
@@ -170,7 +208,7 @@ impl CodelVars {
         now_ns: SimTime,
         drops: &mut Vec<Drop>,
     ) -> Option<Packet> {
-        let now = codel_time(now_ns);
+        let now = cfg.time(now_ns);
         let Some(first) = q.dequeue() else {
             self.dropping = false;
             return None;
@@ -180,8 +218,8 @@ impl CodelVars {
         if self.dropping {
             if !drop {
                 self.dropping = false;
-            } else if now >= self.drop_next {
-                while self.dropping && now >= self.drop_next {
+            } else if time_after_eq(now, self.drop_next) {
+                while self.dropping && time_after_eq(now, self.drop_next) {
                     self.count = self.count.wrapping_add(1);
                     self.newton_step();
                     let p = skb.as_mut().expect("dropping with a packet");
@@ -219,9 +257,7 @@ impl CodelVars {
             }
             self.dropping = true;
             let delta = self.count.wrapping_sub(self.lastcount);
-            // codel_time_before(now - drop_next, 16 * interval), on signed differences.
-            let since = now as i64 - self.drop_next as i64;
-            if delta > 1 && since < 16 * cfg.interval as i64 {
+            if delta > 1 && time_before(now.wrapping_sub(self.drop_next), 16 * cfg.interval) {
                 self.count = delta;
                 self.newton_step();
             } else {
@@ -232,7 +268,7 @@ impl CodelVars {
             self.drop_next = self.control_law(now, cfg.interval);
         }
         if let (Some(p), Some(ce)) = (skb.as_mut(), cfg.ce_threshold) {
-            if self.ldelay > ce {
+            if time_after(self.ldelay, ce) {
                 let selected = cfg.ce_threshold_mask == 0
                     || (p.ecn.bits() & cfg.ce_threshold_mask) == cfg.ce_threshold_selector;
                 if selected && p.ecn.set_ce() {
@@ -256,6 +292,8 @@ pub struct CodelParams {
     pub ce_threshold_ms: Option<f64>,
     /// Bytes (`psched_mtu` of the device).
     pub mtu: u32,
+    /// The kernel clock (uptime) at the run's start, s; unset: random per run.
+    pub clock_offset_s: Option<f64>,
 }
 
 impl Default for CodelParams {
@@ -267,6 +305,7 @@ impl Default for CodelParams {
             ecn: false,
             ce_threshold_ms: None,
             mtu: hdr::PSCHED_MTU,
+            clock_offset_s: None,
         }
     }
 }
@@ -298,7 +337,13 @@ pub struct Codel {
 }
 
 impl Codel {
+    /// A sch_codel whose clock starts at `clock_offset_s`, or 0 if unset.
     pub fn new(p: &CodelParams) -> Codel {
+        Self::with_rng(p, None)
+    }
+
+    /// A sch_codel whose clock starts at `clock_offset_s`, or at a random point if unset.
+    pub fn with_rng(p: &CodelParams, rng: Option<&mut crate::rng::Rng>) -> Codel {
         Codel {
             limit: p.limit,
             cfg: CodelConfig {
@@ -309,6 +354,7 @@ impl Codel {
                 ce_threshold_mask: 0,
                 mtu: p.mtu,
                 ecn: p.ecn,
+                clock_offset_ns: clock_offset_ns(p.clock_offset_s, rng),
             },
             vars: CodelVars::new(),
             stats: CodelStats::default(),
@@ -351,7 +397,10 @@ impl QueueDisc for Codel {
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("count", self.vars.count as f64));
         out.push(("dropping", self.vars.dropping as u8 as f64));
-        out.push(("ldelay_ms", (self.vars.ldelay << CODEL_SHIFT) as f64 / 1e6));
+        out.push((
+            "ldelay_ms",
+            ((self.vars.ldelay as u64) << CODEL_SHIFT) as f64 / 1e6,
+        ));
         out.push(("drops_aqm", self.stats.drop_count as f64));
         out.push(("ecn_marks", self.stats.ecn_mark as f64));
         out.push(("ce_marks", self.stats.ce_mark as f64));
@@ -428,7 +477,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(v.control_law(0, 1000), (1000.0 * x) as u64);
+        assert_eq!(v.control_law(0, 1000), (1000.0 * x) as u32);
     }
 
     #[test]
@@ -463,6 +512,63 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn codel_at(offset_s: f64, ecn: bool) -> Codel {
+        Codel::new(&CodelParams {
+            ecn,
+            clock_offset_s: Some(offset_s),
+            ..CodelParams::default()
+        })
+    }
+
+    #[test]
+    fn codel_time_wraps_like_linux_u32() {
+        // The same run with the kernel clock just before the 2^32-unit wrap, or far from it,
+        // drops at the same simulated times (within the 0.1 ms dequeue spacing: the ns >> 10
+        // rounding has another phase): comparisons are on signed differences.
+        let wrap_s = CODEL_WRAP_NS as f64 / 1e9;
+        let times = |offset_s: f64| -> Vec<SimTime> {
+            let mut q = codel_at(offset_s, false);
+            drive(&mut q, Ecn::NotEct, 20 * MS, MS / 10, 5000)
+                .iter()
+                .map(|e| e.0)
+                .collect()
+        };
+        let base = times(0.0);
+        assert!(base.len() > 5);
+        for other in [times(wrap_s - 0.2), times(1000.0)] {
+            assert_eq!(other.len(), base.len());
+            for (a, b) in other.iter().zip(&base) {
+                assert!(a.abs_diff(*b) <= MS / 10, "{other:?} vs {base:?}");
+            }
+        }
+        assert!(time_after(5, u32::MAX - 5) && time_before(u32::MAX - 5, 5));
+    }
+
+    #[test]
+    fn restoring_count_from_a_zero_rec_inv_sqrt_marks_every_packet() {
+        // fq_codel_drop adds overlimit drops to count before CoDel ever entered dropping, while
+        // rec_inv_sqrt is still 0 (codel_vars_init). Whether the first entry restores that
+        // count depends on `now - drop_next(0)` being within 16 intervals, i.e. on the
+        // kernel clock (in s32 arithmetic: true for about half of all uptimes, e.g. 0.5 s
+        // or one hour), and one Newton step from 0 leaves 0, so drop_next never advances and
+        // every dequeue while dropping is marked.
+        let marks = |offset_s: f64| -> (usize, u16) {
+            let mut q = codel_at(offset_s, true);
+            q.vars.count = 50;
+            let ev = drive(&mut q, Ecn::Ect0, 20 * MS, MS / 10, 3000);
+            (ev.iter().filter(|e| !e.1).count(), q.vars.rec_inv_sqrt)
+        };
+        let (stuck, ris) = marks(0.5);
+        assert_eq!(ris, 0);
+        // Dequeues every 0.1 ms from 120 ms (first entry) to 300 ms: all marked.
+        assert!(stuck > 1700, "{stuck} marks");
+        assert_eq!(marks(3600.0).1, 0);
+        // 1000 s of uptime: the first entry starts from count 1 as RFC 8289 intends.
+        let (healthy, ris) = marks(1000.0);
+        assert!(ris > 0);
+        assert!(healthy < 20, "{healthy} marks");
     }
 
     #[test]

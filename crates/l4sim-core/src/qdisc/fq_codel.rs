@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::codel::{ms_to_codel, CodelConfig, CodelQueue, CodelStats, CodelVars};
+use super::codel::{clock_offset_ns, ms_to_codel, CodelConfig, CodelQueue, CodelStats, CodelVars};
 use super::{check_ms, check_nonzero, check_pos_ms, Drop, DropReason, QueueDisc};
 use crate::packet::{hdr, Packet};
 use crate::time::SimTime;
@@ -47,6 +47,8 @@ pub struct FqCodelParams {
     pub drop_batch: u32,
     /// Bytes of truesize.
     pub memory_limit: u64,
+    /// The kernel clock (uptime) at the run's start, s; unset: random per run (see codel.rs).
+    pub clock_offset_s: Option<f64>,
 }
 
 impl Default for FqCodelParams {
@@ -63,6 +65,7 @@ impl Default for FqCodelParams {
             ce_threshold_mask: None,
             drop_batch: 64,
             memory_limit: 32 << 20,
+            clock_offset_s: None,
         }
     }
 }
@@ -187,7 +190,13 @@ pub struct FqCodel {
 }
 
 impl FqCodel {
+    /// An fq_codel whose clock starts at `clock_offset_s`, or 0 if unset.
     pub fn new(p: &FqCodelParams) -> FqCodel {
+        Self::with_rng(p, None)
+    }
+
+    /// An fq_codel whose clock starts at `clock_offset_s`, or at a random point if unset.
+    pub fn with_rng(p: &FqCodelParams, rng: Option<&mut crate::rng::Rng>) -> FqCodel {
         let n = p.flows as usize;
         FqCodel {
             limit: p.limit,
@@ -203,6 +212,7 @@ impl FqCodel {
                 ce_threshold_mask: p.ce_threshold_mask.unwrap_or(0),
                 mtu: hdr::PSCHED_MTU,
                 ecn: p.ecn,
+                clock_offset_ns: clock_offset_ns(p.clock_offset_s, rng),
             },
             buckets: (0..n).map(|_| Bucket::default()).collect(),
             cvars: vec![CodelVars::new(); n],

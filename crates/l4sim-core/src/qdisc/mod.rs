@@ -252,13 +252,15 @@ impl QueueDisc for AnyQdisc {
 }
 
 /// Build a qdisc from its spec. `rng` is the qdisc's private random stream.
-pub fn build(spec: &QdiscSpec, rng: Rng) -> AnyQdisc {
+pub fn build(spec: &QdiscSpec, mut rng: Rng) -> AnyQdisc {
     match spec {
         QdiscSpec::Bfifo { limit } => AnyQdisc::Fifo(fifo::Fifo::bytes(*limit)),
         QdiscSpec::Pfifo { limit } => AnyQdisc::Fifo(fifo::Fifo::packets(*limit)),
         QdiscSpec::Fq(p) => AnyQdisc::Fq(Box::new(fq::Fq::new(p))),
-        QdiscSpec::Codel(p) => AnyQdisc::Codel(codel::Codel::new(p)),
-        QdiscSpec::FqCodel(p) => AnyQdisc::FqCodel(Box::new(fq_codel::FqCodel::new(p))),
+        QdiscSpec::Codel(p) => AnyQdisc::Codel(codel::Codel::with_rng(p, Some(&mut rng))),
+        QdiscSpec::FqCodel(p) => {
+            AnyQdisc::FqCodel(Box::new(fq_codel::FqCodel::with_rng(p, Some(&mut rng))))
+        }
         QdiscSpec::Pie(p) => AnyQdisc::Pie(pie::Pie::new(p, rng)),
         QdiscSpec::Dualpi2(p) => AnyQdisc::Dualpi2(dualpi2::DualPi2::new(p, rng)),
         QdiscSpec::Red(p) => AnyQdisc::Red(red::Red::new(p, rng)),
