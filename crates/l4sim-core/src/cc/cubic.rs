@@ -119,26 +119,26 @@ pub struct Cubic {
 impl Cubic {
     /// A controller whose tick phase is `jiffies_phase_us`, or drawn from `rng` if unset.
     pub fn with_rng(p: CubicParams, mut rng: crate::rng::Rng) -> Cubic {
-        let tick_ns = SEC / p.hz.max(1) as u64;
-        let phase_ns = match p.jiffies_phase_us {
-            Some(us) => (us.max(0.0) * 1000.0) as u64 % tick_ns,
-            None => (rng.uniform() * tick_ns as f64) as u64,
-        };
-        let mut c = Cubic::new(p);
-        c.phase_ns = phase_ns;
-        c
+        Self::build(p, Some(&mut rng))
     }
 
+    /// A controller whose tick phase is `jiffies_phase_us`, or 0 if unset.
     pub fn new(p: CubicParams) -> Cubic {
+        Self::build(p, None)
+    }
+
+    fn build(p: CubicParams, rng: Option<&mut crate::rng::Rng>) -> Cubic {
         let beta = p.beta.min(BETA_SCALE - 1);
         let beta_scale = 8 * (BETA_SCALE + beta) / 3 / (BETA_SCALE - beta);
         let bic_scale = p.bic_scale.max(1) as u64;
         let cube_rtt_scale = bic_scale * 10;
         let cube_factor = (1u64 << (10 + 3 * BICTCP_HZ)) / (bic_scale * 10);
         let tick_ns = SEC / p.hz.max(1) as u64;
-        let phase_ns = p
-            .jiffies_phase_us
-            .map_or(0, |us| (us.max(0.0) * 1000.0) as u64 % tick_ns);
+        let phase_ns = match (p.jiffies_phase_us, rng) {
+            (Some(us), _) => (us.max(0.0) * 1000.0) as u64 % tick_ns,
+            (None, Some(r)) => (r.uniform() * tick_ns as f64) as u64,
+            (None, None) => 0,
+        };
         Cubic {
             p,
             phase_ns,
@@ -712,12 +712,6 @@ mod tests {
         c.cwnd_event(&mut sk, CaEvent::TxStart);
         assert_eq!(c.epoch_start.unwrap(), e0 + 250);
     }
-}
-
-#[cfg(test)]
-mod jiffies_phase_tests {
-    use super::*;
-    use crate::rng::Rng;
 
     #[test]
     fn jiffies_count_ticks_from_the_hosts_phase() {
@@ -739,7 +733,8 @@ mod jiffies_phase_tests {
 
     #[test]
     fn an_unset_phase_is_drawn_per_run_and_reproducible_per_seed() {
-        let phase = |seed| Cubic::with_rng(CubicParams::default(), Rng::new(seed, 7)).phase_ns;
+        let phase =
+            |seed| Cubic::with_rng(CubicParams::default(), crate::rng::Rng::new(seed, 7)).phase_ns;
         assert_eq!(phase(1), phase(1));
         let phases: Vec<u64> = (1..20).map(phase).collect();
         assert!(phases.iter().all(|&p| p < 4_000_000));
@@ -749,6 +744,9 @@ mod jiffies_phase_tests {
             jiffies_phase_us: Some(250.0),
             ..CubicParams::default()
         };
-        assert_eq!(Cubic::with_rng(fixed, Rng::new(3, 7)).phase_ns, 250_000);
+        assert_eq!(
+            Cubic::with_rng(fixed, crate::rng::Rng::new(3, 7)).phase_ns,
+            250_000
+        );
     }
 }
