@@ -26,6 +26,8 @@ pub enum Event {
     StreamStart(u32),
     /// iperf3-style once-per-second srtt sample of flow `i`.
     RttSample(u32),
+    /// The traffic source of flow `i` starts its next transfers.
+    SourceWake(u32),
     /// Time-series sample of every flow and qdisc.
     Sample,
 }

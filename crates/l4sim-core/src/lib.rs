@@ -12,3 +12,4 @@ pub mod scenario;
 pub mod sim;
 pub mod tcp;
 pub mod time;
+pub mod traffic;

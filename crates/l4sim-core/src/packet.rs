@@ -137,6 +137,9 @@ pub struct Packet {
     pub hash: u32,
     /// Data packets: true for a retransmission.
     pub retrans: bool,
+    /// Index of the scenario flow (traffic source) the packet belongs to, for per-source
+    /// queue-delay histograms; `flow` is the connection.
+    pub group: u16,
 }
 
 impl Packet {
@@ -161,6 +164,7 @@ impl Packet {
             enq_ts: 0,
             hash: 0,
             retrans: false,
+            group: 0,
         }
     }
     pub fn has(&self, f: u8) -> bool {

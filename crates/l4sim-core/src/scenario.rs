@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::cc::CcSpec;
 use crate::qdisc::QdiscSpec;
 use crate::tcp::TcpSpec;
+use crate::traffic::SourceSpec;
 
 /// An invalid scenario: `field` is a dotted path such as `flows[1].cc`.
 #[derive(Clone, Debug, PartialEq)]
@@ -169,13 +170,21 @@ fn default_streams() -> u32 {
     1
 }
 
-/// One sender (an iperf3 client) with its receiver.
+fn is_bulk(s: &SourceSpec) -> bool {
+    *s == SourceSpec::Bulk
+}
+
+/// One sender with its receiver: an iperf3 client by default, or another traffic source.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     pub name: String,
-    /// Sender's congestion control.
+    /// Sender's congestion control (default cubic, Linux's), for every connection it opens.
+    #[serde(default)]
     pub cc: CcSpec,
+    /// What the flow sends (default: bulk, an iperf3 transfer).
+    #[serde(default, skip_serializing_if = "is_bulk")]
+    pub source: SourceSpec,
     /// Sender host settings.
     #[serde(default)]
     pub tcp: TcpSpec,
@@ -207,6 +216,34 @@ pub struct ReceiverSpec {
     /// listeners and DCTCP-style CE echo). Default: cubic's flags (plain Linux receiver).
     pub cc: Option<CcSpec>,
     pub tcp: TcpSpec,
+}
+
+impl FlowSpec {
+    /// The source's own parameters, and the flow keys that only a bulk flow takes.
+    pub fn validate_source(&self, p: &str) -> Result<(), ScenarioError> {
+        self.source
+            .validate()
+            .map_err(|(f, m)| err(format!("{p}.source.{f}"), m))?;
+        if self.source != SourceSpec::Bulk {
+            let kind = self.source.kind();
+            if self.size.is_some() {
+                return Err(err(
+                    format!("{p}.size"),
+                    format!("applies to bulk flows only; a {kind} source sizes its own transfers"),
+                ));
+            }
+            if self.streams != 1 {
+                return Err(err(
+                    format!("{p}.streams"),
+                    format!(
+                        "applies to bulk flows only, got {} for a {kind} source",
+                        self.streams
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Scenario {
@@ -322,6 +359,7 @@ impl Scenario {
             if f.size == Some(0) {
                 return Err(err(format!("{p}.size"), "must be at least 1 byte, got 0"));
             }
+            f.validate_source(&p)?;
             for (side, t) in [("tcp", &f.tcp), ("receiver.tcp", &f.receiver.tcp)] {
                 if t.init_cwnd == 0 {
                     return Err(err(

@@ -17,7 +17,11 @@ fn golden_dir() -> PathBuf {
 /// The result as canonical JSON text, without the wall-clock figure.
 fn canonical(sc: &Scenario) -> String {
     let r = l4sim_core::sim::run(sc).expect("golden scenario runs");
-    assert!(r.conservation_ok, "{}: packet conservation violated", sc.name);
+    assert!(
+        r.conservation_ok,
+        "{}: packet conservation violated",
+        sc.name
+    );
     let mut v = serde_json::to_value(&r).unwrap();
     v.as_object_mut().unwrap().remove("wall_seconds");
     serde_json::to_string_pretty(&v).unwrap() + "\n"
@@ -38,7 +42,10 @@ fn every_golden_scenario_reproduces_its_result_byte_for_byte() {
         let text = std::fs::read_to_string(&path).unwrap();
         let sc = Scenario::from_json(&text).unwrap_or_else(|e| panic!("{path:?}: {e}"));
         let got = canonical(&sc);
-        let want_path = PathBuf::from(path.to_string_lossy().replace(".scenario.json", ".result.json"));
+        let want_path = PathBuf::from(
+            path.to_string_lossy()
+                .replace(".scenario.json", ".result.json"),
+        );
         if bless {
             std::fs::write(&want_path, &got).unwrap();
             continue;

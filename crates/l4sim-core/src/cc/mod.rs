@@ -318,6 +318,13 @@ pub enum CcSpec {
     Bbr3(bbr3::Bbr3Params),
 }
 
+impl Default for CcSpec {
+    /// CUBIC, Linux's default congestion control.
+    fn default() -> Self {
+        CcSpec::Cubic(Default::default())
+    }
+}
+
 impl CcSpec {
     pub fn name(&self) -> &'static str {
         match self {

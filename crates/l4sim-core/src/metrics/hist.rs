@@ -93,6 +93,28 @@ impl Histogram {
         }
         self.max as f64
     }
+    /// What was recorded since `earlier`, a copy of this histogram taken before (the max is
+    /// this histogram's whole-run max, an upper bound).
+    pub fn since(&self, earlier: &Histogram) -> Histogram {
+        Histogram {
+            counts: self
+                .counts
+                .iter()
+                .zip(&earlier.counts)
+                .map(|(a, b)| a - b)
+                .collect(),
+            n: self.n - earlier.n,
+            sum: self.sum - earlier.sum,
+            max: self.max,
+        }
+    }
+    /// The distribution at quantiles 0, 0.01, ..., 1 (101 values, ns): a CDF to plot.
+    pub fn cdf(&self) -> Vec<f64> {
+        if self.n == 0 {
+            return Vec::new();
+        }
+        (0..=100).map(|i| self.quantile(i as f64 / 100.0)).collect()
+    }
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;

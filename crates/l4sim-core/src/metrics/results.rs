@@ -103,7 +103,65 @@ pub struct QdiscSeries {
     /// Cumulative drops and marks.
     pub drops: Vec<f64>,
     pub marks: Vec<f64>,
+    /// Link throughput over the interval (frames sent), Mbit/s.
+    pub tx_mbps: Vec<f64>,
+    /// Packets enqueued, marked and dropped during the interval, per traffic class.
+    pub l4s: ClassSeries,
+    pub classic: ClassSeries,
     pub extra: BTreeMap<String, Vec<f64>>,
+}
+
+/// Per-interval counts of one traffic class at a qdisc.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClassSeries {
+    pub pkts: Vec<f64>,
+    pub marks: Vec<f64>,
+    pub drops: Vec<f64>,
+}
+
+/// One completed transfer of a `web`, `messages` or `chunks` source.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ConnRecord {
+    /// The scenario flow (source) it belongs to.
+    pub flow: String,
+    /// Connection number within the run.
+    pub id: u64,
+    /// Bytes transferred.
+    pub size: u64,
+    /// When the application started it, s.
+    pub start_s: f64,
+    /// Completion time: start until the receiver has the last byte, s.
+    pub fct_s: f64,
+    /// The same from the end of the handshake (data could flow), s.
+    pub fct_no_handshake_s: f64,
+    /// Retransmissions while it was sent.
+    pub retrans: u64,
+    /// Whether it opened its own connection (false: written on a persistent one).
+    pub new_connection: bool,
+}
+
+/// Queue-delay distribution and counters of one traffic class, or one flow, at a qdisc.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClassResult {
+    pub qdisc: String,
+    /// "class" (`name` is "l4s" or "classic": ECT(1)/CE or not, as DualPI2 classifies)
+    /// or "flow" (`name` is the scenario flow).
+    pub kind: String,
+    pub name: String,
+    pub enq_pkts: u64,
+    pub deq_pkts: u64,
+    pub marks: u64,
+    pub drops: u64,
+    /// Marks per dequeued packet and drops per enqueued packet.
+    pub mark_prob: f64,
+    pub drop_prob: f64,
+    pub sojourn_mean_ms: f64,
+    pub sojourn_p50_ms: f64,
+    pub sojourn_p90_ms: f64,
+    pub sojourn_p99_ms: f64,
+    pub sojourn_p999_ms: f64,
+    /// Sojourn at quantiles 0, 0.01, ..., 1, ms (empty if nothing was dequeued).
+    pub cdf_ms: Vec<f64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -136,6 +194,12 @@ pub struct RunResult {
     pub series: Series,
     /// Packet conservation per stream: sent = delivered + dropped + in flight.
     pub conservation_ok: bool,
+    /// Completed transfers of the web, messages and chunks sources.
+    #[serde(default)]
+    pub connections: Vec<ConnRecord>,
+    /// Per qdisc: queue delay and counters per traffic class and per flow.
+    #[serde(default)]
+    pub classes: Vec<ClassResult>,
 }
 
 /// Jain's fairness index: (sum x)^2 / (n * sum x^2); 1 for equal shares.

@@ -54,10 +54,13 @@ pub struct Port {
 }
 
 /// All nodes, pipes and shaped ports of a run.
+#[derive(Default)]
 pub struct Network {
     pub nodes: Vec<Node>,
     pub pipes: Vec<Pipe>,
     pub ports: Vec<Port>,
+    /// Every egress as (from, to, egress), for computing routes.
+    adj: Vec<(u32, u32, Egress)>,
 }
 
 /// One direction of a link as the builder describes it.
@@ -80,18 +83,37 @@ impl EgressCfg {
     }
 }
 
+/// Builds a [`Network`]: nodes, then links, then static routes.
 #[derive(Default)]
 pub struct NetBuilder {
-    nodes: Vec<(String, NodeKind)>,
-    /// (from, to, egress)
-    adj: Vec<(u32, u32, Egress)>,
-    pipes: Vec<Pipe>,
-    ports: Vec<Port>,
+    net: Network,
 }
 
 impl NetBuilder {
     pub fn node(&mut self, name: impl Into<String>, kind: NodeKind) -> u32 {
-        self.nodes.push((name.into(), kind));
+        self.net.add_node(name, kind)
+    }
+
+    /// A bidirectional link: `ab` is the egress of `a` toward `b`, `ba` the reverse.
+    pub fn link(&mut self, a: u32, b: u32, ab: EgressCfg, ba: EgressCfg) {
+        self.net.add_link(a, b, ab, ba);
+    }
+
+    /// Compute the routes and finish.
+    pub fn build(mut self) -> Network {
+        self.net.compute_routes();
+        self.net
+    }
+}
+
+impl Network {
+    /// A node; routes are stale until [`Network::compute_routes`].
+    pub fn add_node(&mut self, name: impl Into<String>, kind: NodeKind) -> u32 {
+        self.nodes.push(Node {
+            name: name.into(),
+            kind,
+            routes: Vec::new(),
+        });
         (self.nodes.len() - 1) as u32
     }
 
@@ -120,28 +142,21 @@ impl NetBuilder {
     }
 
     /// A bidirectional link: `ab` is the egress of `a` toward `b`, `ba` the reverse.
-    pub fn link(&mut self, a: u32, b: u32, ab: EgressCfg, ba: EgressCfg) {
+    pub fn add_link(&mut self, a: u32, b: u32, ab: EgressCfg, ba: EgressCfg) {
         self.egress(a, b, ab);
         self.egress(b, a, ba);
     }
 
-    /// Compute shortest-hop static routes (BFS from every destination) and finish.
-    pub fn build(self) -> Network {
+    /// Shortest-hop static routes (BFS from every destination over reversed edges).
+    pub fn compute_routes(&mut self) {
         let n = self.nodes.len();
         let mut out: Vec<Vec<(u32, Egress)>> = vec![Vec::new(); n];
         for &(from, to, e) in &self.adj {
             out[from as usize].push((to, e));
         }
-        let mut nodes: Vec<Node> = self
-            .nodes
-            .into_iter()
-            .map(|(name, kind)| Node {
-                name,
-                kind,
-                routes: vec![None; n],
-            })
-            .collect();
-        // For each destination d, BFS over reversed edges gives each node's next hop.
+        for node in &mut self.nodes {
+            node.routes = vec![None; n];
+        }
         for d in 0..n {
             let mut dist = vec![usize::MAX; n];
             dist[d] = 0;
@@ -154,16 +169,16 @@ impl NetBuilder {
                     }
                     if let Some(&(_, e)) = edges.iter().find(|(to, _)| *to as usize == v) {
                         dist[u] = dist[v] + 1;
-                        nodes[u].routes[d] = Some(e);
+                        self.nodes[u].routes[d] = Some(e);
                         q.push_back(u);
                     }
                 }
             }
         }
-        Network {
-            nodes,
-            pipes: self.pipes,
-            ports: self.ports,
-        }
+    }
+
+    /// The shaped port named `name`.
+    pub fn port_index(&self, name: &str) -> Option<usize> {
+        self.ports.iter().position(|p| p.name == name)
     }
 }

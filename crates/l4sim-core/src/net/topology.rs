@@ -69,32 +69,63 @@ pub fn dumbbell(
         shaped("bottleneck", btl, nic, seed, 0),
         EgressCfg::plain("rx_switch->router", None, 0),
     );
+    let mut net = b.build();
     let mut hosts = Vec::new();
     let mut rtts = Vec::new();
     for f in flows {
-        let rtt = millis(f.base_rtt.unwrap_or(base_rtt_ms));
-        let (fwd, rev) = halves(rtt);
-        let s = b.node(format!("{}.snd", f.name), NodeKind::Host);
-        let r = b.node(format!("{}.rcv", f.name), NodeKind::Host);
-        b.link(
-            s,
-            router,
-            EgressCfg::plain(format!("{}.snd->router", f.name), Some(nic), fwd),
-            EgressCfg::plain(format!("router->{}.snd", f.name), Some(nic), rev),
-        );
-        b.link(
-            rx_switch,
-            r,
-            EgressCfg::plain(format!("rx_switch->{}.rcv", f.name), None, 0),
-            EgressCfg::plain(format!("{}.rcv->rx_switch", f.name), None, 0),
-        );
+        let (s, r, rtt) = attach_dumbbell_host_pair(&mut net, f, base_rtt_ms, nic);
         hosts.push((s, r));
         rtts.push(rtt);
     }
+    net.compute_routes();
     Built {
-        net: b.build(),
+        net,
         hosts,
         base_rtt: rtts,
+    }
+}
+
+/// Add a flow's sender and receiver hosts to a dumbbell (nodes 0 and 1 are the router and
+/// the receivers' switch): the sender's access link carries the flow's base RTT, half each
+/// way. Routes must be recomputed afterwards.
+pub fn attach_dumbbell_host_pair(
+    net: &mut Network,
+    f: &FlowSpec,
+    base_rtt_ms: f64,
+    nic: Rate,
+) -> (u32, u32, SimDuration) {
+    let (router, rx_switch) = (0, 1);
+    let rtt = millis(f.base_rtt.unwrap_or(base_rtt_ms));
+    let (fwd, rev) = halves(rtt);
+    let s = net.add_node(format!("{}.snd", f.name), NodeKind::Host);
+    let r = net.add_node(format!("{}.rcv", f.name), NodeKind::Host);
+    net.add_link(
+        s,
+        router,
+        EgressCfg::plain(format!("{}.snd->router", f.name), Some(nic), fwd),
+        EgressCfg::plain(format!("router->{}.snd", f.name), Some(nic), rev),
+    );
+    net.add_link(
+        rx_switch,
+        r,
+        EgressCfg::plain(format!("rx_switch->{}.rcv", f.name), None, 0),
+        EgressCfg::plain(format!("{}.rcv->rx_switch", f.name), None, 0),
+    );
+    (s, r, rtt)
+}
+
+/// Set the base RTT of the flow whose sender host is `snd` (its access link's delays,
+/// half each way) for packets sent from now on; packets already on the link keep theirs
+/// and none is reordered (the link stays first in, first out).
+pub fn set_host_rtt(net: &mut Network, snd: u32, rtt: SimDuration) {
+    let (fwd, rev) = halves(rtt);
+    let name = net.nodes[snd as usize].name.clone();
+    for p in &mut net.pipes {
+        if p.name == format!("{name}->router") {
+            p.delay = fwd;
+        } else if p.name == format!("router->{name}") {
+            p.delay = rev;
+        }
     }
 }
 

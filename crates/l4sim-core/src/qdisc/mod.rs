@@ -287,9 +287,60 @@ pub struct QdiscStats {
     /// Largest backlog seen, packets and bytes.
     pub max_len: usize,
     pub max_bytes: u64,
+    /// Per traffic class ([`Class`]): what DualPI2 separates into its L and C queues.
+    pub class: [ClassStats; 2],
+    /// Per scenario flow (the packet's `group`), grown on first use.
+    pub group: Vec<ClassStats>,
+}
+
+/// The L4S class (ECT(1) or CE on arrival, DualPI2's default classifier) or the classic one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    L4s = 0,
+    Classic = 1,
+}
+
+impl Class {
+    pub const ALL: [Class; 2] = [Class::L4s, Class::Classic];
+    pub fn of(ecn: Ecn) -> Class {
+        match ecn {
+            Ecn::Ect1 | Ecn::Ce => Class::L4s,
+            _ => Class::Classic,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::L4s => "l4s",
+            Class::Classic => "classic",
+        }
+    }
+}
+
+/// Counters and sojourn distribution of one traffic class or one flow at a qdisc.
+#[derive(Clone, Debug, Default)]
+pub struct ClassStats {
+    pub enq_pkts: u64,
+    pub deq_pkts: u64,
+    pub drops: u64,
+    pub marks: u64,
+    pub sojourn: Histogram,
+}
+
+impl ClassStats {
+    fn group(v: &mut Vec<ClassStats>, g: u16) -> &mut ClassStats {
+        let g = g as usize;
+        if v.len() <= g {
+            v.resize_with(g + 1, ClassStats::default);
+        }
+        &mut v[g]
+    }
 }
 
 impl QdiscStats {
+    fn count_drop(&mut self, p: &Packet) {
+        self.class[Class::of(p.ecn_in) as usize].drops += 1;
+        ClassStats::group(&mut self.group, p.group).drops += 1;
+    }
     pub fn drops(&self) -> u64 {
         self.drops_by_reason.iter().sum()
     }
@@ -321,11 +372,14 @@ impl Qdisc {
         self.stats.enq_pkts += 1;
         self.stats.enq_bytes += pkt.len as u64;
         self.stats.enq_by_ecn[pkt.ecn.index()] += 1;
+        self.stats.class[Class::of(pkt.ecn) as usize].enq_pkts += 1;
+        ClassStats::group(&mut self.stats.group, pkt.group).enq_pkts += 1;
         self.drops.clear();
         self.inner.enqueue(pkt, now, &mut self.drops);
         for d in &self.drops {
             self.stats.drops_by_reason[d.reason.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
+            self.stats.count_drop(&d.pkt);
         }
         let len = self.inner.len();
         if len > self.stats.max_len {
@@ -338,6 +392,11 @@ impl Qdisc {
         &self.drops
     }
 
+    /// The packets dropped by the last `enqueue`.
+    pub fn last_drops(&self) -> &[Drop] {
+        &self.drops
+    }
+
     /// Dequeue; `drops` receives the packets dropped at dequeue.
     pub fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         let start = drops.len();
@@ -345,16 +404,55 @@ impl Qdisc {
         for d in &drops[start..] {
             self.stats.drops_by_reason[d.reason.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
+            self.stats.count_drop(&d.pkt);
         }
         if let Some(p) = &pkt {
+            let sojourn = now.saturating_sub(p.enq_ts);
             self.stats.deq_pkts += 1;
             self.stats.deq_bytes += p.len as u64;
-            self.stats.sojourn.record(now.saturating_sub(p.enq_ts));
-            if p.ecn == Ecn::Ce && p.ecn_in != Ecn::Ce {
+            self.stats.sojourn.record(sojourn);
+            let marked = p.ecn == Ecn::Ce && p.ecn_in != Ecn::Ce;
+            if marked {
                 self.stats.marks_by_ecn[p.ecn_in.index()] += 1;
+            }
+            for cs in [
+                &mut self.stats.class[Class::of(p.ecn_in) as usize],
+                ClassStats::group(&mut self.stats.group, p.group),
+            ] {
+                cs.deq_pkts += 1;
+                cs.marks += marked as u64;
+                cs.sojourn.record(sojourn);
             }
         }
         pkt
+    }
+
+    /// Replace the qdisc (`tc qdisc replace`): Linux grafts the new qdisc and resets and
+    /// destroys the old one, freeing every packet it held. Those packets are returned as
+    /// drops (reason `overlimit`, the closest of the tc counters); the counters carry on.
+    pub fn replace(&mut self, inner: AnyQdisc, now: SimTime, drops: &mut Vec<Drop>) {
+        let mut old = std::mem::replace(&mut self.inner, inner);
+        let start = drops.len();
+        let mut scratch = Vec::new();
+        // Drain the old qdisc without its AQM acting: dequeue drops and marks from a
+        // qdisc about to be destroyed are not wanted, so take packets as they come out.
+        while !old.is_empty() {
+            scratch.clear();
+            match old.dequeue(now, &mut scratch) {
+                Some(p) => drops.push(Drop {
+                    pkt: p,
+                    reason: DropReason::Overlimit,
+                }),
+                None if scratch.is_empty() => break,
+                None => {}
+            }
+            drops.extend(scratch.iter().copied());
+        }
+        for d in &drops[start..] {
+            self.stats.drops_by_reason[DropReason::Overlimit.index()] += 1;
+            self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
+            self.stats.count_drop(&d.pkt);
+        }
     }
 }
 

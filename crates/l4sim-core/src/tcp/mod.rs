@@ -126,6 +126,8 @@ impl Default for TcpSpec {
 #[derive(Clone, Debug)]
 pub struct ConnParams {
     pub flow: u32,
+    /// The scenario flow (traffic source) this connection belongs to.
+    pub group: u16,
     /// Host node ids of the sender (client) and receiver (server).
     pub sender: u32,
     pub receiver: u32,

@@ -152,6 +152,7 @@ impl TcpReceiver {
         p.hash = self.params.hash_rev;
         p.ts_val = now;
         p.ts_ecr = self.ts_recent;
+        p.group = self.params.group;
         p
     }
 

@@ -122,6 +122,8 @@ pub struct TcpSender {
     /// Segments to send (u32::MAX: bulk) and the payload of the last one.
     total_segs: u32,
     last_payload: u32,
+    /// Earlier partial segments of a persistent connection's writes: (segment, payload).
+    partial: VecDeque<(u32, u32)>,
     segs: VecDeque<Seg>,
     ts_head: u32,
     ts_tail: u32,
@@ -189,6 +191,7 @@ impl TcpSender {
             syn_at: NEVER,
             total_segs,
             last_payload,
+            partial: VecDeque::new(),
             segs: VecDeque::with_capacity(256),
             ts_head: NIL,
             ts_tail: NIL,
@@ -229,6 +232,39 @@ impl TcpSender {
         2 * SEC / self.spec.hz.max(1) as u64
     }
 
+    /// The application writes `bytes` more on a sized (persistent) connection: the next
+    /// response, message or video chunk. Each write starts a new segment, as a `send()` on an
+    /// idle socket does; a finished transfer resumes sending. (Linux's cwnd restart after
+    /// idle, `tcp_cwnd_restart`, is not modelled: the window is what the last ACKs left.)
+    pub fn append(&mut self, bytes: u64, now: SimTime, out: &mut Vec<Packet>) {
+        debug_assert!(self.total_segs != u32::MAX, "append to a bulk transfer");
+        let mss = self.spec.mss as u64;
+        let n = bytes.div_ceil(mss).max(1);
+        let una = self.sk.snd_una;
+        while self.partial.front().is_some_and(|&(s, _)| s < una) {
+            self.partial.pop_front();
+        }
+        if self.last_payload < self.spec.mss {
+            self.partial
+                .push_back((self.total_segs - 1, self.last_payload));
+        }
+        self.total_segs += n as u32;
+        self.last_payload = (bytes.max(1) - (n - 1) * mss) as u32;
+        self.stats.completed_at = NEVER;
+        if self.phase == Phase::Done {
+            self.phase = Phase::Established;
+        }
+        if self.phase == Phase::Established {
+            self.sk.now = now;
+            self.write_xmit(now, out, false);
+        }
+    }
+
+    /// Whether every written byte has been acknowledged.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
     /// Open the connection (send the SYN) at `now`.
     pub fn connect(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.sk.now = now;
@@ -266,6 +302,7 @@ impl TcpSender {
         p.hash = self.params.hash_fwd;
         p.ts_val = now;
         p.ts_ecr = self.ts_recent;
+        p.group = self.params.group;
         p
     }
 
@@ -335,8 +372,13 @@ impl TcpSender {
     fn payload_of(&self, seq: u32) -> u32 {
         if seq + 1 == self.total_segs {
             self.last_payload
-        } else {
+        } else if self.partial.is_empty() {
             self.spec.mss
+        } else {
+            match self.partial.binary_search_by_key(&seq, |&(s, _)| s) {
+                Ok(i) => self.partial[i].1,
+                Err(_) => self.spec.mss,
+            }
         }
     }
     fn ts_unlink(&mut self, seq: u32) {

@@ -1,0 +1,1187 @@
+//! Running a scenario: build the topology, the traffic sources and their connections, run
+//! the engine, collect the results.
+//!
+//! [`World`] is the simulation. [`run`] builds it and runs it to the scenario's end in one
+//! go; the steppable form ([`World::run_until`], [`World::drain`] and the `add_flow` /
+//! `remove_flow` / `set_flow` / `set_link` changes) serves live use (the `Simulation` of the
+//! Python package, the web demo). Both process exactly the same events, so stepping to the
+//! end gives byte-identical results.
+
+pub mod conn;
+mod results;
+
+use serde_json::{json, Value};
+
+use crate::cc::{self, CcSpec, CongestionControl};
+use crate::engine::{Event, Scheduler};
+use crate::metrics::results::{ConnRecord, FlowSeries, QdiscSeries, RunResult};
+use crate::net::shaper::{default_burst, Shaper};
+use crate::net::{topology, Egress, Network, NodeKind};
+use crate::packet::{Dir, Packet};
+use crate::qdisc::{self, Class, QueueDisc};
+use crate::rng::{stream, Rng};
+use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
+use crate::tcp::{ConnParams, TcpReceiver, TcpSender};
+use crate::time::{millis, secs, to_secs, Rate, SimTime, NEVER, SEC};
+use crate::traffic::udp::{UdpParams, UdpReceiver, UdpSender};
+use crate::traffic::{Source, SourceSpec, Transfer};
+use conn::{Conn, Pending, Stream};
+
+/// Version of the model, recorded with every result (part of the results-store key).
+pub const MODEL_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Counters of a flow's retired connections.
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
+    retrans: u64,
+    rto_count: u64,
+    fast_recoveries: u64,
+    cwr_count: u64,
+    ce_received: u64,
+    ce_fed_back: u64,
+    data_pkts_sent: u64,
+    pkts_dropped: u64,
+}
+
+impl Totals {
+    fn add(&mut self, st: &Stream) {
+        self.data_pkts_sent += st.conn.data_sent();
+        self.pkts_dropped += st.data_dropped;
+        match &st.conn {
+            Conn::Tcp(c) => {
+                let (s, r) = (&c.0, &c.1);
+                self.retrans += s.stats.retrans;
+                self.rto_count += s.stats.rto_count;
+                self.fast_recoveries += s.stats.fast_recoveries;
+                self.cwr_count += s.stats.cwr_count;
+                self.ce_received += r.stats.ce_received;
+                self.ce_fed_back += s.sk.delivered_ce;
+            }
+            Conn::Udp(c) => self.ce_received += c.1.ce_received,
+        }
+    }
+}
+
+/// A scenario flow: its spec, hosts, traffic source and metrics.
+struct FlowState {
+    spec: FlowSpec,
+    hosts: (u32, u32),
+    /// Bulk flows: their streams, alive for the whole run (the first one is sampled).
+    streams: Vec<usize>,
+    source: Option<Box<dyn Source>>,
+    rng: Rng,
+    /// The live connection of a persistent source.
+    persistent: Option<usize>,
+    start: SimTime,
+    base_rtt: u64,
+    rtt_samples: Vec<f64>,
+    last_bytes: u64,
+    series: FlowSeries,
+    /// Payload bytes delivered in order over all its connections.
+    delivered: u64,
+    retired: Totals,
+    conns_opened: u64,
+    /// ECN mode and data codepoint of its first connection, once known.
+    ecn: Option<(String, String)>,
+    removed_at: Option<SimTime>,
+}
+
+struct QdiscTrack {
+    last_sum: u128,
+    last_n: u64,
+    /// Cumulative (enqueued, marked, dropped) per class at the last sample.
+    last_class: [[u64; 3]; 2],
+    last_tx: u64,
+    series: QdiscSeries,
+    /// Per-flow sojourn histograms as of the last drain.
+    drained_groups: Vec<crate::metrics::hist::Histogram>,
+}
+
+/// The simulated world: network, endpoints, scheduler and collectors.
+pub struct World {
+    now: SimTime,
+    end: SimTime,
+    seed: u64,
+    topology: TopologySpec,
+    sched: Scheduler,
+    net: Network,
+    conns: Vec<Option<Stream>>,
+    free: Vec<usize>,
+    next_conn_id: u64,
+    flows: Vec<FlowState>,
+    qtrack: Vec<QdiscTrack>,
+    sample_interval: SimTime,
+    series_t: Vec<f64>,
+    bufs: Vec<Vec<Packet>>,
+    drops: Vec<qdisc::Drop>,
+    obs: Vec<(&'static str, f64)>,
+    transfers: Vec<Transfer>,
+    data_sent_net: u64,
+    data_rcvd_net: u64,
+    data_dropped: u64,
+    /// Data packets sent and received by connections already retired.
+    retired_sent: u64,
+    retired_rcvd: u64,
+    /// Data packets that arrived for a closing connection (its flow removed).
+    data_orphaned: u64,
+    records: Vec<ConnRecord>,
+    drained: Drained,
+}
+
+/// How far [`World::drain`] has read.
+#[derive(Default)]
+struct Drained {
+    samples: usize,
+    records: usize,
+}
+
+impl World {
+    pub fn new(sc: &Scenario) -> Result<World, ScenarioError> {
+        sc.validate()?;
+        let built = topology::build(&sc.topology, &sc.flows, sc.seed)?;
+        let qtrack = built.net.ports.iter().map(new_track).collect();
+        let mut w = World {
+            now: 0,
+            end: secs(sc.duration),
+            seed: sc.seed,
+            topology: sc.topology.clone(),
+            sched: Scheduler::new(),
+            net: built.net,
+            conns: Vec::new(),
+            free: Vec::new(),
+            next_conn_id: 0,
+            flows: Vec::new(),
+            qtrack,
+            sample_interval: secs(sc.sample_interval).max(1),
+            series_t: Vec::new(),
+            bufs: Vec::new(),
+            drops: Vec::with_capacity(64),
+            obs: Vec::new(),
+            transfers: Vec::new(),
+            data_sent_net: 0,
+            data_rcvd_net: 0,
+            data_dropped: 0,
+            retired_sent: 0,
+            retired_rcvd: 0,
+            data_orphaned: 0,
+            records: Vec::new(),
+            drained: Drained::default(),
+        };
+        for (fi, f) in sc.flows.iter().enumerate() {
+            w.start_flow(
+                f.clone(),
+                built.hosts[fi],
+                built.base_rtt[fi],
+                secs(f.start),
+            );
+        }
+        for (i, p) in w.net.ports.iter().enumerate() {
+            let t = p.qdisc.inner.next_timer();
+            if t != NEVER {
+                w.sched.schedule(t, Event::QdiscTimer(i as u32));
+            }
+        }
+        w.sched.schedule(w.sample_interval, Event::Sample);
+        Ok(w)
+    }
+
+    /// Set up flow `f` on its hosts, starting at `start`.
+    fn start_flow(&mut self, f: FlowSpec, hosts: (u32, u32), base_rtt: u64, start: SimTime) {
+        let fi = self.flows.len();
+        let mut rng = Rng::new(self.seed, stream::TRAFFIC + fi as u64);
+        let source = f.source.build(start, f.streams, f.size, &mut rng);
+        let bulk = f.source == SourceSpec::Bulk;
+        self.flows.push(FlowState {
+            series: FlowSeries {
+                name: f.name.clone(),
+                ..Default::default()
+            },
+            spec: f,
+            hosts,
+            streams: Vec::new(),
+            source,
+            rng,
+            persistent: None,
+            start,
+            base_rtt,
+            rtt_samples: Vec::new(),
+            last_bytes: 0,
+            delivered: 0,
+            retired: Totals::default(),
+            conns_opened: 0,
+            ecn: None,
+            removed_at: None,
+        });
+        if let SourceSpec::Udp(spec) = &self.flows[fi].spec.source {
+            let spec = spec.clone();
+            let (slot, p) = self.udp_params(fi);
+            let conn = Conn::Udp(Box::new((
+                UdpSender::new(&p, &spec),
+                UdpReceiver::default(),
+            )));
+            self.insert_conn(slot, conn, fi, start);
+            self.sched.schedule(start, Event::StreamStart(slot as u32));
+            return;
+        }
+        // Bulk streams are created now and open at `start`; other sources wake when due.
+        let mut initial = std::mem::take(&mut self.transfers);
+        initial.clear();
+        if let Some(src) = self.flows[fi].source.as_mut() {
+            src.initial(&mut initial);
+        }
+        for size in initial.drain(..) {
+            let slot = self.new_tcp(fi, size, start);
+            self.flows[fi].streams.push(slot);
+            self.sched.schedule(start, Event::StreamStart(slot as u32));
+        }
+        self.transfers = initial;
+        if bulk {
+            self.sched
+                .schedule(start + SEC, Event::RttSample(fi as u32));
+        } else {
+            self.schedule_source(fi);
+        }
+    }
+
+    fn schedule_source(&mut self, fi: usize) {
+        if let Some(src) = &self.flows[fi].source {
+            let t = src.next_wake();
+            if t != NEVER {
+                self.sched
+                    .schedule(t.max(self.now), Event::SourceWake(fi as u32));
+            }
+        }
+    }
+
+    fn alloc_slot(&mut self) -> usize {
+        self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        })
+    }
+
+    fn insert_conn(&mut self, slot: usize, conn: Conn, fi: usize, now: SimTime) {
+        let id = self.next_conn_id;
+        self.next_conn_id += 1;
+        self.conns[slot] = Some(Stream::new(conn, fi as u32, id, now));
+        self.flows[fi].conns_opened += 1;
+    }
+
+    fn udp_params(&mut self, fi: usize) -> (usize, UdpParams) {
+        let slot = self.alloc_slot();
+        let id = self.next_conn_id;
+        let mut hrng = Rng::new(self.seed, stream::TCP + 2 * id);
+        let (snd, rcv) = self.flows[fi].hosts;
+        let p = UdpParams {
+            flow: slot as u32,
+            group: fi as u16,
+            sender: snd,
+            receiver: rcv,
+            hash_fwd: hrng.next_u32(),
+            hash_rev: hrng.next_u32(),
+        };
+        (slot, p)
+    }
+
+    /// A TCP connection of flow `fi` carrying `size` bytes (None: bulk), not yet open.
+    fn new_tcp(&mut self, fi: usize, size: Option<u64>, now: SimTime) -> usize {
+        let slot = self.alloc_slot();
+        let id = self.next_conn_id;
+        let seed = self.seed;
+        let f = &self.flows[fi];
+        let mut hrng = Rng::new(seed, stream::TCP + 2 * id);
+        let params = ConnParams {
+            flow: slot as u32,
+            group: fi as u16,
+            sender: f.hosts.0,
+            receiver: f.hosts.1,
+            hash_fwd: hrng.next_u32(),
+            hash_rev: hrng.next_u32(),
+            size,
+        };
+        let rcv_cc_spec = f.spec.receiver.cc.clone().unwrap_or_default();
+        let cc = cc::build(&f.spec.cc, Rng::new(seed, stream::CC + 2 * id));
+        let rcc = cc::build(&rcv_cc_spec, Rng::new(seed, stream::CC + 2 * id + 1));
+        let sender = TcpSender::new(
+            &params,
+            &f.spec.tcp,
+            cc,
+            Rng::new(seed, stream::TCP + 2 * id + 1),
+        );
+        let receiver = TcpReceiver::new(
+            &params,
+            &f.spec.receiver.tcp,
+            &rcc,
+            Rng::new(seed, stream::TCP + (1 << 31) + id),
+        );
+        self.insert_conn(slot, Conn::Tcp(Box::new((sender, receiver))), fi, now);
+        if let (Some(b), false) = (size, self.flows[fi].spec.source == SourceSpec::Bulk) {
+            self.conns[slot]
+                .as_mut()
+                .unwrap()
+                .pending
+                .push_back(Pending {
+                    until: b,
+                    size: b,
+                    start: now,
+                    retrans: 0,
+                });
+        }
+        slot
+    }
+
+    /// Run until the scenario's end time.
+    pub fn run(&mut self) {
+        self.run_until(self.end);
+    }
+
+    /// Process every event up to and including time `t` (ns); `now` becomes `t`.
+    pub fn run_until(&mut self, t: SimTime) {
+        while let Some(et) = self.sched.peek_time() {
+            if et > t {
+                break;
+            }
+            let (et, ev) = self.sched.pop().unwrap();
+            self.now = et;
+            self.handle(ev);
+        }
+        self.now = self.now.max(t);
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// The scenario's end time.
+    pub fn end(&self) -> SimTime {
+        self.end
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::PipeExit(p) => {
+                let pipe = &mut self.net.pipes[p as usize];
+                let to = pipe.to;
+                let pkt = pipe
+                    .pop_due(self.now)
+                    .expect("pipe exit event without a due packet");
+                if let Some(t) = pipe.head_time() {
+                    self.sched.schedule(t, Event::PipeExit(p));
+                }
+                self.arrive(to, pkt);
+            }
+            Event::PortWake(q) => {
+                let port = &mut self.net.ports[q as usize];
+                if port.wake_at != self.now {
+                    return; // superseded
+                }
+                port.wake_at = NEVER;
+                self.port_send(q as usize);
+            }
+            Event::QdiscTimer(q) => {
+                let qd = &mut self.net.ports[q as usize].qdisc.inner;
+                qd.on_timer(self.now);
+                let t = qd.next_timer();
+                if t != NEVER {
+                    self.sched
+                        .schedule(t.max(self.now + 1), Event::QdiscTimer(q));
+                }
+            }
+            Event::Endpoint(id) => {
+                let (s, side) = ((id / 2) as usize, (id % 2) as usize);
+                let now = self.now;
+                let Some(st) = self.conns[s].as_mut() else {
+                    return;
+                };
+                if st.armed[side] != now || st.closing {
+                    return; // stale
+                }
+                st.armed[side] = NEVER;
+                let mut out = self.bufs.pop().unwrap_or_default();
+                st.conn.on_timer(side, now, &mut out);
+                self.emit(&mut out);
+                self.bufs.push(out);
+                self.after_endpoint(s, side);
+            }
+            Event::StreamStart(id) => {
+                let s = id as usize;
+                let now = self.now;
+                let Some(st) = self.conns[s].as_mut() else {
+                    return;
+                };
+                if st.closing {
+                    return;
+                }
+                let mut out = self.bufs.pop().unwrap_or_default();
+                match &mut st.conn {
+                    Conn::Tcp(c) => c.0.connect(now, &mut out),
+                    Conn::Udp(c) => c.0.start(now, &mut out),
+                }
+                self.emit(&mut out);
+                self.bufs.push(out);
+                self.arm(s, 0);
+            }
+            Event::RttSample(fi) => {
+                let f = &mut self.flows[fi as usize];
+                if f.removed_at.is_some() {
+                    return;
+                }
+                if let Some(Conn::Tcp(c)) = self.conns[f.streams[0]].as_ref().map(|s| &s.conn) {
+                    let srtt = c.0.sk.srtt;
+                    if srtt > 0 {
+                        f.rtt_samples.push(srtt as f64 / 1e6);
+                    }
+                }
+                self.sched.schedule(self.now + SEC, Event::RttSample(fi));
+            }
+            Event::SourceWake(fi) => self.source_wake(fi as usize),
+            Event::Sample => {
+                self.sample();
+                self.sched
+                    .schedule(self.now + self.sample_interval, Event::Sample);
+            }
+        }
+    }
+
+    /// A source's transfers fall due: open connections (or write on the persistent one).
+    fn source_wake(&mut self, fi: usize) {
+        let now = self.now;
+        let f = &mut self.flows[fi];
+        let Some(src) = f.source.as_mut() else {
+            return;
+        };
+        if src.next_wake() > now {
+            return; // rescheduled (rate change)
+        }
+        let mut tr = std::mem::take(&mut self.transfers);
+        tr.clear();
+        src.wake(now, &mut f.rng, &mut tr);
+        let persistent = src.persistent();
+        for size in tr.drain(..) {
+            let bytes = size.unwrap_or(u64::MAX);
+            match (persistent, self.flows[fi].persistent) {
+                (true, Some(s)) => self.write_on(s, bytes),
+                _ => {
+                    let s = self.new_tcp(fi, Some(bytes), now);
+                    if persistent {
+                        self.flows[fi].persistent = Some(s);
+                    }
+                    let mut out = self.bufs.pop().unwrap_or_default();
+                    if let Some(Conn::Tcp(c)) = self.conns[s].as_mut().map(|s| &mut s.conn) {
+                        c.0.connect(now, &mut out);
+                    }
+                    self.emit(&mut out);
+                    self.bufs.push(out);
+                    self.arm(s, 0);
+                }
+            }
+        }
+        self.transfers = tr;
+        self.schedule_source(fi);
+    }
+
+    /// Write `bytes` more on the persistent connection in slot `s`.
+    fn write_on(&mut self, s: usize, bytes: u64) {
+        let now = self.now;
+        let st = self.conns[s].as_mut().unwrap();
+        let Conn::Tcp(c) = &mut st.conn else { return };
+        let until = st
+            .pending
+            .back()
+            .map_or(c.1.stats.bytes_delivered, |p| p.until)
+            + bytes;
+        st.pending.push_back(Pending {
+            until,
+            size: bytes,
+            start: now,
+            retrans: c.0.stats.retrans,
+        });
+        let mut out = self.bufs.pop().unwrap_or_default();
+        c.0.append(bytes, now, &mut out);
+        self.emit(&mut out);
+        self.bufs.push(out);
+        self.arm(s, 0);
+    }
+
+    /// Ask an endpoint when it next needs to run and schedule that if it is earlier than
+    /// what is already pending.
+    fn arm(&mut self, s: usize, side: usize) {
+        let Some(st) = self.conns[s].as_mut() else {
+            return;
+        };
+        let t = st.conn.next_timer(side);
+        if t < st.armed[side] {
+            let t = t.max(self.now);
+            st.armed[side] = t;
+            self.sched
+                .schedule(t, Event::Endpoint((2 * s + side) as u32));
+        }
+    }
+
+    /// After an endpoint ran: re-arm it, record completed transfers, retire a finished
+    /// connection.
+    fn after_endpoint(&mut self, s: usize, side: usize) {
+        self.arm(s, side);
+        let st = self.conns[s].as_mut().unwrap();
+        if st.pending.is_empty() {
+            return;
+        }
+        let Conn::Tcp(c) = &st.conn else { return };
+        let (snd, rcv) = (&c.0, &c.1);
+        let fi = st.flow as usize;
+        while let Some(p) = st.pending.front() {
+            if rcv.stats.bytes_delivered < p.until {
+                break;
+            }
+            let p = st.pending.pop_front().unwrap();
+            let new_conn = p.size == p.until && p.start == st.opened_at;
+            let established = snd.stats.established_at;
+            let from = if new_conn && established != NEVER {
+                established
+            } else {
+                p.start
+            };
+            self.records.push(ConnRecord {
+                flow: self.flows[fi].spec.name.clone(),
+                id: st.id,
+                size: p.size,
+                start_s: to_secs(p.start),
+                fct_s: to_secs(self.now - p.start),
+                fct_no_handshake_s: to_secs(self.now.saturating_sub(from)),
+                retrans: snd.stats.retrans - p.retrans,
+                new_connection: new_conn,
+            });
+        }
+        let persistent = self.flows[fi].persistent == Some(s);
+        if st.pending.is_empty() && !persistent {
+            // The receiver has every byte; the connection closes (FIN rides on the last
+            // segment) and its slot is reused once its packets have left the network.
+            st.closing = true;
+            self.try_free(s);
+        }
+    }
+
+    /// Free a closing connection's slot once none of its packets is in the network.
+    fn try_free(&mut self, s: usize) {
+        let st = self.conns[s].as_ref().unwrap();
+        if !st.closing || st.in_net > 0 {
+            return;
+        }
+        let st = self.conns[s].take().unwrap();
+        let f = &mut self.flows[st.flow as usize];
+        f.retired.add(&st);
+        if f.ecn.is_none() {
+            f.ecn = ecn_of(&st.conn);
+        }
+        self.retired_sent += st.conn.data_sent();
+        self.retired_rcvd += st.conn.data_received();
+        self.free.push(s);
+    }
+
+    /// One of connection `s`'s packets left the network (delivered or dropped).
+    fn left_net(&mut self, s: usize) {
+        let st = self.conns[s]
+            .as_mut()
+            .expect("packet of a freed connection");
+        st.in_net -= 1;
+        if st.closing && st.in_net == 0 {
+            self.try_free(s);
+        }
+    }
+
+    /// Send the packets an endpoint produced, in order, from its host.
+    fn emit(&mut self, out: &mut Vec<Packet>) {
+        for pkt in out.drain(..) {
+            if pkt.is_data() && pkt.dir == Dir::Fwd {
+                self.data_sent_net += 1;
+            }
+            self.conns[pkt.flow as usize].as_mut().unwrap().in_net += 1;
+            self.forward(pkt.src, pkt);
+        }
+    }
+
+    /// A packet arrives at `node`.
+    fn arrive(&mut self, node: u32, pkt: Packet) {
+        if self.net.nodes[node as usize].kind == NodeKind::Router || pkt.dst != node {
+            self.forward(node, pkt);
+            return;
+        }
+        let s = pkt.flow as usize;
+        let st = self.conns[s].as_mut().unwrap();
+        if st.closing {
+            if pkt.is_data() && pkt.dir == Dir::Fwd {
+                self.data_orphaned += 1;
+            }
+            self.left_net(s);
+            return;
+        }
+        st.in_net -= 1;
+        let mut out = self.bufs.pop().unwrap_or_default();
+        let side = match pkt.dir {
+            Dir::Fwd => {
+                if pkt.is_data() {
+                    self.data_rcvd_net += 1;
+                }
+                let before = st.conn.delivered();
+                st.conn.on_packet(1, &pkt, self.now, &mut out);
+                self.flows[st.flow as usize].delivered += st.conn.delivered() - before;
+                1
+            }
+            Dir::Rev => {
+                st.conn.on_packet(0, &pkt, self.now, &mut out);
+                0
+            }
+        };
+        self.emit(&mut out);
+        self.bufs.push(out);
+        self.after_endpoint(s, side);
+    }
+
+    /// Count a dropped packet against its connection.
+    fn dropped(&mut self, pkt: &Packet) {
+        let s = pkt.flow as usize;
+        if pkt.is_data() {
+            self.data_dropped += 1;
+            self.conns[s].as_mut().unwrap().data_dropped += 1;
+        }
+        self.left_net(s);
+    }
+
+    /// Send `pkt` out of `node` toward its destination.
+    fn forward(&mut self, node: u32, pkt: Packet) {
+        let eg = self.net.nodes[node as usize].routes[pkt.dst as usize]
+            .unwrap_or_else(|| panic!("no route from node {node} to {}", pkt.dst));
+        match eg {
+            Egress::Pipe(p) => self.pipe_push(p, pkt),
+            Egress::Port(q) => {
+                let now = self.now;
+                let port = &mut self.net.ports[q as usize];
+                if pkt.is_data() {
+                    port.data_inside += 1;
+                }
+                let n = port.qdisc.enqueue(pkt, now).len();
+                for i in 0..n {
+                    let d = self.net.ports[q as usize].qdisc.last_drops()[i];
+                    if d.pkt.is_data() {
+                        self.net.ports[q as usize].data_inside -= 1;
+                    }
+                    self.dropped(&d.pkt);
+                }
+                if self.net.ports[q as usize].wake_at == NEVER {
+                    self.port_send(q as usize);
+                }
+            }
+        }
+    }
+
+    fn pipe_push(&mut self, p: u32, pkt: Packet) {
+        let pipe = &mut self.net.pipes[p as usize];
+        if pipe.is_instant() {
+            pipe.count_instant(&pkt);
+            let to = pipe.to;
+            self.arrive(to, pkt);
+        } else if let Some(t) = pipe.push(pkt, self.now) {
+            self.sched.schedule(t, Event::PipeExit(p));
+        }
+    }
+
+    /// Dequeue and transmit from a shaped port as long as the HTB class may send now; then
+    /// schedule the next wake-up if packets remain.
+    fn port_send(&mut self, q: usize) {
+        loop {
+            let now = self.now;
+            let port = &mut self.net.ports[q];
+            if port.qdisc.inner.is_empty() {
+                return;
+            }
+            let ready = port.shaper.ready_at(now);
+            if ready > now {
+                port.wake_at = ready;
+                self.sched.schedule(ready, Event::PortWake(q as u32));
+                return;
+            }
+            self.drops.clear();
+            let pkt = port.qdisc.dequeue(now, &mut self.drops);
+            let mut drops = std::mem::take(&mut self.drops);
+            for d in &drops {
+                if d.pkt.is_data() {
+                    self.net.ports[q].data_inside -= 1;
+                }
+                self.dropped(&d.pkt);
+            }
+            drops.clear();
+            self.drops = drops;
+            let Some(pkt) = pkt else { return };
+            let port = &mut self.net.ports[q];
+            if pkt.is_data() {
+                port.data_inside -= 1;
+            }
+            port.shaper.charge(now, pkt.len);
+            port.tx_pkts += 1;
+            port.tx_bytes += pkt.len as u64;
+            let line = port.line;
+            self.pipe_push(line, pkt);
+        }
+    }
+
+    fn sample(&mut self) {
+        let dt = to_secs(self.sample_interval);
+        self.series_t.push(to_secs(self.now));
+        for f in &mut self.flows {
+            let ser = &mut f.series;
+            let n = self.series_t.len();
+            if f.removed_at.is_some() {
+                for col in [
+                    &mut ser.tput_mbps,
+                    &mut ser.cwnd,
+                    &mut ser.srtt_ms,
+                    &mut ser.pacing_mbps,
+                    &mut ser.ce_fed_back,
+                ] {
+                    col.resize(n, f64::NAN);
+                }
+                f.last_bytes = f.delivered;
+                continue;
+            }
+            ser.tput_mbps
+                .push((f.delivered - f.last_bytes) as f64 * 8.0 / dt / 1e6);
+            f.last_bytes = f.delivered;
+            let first = f.streams.first().and_then(|&s| self.conns[s].as_ref());
+            let Some(Conn::Tcp(c)) = first.map(|s| &s.conn) else {
+                for col in [
+                    &mut ser.cwnd,
+                    &mut ser.srtt_ms,
+                    &mut ser.pacing_mbps,
+                    &mut ser.ce_fed_back,
+                ] {
+                    col.resize(n, f64::NAN);
+                }
+                continue;
+            };
+            let s0 = &c.0;
+            ser.cwnd.resize(n - 1, f64::NAN);
+            ser.cwnd.push(s0.sk.snd_cwnd as f64);
+            ser.srtt_ms.resize(n - 1, f64::NAN);
+            ser.srtt_ms.push(s0.sk.srtt as f64 / 1e6);
+            ser.pacing_mbps.resize(n - 1, f64::NAN);
+            ser.pacing_mbps.push(s0.sk.pacing_rate as f64 * 8.0 / 1e6);
+            ser.ce_fed_back.resize(n - 1, f64::NAN);
+            ser.ce_fed_back.push(s0.sk.delivered_ce as f64);
+            self.obs.clear();
+            s0.cc.observe(&mut self.obs);
+            for &(k, v) in &self.obs {
+                let col = ser.extra.entry(k.to_string()).or_default();
+                col.resize(n - 1, f64::NAN);
+                col.push(v);
+            }
+        }
+        for (p, tr) in self.net.ports.iter().zip(&mut self.qtrack) {
+            let st = &p.qdisc.stats;
+            let ser = &mut tr.series;
+            ser.backlog_pkts.push(p.qdisc.inner.len() as f64);
+            ser.backlog_bytes.push(p.qdisc.inner.bytes() as f64);
+            let (sum, n) = (st.sojourn.sum(), st.sojourn.count());
+            let dn = n - tr.last_n;
+            ser.sojourn_ms.push(if dn > 0 {
+                (sum - tr.last_sum) as f64 / dn as f64 / 1e6
+            } else {
+                0.0
+            });
+            tr.last_sum = sum;
+            tr.last_n = n;
+            ser.drops.push(st.drops() as f64);
+            ser.marks.push(st.marks() as f64);
+            ser.tx_mbps
+                .push((p.tx_bytes - tr.last_tx) as f64 * 8.0 / dt / 1e6);
+            tr.last_tx = p.tx_bytes;
+            for c in Class::ALL {
+                let cs = &st.class[c as usize];
+                let now = [cs.enq_pkts, cs.marks, cs.drops];
+                let last = &mut tr.last_class[c as usize];
+                let col = match c {
+                    Class::L4s => &mut ser.l4s,
+                    Class::Classic => &mut ser.classic,
+                };
+                col.pkts.push((now[0] - last[0]) as f64);
+                col.marks.push((now[1] - last[1]) as f64);
+                col.drops.push((now[2] - last[2]) as f64);
+                *last = now;
+            }
+            self.obs.clear();
+            p.qdisc.inner.observe(&mut self.obs);
+            let len = ser.drops.len();
+            for &(k, v) in &self.obs {
+                let col = ser.extra.entry(k.to_string()).or_default();
+                col.resize(len - 1, f64::NAN);
+                col.push(v);
+            }
+        }
+    }
+
+    /// Packet conservation: every data packet sent is delivered, dropped, or still inside a
+    /// pipe or a qdisc; and every qdisc holds exactly what was enqueued less what left it.
+    pub fn conservation_ok(&self) -> bool {
+        let in_pipes: u64 = self.net.pipes.iter().map(|p| p.data_inside).sum();
+        let in_ports: u64 = self.net.ports.iter().map(|p| p.data_inside).sum();
+        let live = self.conns.iter().flatten();
+        let sent: u64 = self.retired_sent + live.clone().map(|s| s.conn.data_sent()).sum::<u64>();
+        let rcvd: u64 = self.retired_rcvd + live.map(|s| s.conn.data_received()).sum::<u64>();
+        let qdiscs_ok = self.net.ports.iter().all(|p| {
+            let st = &p.qdisc.stats;
+            st.enq_pkts == st.deq_pkts + st.drops() + p.qdisc.inner.len() as u64
+        });
+        sent == self.data_sent_net
+            && rcvd == self.data_rcvd_net
+            && sent == rcvd + self.data_orphaned + self.data_dropped + in_pipes + in_ports
+            && qdiscs_ok
+    }
+
+    pub fn events(&self) -> u64 {
+        self.sched.events()
+    }
+
+    /// Connection slots allocated (live plus free): bounded by the connections open at
+    /// once, not by the number that have finished.
+    pub fn conn_slots(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Connections open now.
+    pub fn live_conns(&self) -> usize {
+        self.conns.iter().flatten().count()
+    }
+
+    // ------------------------------------------------------------- changes while running
+
+    fn flow_index(&self, name: &str) -> Result<usize, ScenarioError> {
+        self.flows
+            .iter()
+            .position(|f| f.spec.name == name && f.removed_at.is_none())
+            .ok_or_else(|| ScenarioError {
+                field: "name".into(),
+                message: format!("no running flow named {name:?}"),
+            })
+    }
+
+    /// Add a flow (a scenario `[[flows]]` table) starting now, or at its `start` if later.
+    /// Dumbbell: it gets its own sender and receiver hosts; tree: its pair's hosts.
+    pub fn add_flow(&mut self, mut f: FlowSpec) -> Result<(), ScenarioError> {
+        if self.flows.iter().any(|g| g.spec.name == f.name) {
+            return Err(ScenarioError {
+                field: "name".into(),
+                message: format!(
+                    "a flow named {:?} exists already (names stay taken after removal)",
+                    f.name
+                ),
+            });
+        }
+        let mut probe = Scenario {
+            name: String::new(),
+            seed: self.seed,
+            duration: f64::MAX,
+            sample_interval: 1.0,
+            topology: self.topology.clone(),
+            flows: vec![f.clone()],
+        };
+        probe.flows[0].start = 0.0;
+        probe.validate().map_err(|e| ScenarioError {
+            field: e.field.trim_start_matches("flows[0].").to_string(),
+            message: e.message,
+        })?;
+        if self.flows.len() >= u16::MAX as usize {
+            return Err(ScenarioError {
+                field: "name".into(),
+                message: "too many flows in one simulation".into(),
+            });
+        }
+        let start = secs(f.start).max(self.now);
+        f.start = to_secs(start);
+        let (hosts, rtt) = match &self.topology {
+            TopologySpec::Dumbbell {
+                base_rtt, nic_rate, ..
+            } => {
+                let (s, r, rtt) = topology::attach_dumbbell_host_pair(
+                    &mut self.net,
+                    &f,
+                    *base_rtt,
+                    Rate::mbps(*nic_rate),
+                );
+                self.net.compute_routes();
+                ((s, r), rtt)
+            }
+            TopologySpec::Tree { .. } => {
+                let pair = f.pair.unwrap_or(0);
+                let g = self
+                    .flows
+                    .iter()
+                    .find(|g| g.spec.pair.unwrap_or(u32::MAX) == pair)
+                    .ok_or_else(|| ScenarioError {
+                        field: "pair".into(),
+                        message: format!(
+                            "pair {pair} has no hosts yet; a tree gains flows only on pairs in use"
+                        ),
+                    })?;
+                (g.hosts, g.base_rtt)
+            }
+        };
+        self.start_flow(f, hosts, rtt, start);
+        Ok(())
+    }
+
+    /// Stop a flow: its source starts nothing more and its connections close at once
+    /// (packets in flight are discarded on arrival).
+    pub fn remove_flow(&mut self, name: &str) -> Result<(), ScenarioError> {
+        let fi = self.flow_index(name)?;
+        self.flows[fi].removed_at = Some(self.now);
+        self.flows[fi].source = None;
+        self.flows[fi].persistent = None;
+        for s in 0..self.conns.len() {
+            if let Some(st) = self.conns[s].as_mut() {
+                if st.flow as usize == fi && !st.closing {
+                    st.closing = true;
+                    self.try_free(s);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Change a flow for what it does from now on: `rate` (its source's offered load),
+    /// `cc`, `tcp`, `receiver` (for connections opened from now on), `base_rtt` (its access
+    /// link's delay, ms, for packets sent from now on). `patch` is a JSON object.
+    pub fn set_flow(&mut self, name: &str, patch: &Value) -> Result<(), ScenarioError> {
+        let fi = self.flow_index(name)?;
+        let bad = |field: &str, message: String| ScenarioError {
+            field: field.into(),
+            message,
+        };
+        let obj = patch
+            .as_object()
+            .ok_or_else(|| bad("", "changes must be a table".into()))?;
+        let mut spec = self.flows[fi].spec.clone();
+        let mut rate = None;
+        for (k, v) in obj {
+            let parse = |v: &Value| -> Result<Value, ScenarioError> { Ok(v.clone()) };
+            match k.as_str() {
+                "cc" => {
+                    spec.cc = serde_json::from_value::<CcSpec>(parse(v)?)
+                        .map_err(|e| bad("cc", e.to_string()))?
+                }
+                "tcp" => {
+                    spec.tcp =
+                        serde_json::from_value(parse(v)?).map_err(|e| bad("tcp", e.to_string()))?
+                }
+                "receiver" => {
+                    spec.receiver = serde_json::from_value(parse(v)?)
+                        .map_err(|e| bad("receiver", e.to_string()))?
+                }
+                "base_rtt" => {
+                    let ms = v
+                        .as_f64()
+                        .filter(|x| x.is_finite() && *x >= 0.0 && *x <= 10_000.0);
+                    spec.base_rtt =
+                        Some(ms.ok_or_else(|| {
+                            bad("base_rtt", format!("must be 0..10000 ms, got {v}"))
+                        })?);
+                }
+                "rate" => {
+                    let r = v.as_f64().filter(|x| x.is_finite() && *x >= 0.0);
+                    rate = Some(r.ok_or_else(|| {
+                        bad("rate", format!("must be zero or positive, got {v}"))
+                    })?);
+                }
+                _ => {
+                    return Err(bad(
+                        k,
+                        "cannot be changed while running (cc, tcp, receiver, base_rtt, rate can)"
+                            .into(),
+                    ))
+                }
+            }
+        }
+        spec.validate_source("")
+            .map_err(|e| bad(e.field.trim_start_matches('.'), e.message))?;
+        if let Some(ms) = spec.base_rtt {
+            if matches!(self.topology, TopologySpec::Dumbbell { .. }) {
+                topology::set_host_rtt(&mut self.net, self.flows[fi].hosts.0, millis(ms));
+                self.flows[fi].base_rtt = millis(ms);
+            }
+        }
+        self.flows[fi].spec = spec;
+        if let Some(r) = rate {
+            let now = self.now;
+            let f = &mut self.flows[fi];
+            if let Some(src) = f.source.as_mut() {
+                src.set_rate(r, now, &mut f.rng);
+            }
+            self.schedule_source(fi);
+        }
+        Ok(())
+    }
+
+    /// Change a shaped link (`name`; None: the bottleneck of a dumbbell): its `rate` (Mbit/s,
+    /// the HTB class rate; the bucket starts full) and/or its `qdisc` (`tc qdisc replace`:
+    /// the old qdisc's packets are dropped, see [`qdisc::Qdisc::replace`]).
+    pub fn set_link(
+        &mut self,
+        name: Option<&str>,
+        rate: Option<f64>,
+        qdisc_spec: Option<qdisc::QdiscSpec>,
+    ) -> Result<(), ScenarioError> {
+        let name = name.unwrap_or("bottleneck");
+        let q = self.net.port_index(name).ok_or_else(|| ScenarioError {
+            field: "link".into(),
+            message: format!("no shaped link named {name:?}"),
+        })?;
+        if let Some(r) = rate {
+            if !(r.is_finite() && r > 0.0 && r <= 1e6) {
+                return Err(ScenarioError {
+                    field: "rate".into(),
+                    message: format!("must be a positive rate up to 1e6 Mbit/s, got {r}"),
+                });
+            }
+        }
+        if let Some(spec) = &qdisc_spec {
+            spec.validate().map_err(|(f, m)| ScenarioError {
+                field: format!("qdisc.{f}"),
+                message: m,
+            })?;
+        }
+        let now = self.now;
+        if let Some(r) = rate {
+            let rate = Rate::mbps(r);
+            self.net.ports[q].shaper = Shaper::new(rate, default_burst(rate));
+        }
+        if let Some(spec) = qdisc_spec {
+            let idx = self.next_conn_id ^ (q as u64) << 40;
+            let inner = qdisc::build(&spec, Rng::new(self.seed, stream::QDISC + 0x1000 + idx));
+            let mut drops = Vec::new();
+            self.net.ports[q].qdisc.replace(inner, now, &mut drops);
+            for d in &drops {
+                if d.pkt.is_data() {
+                    self.net.ports[q].data_inside -= 1;
+                }
+                self.dropped(&d.pkt);
+            }
+            let t = self.net.ports[q].qdisc.inner.next_timer();
+            if t != NEVER {
+                self.sched.schedule(t.max(now), Event::QdiscTimer(q as u32));
+            }
+        }
+        self.net.ports[q].wake_at = NEVER;
+        self.port_send(q);
+        Ok(())
+    }
+
+    /// What happened since the previous drain: samples, completed transfers and the
+    /// per-flow queue-delay distributions at each qdisc (see the Python `Simulation`).
+    pub fn drain(&mut self) -> Value {
+        let from = self.drained.samples;
+        let n = self.series_t.len();
+        let slice = |v: &Vec<f64>| v.get(from..).map_or_else(Vec::new, |s| s.to_vec());
+        let mut flows = serde_json::Map::new();
+        for f in &self.flows {
+            if f.removed_at
+                .is_some_and(|t| to_secs(t) < self.series_t.get(from).copied().unwrap_or(f64::MAX))
+            {
+                continue;
+            }
+            let s = &f.series;
+            flows.insert(
+                f.spec.name.clone(),
+                json!({"tput_mbps": slice(&s.tput_mbps), "cwnd": slice(&s.cwnd),
+                       "srtt_ms": slice(&s.srtt_ms), "kind": f.spec.source.kind()}),
+            );
+        }
+        let mut qdiscs = serde_json::Map::new();
+        for (p, tr) in self.net.ports.iter().zip(&mut self.qtrack) {
+            let s = &tr.series;
+            let mut hists = serde_json::Map::new();
+            let groups = &p.qdisc.stats.group;
+            tr.drained_groups
+                .resize_with(groups.len(), Default::default);
+            for (g, cs) in groups.iter().enumerate() {
+                let h = cs.sojourn.since(&tr.drained_groups[g]);
+                if h.count() > 0 {
+                    hists.insert(
+                        self.flows[g].spec.name.clone(),
+                        json!({"n": h.count(), "mean_ms": h.mean() / 1e6,
+                               "cdf_ms": h.cdf().iter().map(|v| v / 1e6).collect::<Vec<_>>()}),
+                    );
+                }
+                tr.drained_groups[g] = cs.sojourn.clone();
+            }
+            let rate = p.shaper.rate.bps as f64;
+            qdiscs.insert(
+                p.name.clone(),
+                json!({"kind": p.qdisc.inner.kind(), "rate_mbps": rate / 1e6,
+                       "backlog_pkts": slice(&s.backlog_pkts), "sojourn_ms": slice(&s.sojourn_ms),
+                       "tx_mbps": slice(&s.tx_mbps),
+                       "classes": {"l4s": {"pkts": slice(&s.l4s.pkts), "marks": slice(&s.l4s.marks), "drops": slice(&s.l4s.drops)},
+                                   "classic": {"pkts": slice(&s.classic.pkts), "marks": slice(&s.classic.marks), "drops": slice(&s.classic.drops)}},
+                       "delay": hists}),
+            );
+        }
+        let recs = &self.records[self.drained.records..];
+        let out = json!({
+            "now": to_secs(self.now),
+            "t": self.series_t[from.min(n)..].to_vec(),
+            "flows": flows,
+            "qdiscs": qdiscs,
+            "connections": recs,
+        });
+        self.drained = Drained {
+            samples: n,
+            records: self.records.len(),
+        };
+        out
+    }
+
+    /// The results so far (the whole run once it reached its end).
+    pub fn result(&self, name: &str, wall: f64) -> RunResult {
+        results::collect(self, name, wall)
+    }
+}
+
+fn new_track(p: &crate::net::Port) -> QdiscTrack {
+    QdiscTrack {
+        last_sum: 0,
+        last_n: 0,
+        last_class: [[0; 3]; 2],
+        last_tx: 0,
+        series: QdiscSeries {
+            name: p.name.clone(),
+            ..Default::default()
+        },
+        drained_groups: Vec::new(),
+    }
+}
+
+/// ECN mode and data codepoint names of a connection, once it is established.
+fn ecn_of(c: &Conn) -> Option<(String, String)> {
+    match c {
+        Conn::Tcp(c) if c.0.stats.established_at != NEVER => Some((
+            serde_json::to_value(c.0.stats.ecn_mode)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+            c.0.stats.data_ecn.name().to_string(),
+        )),
+        _ => None,
+    }
+}
+
+/// Run a validated scenario to completion.
+pub fn run(sc: &Scenario) -> Result<RunResult, ScenarioError> {
+    let t0 = std::time::Instant::now();
+    let mut w = World::new(sc)?;
+    w.run();
+    Ok(w.result(&sc.name, t0.elapsed().as_secs_f64()))
+}
+
+/// Parse, validate and run a JSON scenario; returns the JSON result.
+pub fn run_json(json: &str) -> Result<String, ScenarioError> {
+    let sc = Scenario::from_json(json)?;
+    let r = run(&sc)?;
+    Ok(serde_json::to_string(&r).expect("results serialize"))
+}

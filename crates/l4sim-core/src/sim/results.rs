@@ -1,0 +1,247 @@
+//! Turning the world's state into a [`RunResult`].
+
+use std::collections::BTreeMap;
+
+use super::conn::Conn;
+use super::{ecn_of, Totals, World};
+use crate::metrics::results::{
+    jain_index, ClassResult, FlowResult, FlowSeries, LinkResult, QdiscResult, RunResult, Series,
+};
+use crate::packet::Ecn;
+use crate::qdisc::{Class, ClassStats, DropReason, QueueDisc};
+use crate::time::{to_secs, NEVER};
+use crate::traffic::SourceSpec;
+
+fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+fn class_result(qdisc: &str, kind: &str, name: &str, cs: &ClassStats) -> ClassResult {
+    let h = &cs.sojourn;
+    ClassResult {
+        qdisc: qdisc.to_string(),
+        kind: kind.to_string(),
+        name: name.to_string(),
+        enq_pkts: cs.enq_pkts,
+        deq_pkts: cs.deq_pkts,
+        marks: cs.marks,
+        drops: cs.drops,
+        mark_prob: cs.marks as f64 / (cs.deq_pkts as f64).max(1.0),
+        drop_prob: cs.drops as f64 / (cs.enq_pkts as f64).max(1.0),
+        sojourn_mean_ms: ms(h.mean()),
+        sojourn_p50_ms: ms(h.quantile(0.5)),
+        sojourn_p90_ms: ms(h.quantile(0.9)),
+        sojourn_p99_ms: ms(h.quantile(0.99)),
+        sojourn_p999_ms: ms(h.quantile(0.999)),
+        cdf_ms: h.cdf().into_iter().map(ms).collect(),
+    }
+}
+
+pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
+    let dur = to_secs(w.now);
+    let mut flows = Vec::new();
+    let mut rtt_samples = BTreeMap::new();
+    for f in &w.flows {
+        let spec = &f.spec;
+        let end = f.removed_at.map_or(dur, to_secs);
+        let live: Vec<&super::conn::Stream> = w
+            .conns
+            .iter()
+            .flatten()
+            .filter(|s| w.flows[s.flow as usize].spec.name == spec.name)
+            .collect();
+        let mut t: Totals = f.retired;
+        for s in &live {
+            t.add(s);
+        }
+        let bulk = spec.source == SourceSpec::Bulk;
+        let first = f.streams.first().and_then(|&s| w.conns[s].as_ref());
+        let (ecn_mode, data_ecn) = match first.map(|s| &s.conn) {
+            Some(Conn::Tcp(c)) => (
+                serde_json::to_value(c.0.stats.ecn_mode)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                c.0.stats.data_ecn.name().to_string(),
+            ),
+            _ => f
+                .ecn
+                .clone()
+                .or_else(|| live.iter().find_map(|s| ecn_of(&s.conn)))
+                .unwrap_or_else(|| match &spec.source {
+                    SourceSpec::Udp(u) => ("none".into(), Ecn::from(u.ecn).name().into()),
+                    _ => (String::new(), String::new()),
+                }),
+        };
+        let completion = if bulk && spec.size.is_some() {
+            let done = f
+                .streams
+                .iter()
+                .filter_map(|&s| w.conns[s].as_ref())
+                .filter_map(|s| s.conn.tcp().map(|c| c.0.stats.completed_at))
+                .max()
+                .unwrap_or(NEVER);
+            (done != NEVER).then(|| to_secs(done - f.start))
+        } else {
+            None
+        };
+        let span = completion.unwrap_or(end - to_secs(f.start));
+        let mean_srtt = if f.rtt_samples.is_empty() {
+            f64::NAN
+        } else {
+            f.rtt_samples.iter().sum::<f64>() / f.rtt_samples.len() as f64
+        };
+        let base = f.base_rtt as f64 / 1e6;
+        let cc = match &spec.source {
+            SourceSpec::Udp(_) => "udp".to_string(),
+            _ => spec.cc.name().to_string(),
+        };
+        flows.push(FlowResult {
+            name: spec.name.clone(),
+            cc,
+            streams: if bulk {
+                spec.streams
+            } else {
+                f.conns_opened as u32
+            },
+            ecn_mode,
+            data_ecn,
+            goodput_mbps: f.delivered as f64 * 8.0 / span / 1e6,
+            bytes_delivered: f.delivered,
+            mean_srtt_ms: mean_srtt,
+            qdelay_ms: mean_srtt - base,
+            base_rtt_ms: base,
+            retrans: t.retrans,
+            rto_count: t.rto_count,
+            fast_recoveries: t.fast_recoveries,
+            cwr_count: t.cwr_count,
+            ce_received: t.ce_received,
+            ce_fed_back: t.ce_fed_back,
+            data_pkts_sent: t.data_pkts_sent,
+            pkts_dropped: t.pkts_dropped,
+            start_s: to_secs(f.start),
+            completion_s: completion,
+        });
+        rtt_samples.insert(spec.name.clone(), f.rtt_samples.clone());
+    }
+    let mut qdiscs = Vec::new();
+    let mut links = Vec::new();
+    let mut classes = Vec::new();
+    let mut bottleneck_pkts = 0;
+    for p in &w.net.ports {
+        let st = &p.qdisc.stats;
+        let mut extra = BTreeMap::new();
+        let mut obs = Vec::new();
+        p.qdisc.inner.observe(&mut obs);
+        for (k, v) in obs {
+            extra.insert(k.to_string(), v);
+        }
+        qdiscs.push(QdiscResult {
+            name: p.name.clone(),
+            kind: p.qdisc.inner.kind().to_string(),
+            enq_pkts: st.enq_pkts,
+            deq_pkts: st.deq_pkts,
+            drops: st.drops(),
+            drops_by_reason: DropReason::ALL
+                .iter()
+                .map(|r| (r.name().to_string(), st.drops_by_reason[r.index()]))
+                .collect(),
+            drops_by_ecn: Ecn::ALL
+                .iter()
+                .map(|e| (e.name().to_string(), st.drops_by_ecn[e.index()]))
+                .collect(),
+            marks: st.marks(),
+            marks_by_ecn: Ecn::ALL
+                .iter()
+                .map(|e| (e.name().to_string(), st.marks_by_ecn[e.index()]))
+                .collect(),
+            sojourn_mean_ms: ms(st.sojourn.mean()),
+            sojourn_p50_ms: ms(st.sojourn.quantile(0.5)),
+            sojourn_p90_ms: ms(st.sojourn.quantile(0.9)),
+            sojourn_p99_ms: ms(st.sojourn.quantile(0.99)),
+            sojourn_p999_ms: ms(st.sojourn.quantile(0.999)),
+            max_backlog_pkts: st.max_len as u64,
+            max_backlog_bytes: st.max_bytes,
+            extra,
+        });
+        for c in Class::ALL {
+            classes.push(class_result(
+                &p.name,
+                "class",
+                c.name(),
+                &st.class[c as usize],
+            ));
+        }
+        for (g, cs) in st.group.iter().enumerate() {
+            if cs.enq_pkts > 0 {
+                classes.push(class_result(&p.name, "flow", &w.flows[g].spec.name, cs));
+            }
+        }
+        let rate = p.shaper.rate.bps as f64;
+        links.push(LinkResult {
+            name: p.name.clone(),
+            rate_mbps: rate / 1e6,
+            utilisation: p.tx_bytes as f64 * 8.0 / (rate * dur),
+            tx_pkts: p.tx_pkts,
+            tx_bytes: p.tx_bytes,
+        });
+        if p.bottleneck {
+            bottleneck_pkts += p.tx_pkts;
+        }
+    }
+    let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();
+    let n = w.series_t.len();
+    let fseries: Vec<FlowSeries> = w
+        .flows
+        .iter()
+        .map(|f| {
+            let mut s = f.series.clone();
+            for col in [
+                &mut s.tput_mbps,
+                &mut s.cwnd,
+                &mut s.srtt_ms,
+                &mut s.pacing_mbps,
+                &mut s.ce_fed_back,
+            ] {
+                col.resize(n, f64::NAN);
+            }
+            for col in s.extra.values_mut() {
+                col.resize(n, f64::NAN);
+            }
+            s
+        })
+        .collect();
+    let qseries = w
+        .qtrack
+        .iter()
+        .map(|t| {
+            let mut s = t.series.clone();
+            for col in s.extra.values_mut() {
+                col.resize(n, f64::NAN);
+            }
+            s
+        })
+        .collect();
+    RunResult {
+        name: name.to_string(),
+        seed: w.seed,
+        model_version: super::MODEL_VERSION.to_string(),
+        sim_seconds: dur,
+        wall_seconds: wall,
+        events: w.events(),
+        bottleneck_pkts,
+        jain_index: jain_index(&goodputs),
+        flows,
+        qdiscs,
+        links,
+        rtt_samples,
+        series: Series {
+            t: w.series_t.clone(),
+            flows: fseries,
+            qdiscs: qseries,
+        },
+        conservation_ok: w.conservation_ok(),
+        connections: w.records.clone(),
+        classes,
+    }
+}

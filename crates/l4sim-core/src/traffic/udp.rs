@@ -1,0 +1,280 @@
+//! `udp`: unresponsive UDP at a constant bit rate, or on/off (alternating `on` and `off`
+//! periods of fixed length), with a fixed ECN codepoint. The rate counts UDP payload bits,
+//! as an application sets it; packets leave at exact intervals (no jitter).
+
+use serde::{Deserialize, Serialize};
+
+use super::{positive, stop_time};
+use crate::packet::{hdr, Dir, Ecn, Packet};
+use crate::time::{secs, SimTime, NEVER};
+
+/// UDP header bytes.
+pub const UDP_HDR: u32 = 8;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Codepoint {
+    #[default]
+    NotEct,
+    Ect0,
+    Ect1,
+    Ce,
+}
+
+impl From<Codepoint> for Ecn {
+    fn from(c: Codepoint) -> Ecn {
+        match c {
+            Codepoint::NotEct => Ecn::NotEct,
+            Codepoint::Ect0 => Ecn::Ect0,
+            Codepoint::Ect1 => Ecn::Ect1,
+            Codepoint::Ce => Ecn::Ce,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpSpec {
+    /// Sending rate while on, Mbit/s of payload.
+    pub rate_mbps: f64,
+    /// UDP payload bytes per packet.
+    #[serde(default = "default_packet_size")]
+    pub packet_size: u32,
+    /// ECN codepoint of every packet.
+    #[serde(default)]
+    pub ecn: Codepoint,
+    /// On/off: seconds sending, then seconds silent (both or neither).
+    #[serde(default)]
+    pub on: Option<f64>,
+    #[serde(default)]
+    pub off: Option<f64>,
+    /// Stop sending at this time, s.
+    #[serde(default)]
+    pub stop: Option<f64>,
+}
+
+fn default_packet_size() -> u32 {
+    1200
+}
+
+impl UdpSpec {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        positive("rate_mbps", self.rate_mbps)?;
+        if self.rate_mbps > 1e6 {
+            return Err((
+                "rate_mbps".into(),
+                format!(
+                    "{} Mbit/s is beyond any link here (at most 1e6)",
+                    self.rate_mbps
+                ),
+            ));
+        }
+        let max = hdr::MTU - hdr::IP - UDP_HDR;
+        if self.packet_size == 0 || self.packet_size > max {
+            return Err((
+                "packet_size".into(),
+                format!("must be in 1..={max} bytes, got {}", self.packet_size),
+            ));
+        }
+        match (self.on, self.off) {
+            (None, None) => Ok(()),
+            (Some(on), Some(off)) => {
+                positive("on", on)?;
+                positive("off", off)
+            }
+            (Some(_), None) => Err(("off".into(), "on/off needs both `on` and `off`".into())),
+            (None, Some(_)) => Err(("on".into(), "on/off needs both `on` and `off`".into())),
+        }
+    }
+}
+
+/// Addressing of a UDP flow, filled in by the simulator.
+#[derive(Clone, Debug)]
+pub struct UdpParams {
+    pub flow: u32,
+    pub group: u16,
+    pub sender: u32,
+    pub receiver: u32,
+    pub hash_fwd: u32,
+    pub hash_rev: u32,
+}
+
+pub struct UdpSender {
+    p: UdpParams,
+    ecn: Ecn,
+    payload: u32,
+    /// Nanoseconds between packets while on.
+    gap: f64,
+    on_off: Option<(SimTime, SimTime)>,
+    phase_end: SimTime,
+    stop: SimTime,
+    /// Exact (fractional) time of the next packet, and its rounded value.
+    next_f: f64,
+    next: SimTime,
+    seq: u32,
+    pub packets_sent: u64,
+}
+
+impl UdpSender {
+    pub fn new(p: &UdpParams, spec: &UdpSpec) -> UdpSender {
+        UdpSender {
+            p: p.clone(),
+            ecn: spec.ecn.into(),
+            payload: spec.packet_size,
+            gap: spec.packet_size as f64 * 8.0 / (spec.rate_mbps * 1e6) * 1e9,
+            on_off: spec.on.zip(spec.off).map(|(a, b)| (secs(a), secs(b))),
+            phase_end: NEVER,
+            stop: stop_time(spec.stop),
+            next_f: 0.0,
+            next: NEVER,
+            seq: 0,
+            packets_sent: 0,
+        }
+    }
+
+    /// Start sending at `now`.
+    pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.next_f = now as f64;
+        self.next = now;
+        if let Some((on, _)) = self.on_off {
+            self.phase_end = now + on;
+        }
+        self.on_timer(now, out);
+    }
+
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        while self.next <= now && self.next < self.stop {
+            if let Some((on, off)) = self.on_off {
+                if self.next >= self.phase_end {
+                    // The on period is over: resume after the off period.
+                    let resume = self.phase_end + off;
+                    self.phase_end = resume + on;
+                    self.next_f = resume as f64;
+                    self.next = resume;
+                    continue;
+                }
+            }
+            let mut pkt = Packet::new(self.p.flow, Dir::Fwd, self.p.sender, self.p.receiver);
+            pkt.payload = self.payload;
+            pkt.len = hdr::ETH + hdr::IP + UDP_HDR + self.payload;
+            pkt.ecn = self.ecn;
+            pkt.hash = self.p.hash_fwd;
+            pkt.group = self.p.group;
+            pkt.seq = self.seq;
+            pkt.ts_val = self.next;
+            out.push(pkt);
+            self.seq = self.seq.wrapping_add(1);
+            self.packets_sent += 1;
+            self.next_f += self.gap;
+            self.next = self.next_f.round() as SimTime;
+        }
+    }
+
+    pub fn next_timer(&self) -> SimTime {
+        if self.next >= self.stop {
+            NEVER
+        } else {
+            self.next
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.next >= self.stop
+    }
+}
+
+/// Counts what arrives; sends nothing back.
+#[derive(Default)]
+pub struct UdpReceiver {
+    pub bytes_received: u64,
+    pub packets_received: u64,
+    pub ce_received: u64,
+    /// Packets missing from the sequence so far (highest seen + 1 - received).
+    next_seq: u32,
+}
+
+impl UdpReceiver {
+    pub fn on_packet(&mut self, pkt: &Packet) {
+        self.bytes_received += pkt.payload as u64;
+        self.packets_received += 1;
+        if pkt.ecn == Ecn::Ce {
+            self.ce_received += 1;
+        }
+        self.next_seq = self.next_seq.max(pkt.seq.wrapping_add(1));
+    }
+
+    pub fn lost(&self) -> u64 {
+        (self.next_seq as u64).saturating_sub(self.packets_received)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::SEC;
+
+    fn params() -> UdpParams {
+        UdpParams {
+            flow: 0,
+            group: 0,
+            sender: 0,
+            receiver: 1,
+            hash_fwd: 1,
+            hash_rev: 2,
+        }
+    }
+
+    fn count_until(spec: &UdpSpec, end: SimTime) -> u64 {
+        let mut s = UdpSender::new(&params(), spec);
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        while s.next_timer() < end {
+            let t = s.next_timer();
+            s.on_timer(t, &mut out);
+        }
+        out.len() as u64
+    }
+
+    #[test]
+    fn cbr_sends_exactly_its_rate() {
+        // 5 Mbit/s of 1200-byte payloads: 520.83 packets per second.
+        let spec = UdpSpec {
+            rate_mbps: 5.0,
+            packet_size: 1200,
+            ecn: Codepoint::NotEct,
+            on: None,
+            off: None,
+            stop: None,
+        };
+        let n = count_until(&spec, 10 * SEC);
+        assert_eq!(n, 5209, "{n}");
+    }
+
+    #[test]
+    fn on_off_sends_only_while_on() {
+        let spec = UdpSpec {
+            rate_mbps: 1.2,
+            packet_size: 1200,
+            ecn: Codepoint::Ect1,
+            on: Some(1.0),
+            off: Some(1.0),
+            stop: None,
+        };
+        // 125 packets per on-second, five on-seconds in 10 s.
+        let n = count_until(&spec, 10 * SEC);
+        assert!((620..=630).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn stop_ends_sending() {
+        let spec = UdpSpec {
+            rate_mbps: 1.2,
+            packet_size: 1200,
+            ecn: Codepoint::Ect0,
+            on: None,
+            off: None,
+            stop: Some(2.0),
+        };
+        assert_eq!(count_until(&spec, 10 * SEC), 250);
+    }
+}
