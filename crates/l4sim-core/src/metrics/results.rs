@@ -200,6 +200,9 @@ pub struct RunResult {
     /// Per qdisc: queue delay and counters per traffic class and per flow.
     #[serde(default)]
     pub classes: Vec<ClassResult>,
+    /// udp_prague flows: the receiver's records every 100 ms.
+    #[serde(default)]
+    pub udp_records: BTreeMap<String, Vec<crate::traffic::udp_prague::UdpRecord>>,
 }
 
 /// Jain's fairness index: (sum x)^2 / (n * sum x^2); 1 for equal shares.

@@ -7,11 +7,13 @@ use crate::packet::Packet;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{SimTime, NEVER};
 use crate::traffic::udp::{UdpReceiver, UdpSender};
+use crate::traffic::udp_prague::{UdpPragueReceiver, UdpPragueSender};
 
 /// The two endpoints of a connection. Side 0 is the data sender, side 1 the receiver.
 pub enum Conn {
     Tcp(Box<(TcpSender, TcpReceiver)>),
     Udp(Box<(UdpSender, UdpReceiver)>),
+    UdpPrague(Box<(UdpPragueSender, UdpPragueReceiver)>),
 }
 
 impl Conn {
@@ -29,6 +31,13 @@ impl Conn {
                     c.1.on_packet(pkt)
                 }
             }
+            Conn::UdpPrague(c) => {
+                if side == 0 {
+                    c.0.on_packet(pkt, now, out)
+                } else {
+                    c.1.on_packet(pkt, now, out)
+                }
+            }
         }
     }
 
@@ -44,6 +53,13 @@ impl Conn {
             Conn::Udp(c) => {
                 if side == 0 {
                     c.0.on_timer(now, out)
+                }
+            }
+            Conn::UdpPrague(c) => {
+                if side == 0 {
+                    c.0.on_timer(now, out)
+                } else {
+                    c.1.on_timer(now, out)
                 }
             }
         }
@@ -65,6 +81,13 @@ impl Conn {
                     NEVER
                 }
             }
+            Conn::UdpPrague(c) => {
+                if side == 0 {
+                    c.0.next_timer()
+                } else {
+                    c.1.next_timer()
+                }
+            }
         }
     }
 
@@ -73,6 +96,7 @@ impl Conn {
         match self {
             Conn::Tcp(c) => c.1.stats.bytes_delivered,
             Conn::Udp(c) => c.1.bytes_received,
+            Conn::UdpPrague(c) => c.1.bytes_received(),
         }
     }
 
@@ -81,12 +105,14 @@ impl Conn {
         match self {
             Conn::Tcp(c) => c.0.stats.data_pkts_sent,
             Conn::Udp(c) => c.0.packets_sent,
+            Conn::UdpPrague(c) => c.0.packets_sent(),
         }
     }
     pub fn data_received(&self) -> u64 {
         match self {
             Conn::Tcp(c) => c.1.stats.data_pkts_received,
             Conn::Udp(c) => c.1.packets_received,
+            Conn::UdpPrague(c) => c.1.packets_received(),
         }
     }
 

@@ -24,6 +24,7 @@ use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
 use crate::tcp::{ConnParams, TcpReceiver, TcpSender};
 use crate::time::{millis, secs, to_secs, Rate, SimTime, NEVER, SEC};
 use crate::traffic::udp::{UdpParams, UdpReceiver, UdpSender};
+use crate::traffic::udp_prague::{UdpPragueReceiver, UdpPragueSender};
 use crate::traffic::{Source, SourceSpec, Transfer};
 use conn::{Conn, Pending, Stream};
 
@@ -58,6 +59,7 @@ impl Totals {
                 self.ce_fed_back += s.sk.delivered_ce;
             }
             Conn::Udp(c) => self.ce_received += c.1.ce_received,
+            Conn::UdpPrague(c) => self.ce_received += c.1.ce_received(),
         }
     }
 }
@@ -83,6 +85,8 @@ struct FlowState {
     conns_opened: u64,
     /// ECN mode and data codepoint of its first connection, once known.
     ecn: Option<(String, String)>,
+    /// udp_prague: the receiver's 100 ms records.
+    udp_records: Vec<crate::traffic::udp_prague::UdpRecord>,
     removed_at: Option<SimTime>,
 }
 
@@ -133,6 +137,7 @@ pub struct World {
 struct Drained {
     samples: usize,
     records: usize,
+    udp: std::collections::HashMap<String, usize>,
 }
 
 impl World {
@@ -192,8 +197,14 @@ impl World {
         let source = f.source.build(start, f.streams, f.size, &mut rng);
         let bulk = f.source == SourceSpec::Bulk;
         self.flows.push(FlowState {
+            // A flow added while running has no values for the samples before it.
             series: FlowSeries {
                 name: f.name.clone(),
+                tput_mbps: vec![f64::NAN; self.series_t.len()],
+                cwnd: vec![f64::NAN; self.series_t.len()],
+                srtt_ms: vec![f64::NAN; self.series_t.len()],
+                pacing_mbps: vec![f64::NAN; self.series_t.len()],
+                ce_fed_back: vec![f64::NAN; self.series_t.len()],
                 ..Default::default()
             },
             spec: f,
@@ -210,16 +221,26 @@ impl World {
             retired: Totals::default(),
             conns_opened: 0,
             ecn: None,
+            udp_records: Vec::new(),
             removed_at: None,
         });
-        if let SourceSpec::Udp(spec) = &self.flows[fi].spec.source {
-            let spec = spec.clone();
+        if !self.flows[fi].spec.source.is_tcp() {
             let (slot, p) = self.udp_params(fi);
-            let conn = Conn::Udp(Box::new((
-                UdpSender::new(&p, &spec),
-                UdpReceiver::default(),
-            )));
+            let conn = match &self.flows[fi].spec.source {
+                SourceSpec::Udp(spec) => {
+                    Conn::Udp(Box::new((UdpSender::new(&p, spec), UdpReceiver::default())))
+                }
+                SourceSpec::UdpPrague(spec) => {
+                    let rng = Rng::new(self.seed, stream::TCP + 2 * self.next_conn_id + 1);
+                    Conn::UdpPrague(Box::new((
+                        UdpPragueSender::new(&p, spec, rng),
+                        UdpPragueReceiver::new(&p),
+                    )))
+                }
+                _ => unreachable!("TCP sources are handled below"),
+            };
             self.insert_conn(slot, conn, fi, start);
+            self.flows[fi].streams.push(slot);
             self.sched.schedule(start, Event::StreamStart(slot as u32));
             return;
         }
@@ -416,6 +437,7 @@ impl World {
                 match &mut st.conn {
                     Conn::Tcp(c) => c.0.connect(now, &mut out),
                     Conn::Udp(c) => c.0.start(now, &mut out),
+                    Conn::UdpPrague(c) => c.0.start(now, &mut out),
                 }
                 self.emit(&mut out);
                 self.bufs.push(out);
@@ -746,6 +768,17 @@ impl World {
             ser.tput_mbps
                 .push((f.delivered - f.last_bytes) as f64 * 8.0 / dt / 1e6);
             f.last_bytes = f.delivered;
+            let first = f.streams.first().and_then(|&s| self.conns[s].as_mut());
+            if let Some(Conn::UdpPrague(c)) = first.as_ref().map(|s| &s.conn) {
+                ser.cwnd.resize(n, f64::NAN);
+                ser.ce_fed_back.resize(n, f64::NAN);
+                ser.srtt_ms.push(c.0.srtt() as f64 / 1e6);
+                ser.pacing_mbps.push(c.0.pacing_rate_bps() / 1e6);
+            }
+            if let Some(Conn::UdpPrague(c)) = first.map(|s| &mut s.conn) {
+                f.udp_records.extend(c.1.take_records());
+                continue;
+            }
             let first = f.streams.first().and_then(|&s| self.conns[s].as_ref());
             let Some(Conn::Tcp(c)) = first.map(|s| &s.conn) else {
                 for col in [
@@ -1080,6 +1113,7 @@ impl World {
         let n = self.series_t.len();
         let slice = |v: &Vec<f64>| v.get(from..).map_or_else(Vec::new, |s| s.to_vec());
         let mut flows = serde_json::Map::new();
+        let mut udp = serde_json::Map::new();
         for f in &self.flows {
             if f.removed_at
                 .is_some_and(|t| to_secs(t) < self.series_t.get(from).copied().unwrap_or(f64::MAX))
@@ -1092,6 +1126,10 @@ impl World {
                 json!({"tput_mbps": slice(&s.tput_mbps), "cwnd": slice(&s.cwnd),
                        "srtt_ms": slice(&s.srtt_ms), "kind": f.spec.source.kind()}),
             );
+            if !f.udp_records.is_empty() {
+                let k = self.drained.udp.get(&f.spec.name).copied().unwrap_or(0);
+                udp.insert(f.spec.name.clone(), json!(f.udp_records[k..]));
+            }
         }
         let mut qdiscs = serde_json::Map::new();
         for (p, tr) in self.net.ports.iter().zip(&mut self.qtrack) {
@@ -1129,11 +1167,15 @@ impl World {
             "flows": flows,
             "qdiscs": qdiscs,
             "connections": recs,
+            "udp_prague": udp,
         });
-        self.drained = Drained {
-            samples: n,
-            records: self.records.len(),
-        };
+        self.drained.samples = n;
+        self.drained.records = self.records.len();
+        for f in &self.flows {
+            self.drained
+                .udp
+                .insert(f.spec.name.clone(), f.udp_records.len());
+        }
         out
     }
 

@@ -41,6 +41,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
     let dur = to_secs(w.now);
     let mut flows = Vec::new();
     let mut rtt_samples = BTreeMap::new();
+    let mut udp_records = BTreeMap::new();
     for f in &w.flows {
         let spec = &f.spec;
         let end = f.removed_at.map_or(dur, to_secs);
@@ -70,6 +71,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
                 .or_else(|| live.iter().find_map(|s| ecn_of(&s.conn)))
                 .unwrap_or_else(|| match &spec.source {
                     SourceSpec::Udp(u) => ("none".into(), Ecn::from(u.ecn).name().into()),
+                    SourceSpec::UdpPrague(_) => ("prague_feedback".into(), "ect1".into()),
                     _ => (String::new(), String::new()),
                 }),
         };
@@ -123,6 +125,9 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
             completion_s: completion,
         });
         rtt_samples.insert(spec.name.clone(), f.rtt_samples.clone());
+        if !f.udp_records.is_empty() {
+            udp_records.insert(spec.name.clone(), f.udp_records.clone());
+        }
     }
     let mut qdiscs = Vec::new();
     let mut links = Vec::new();
@@ -243,5 +248,6 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
         conservation_ok: w.conservation_ok(),
         connections: w.records.clone(),
         classes,
+        udp_records,
     }
 }

@@ -6,7 +6,8 @@
 //! and per-event cost do not grow with the number of finished connections. One file per
 //! source: [`bulk`] (iperf3, the default), [`web`] (request/response transfers), [`messages`]
 //! (batches of fixed-size messages), [`chunks`] (video-like chunks at a rate). UDP sources are
-//! endpoints of their own, not connections: [`udp`] (constant bit rate or on/off).
+//! endpoints of their own, not connections: [`udp`] (constant bit rate or on/off) and
+//! [`udp_prague`] (a real-time flow rate-controlled by L4STeam's libprague).
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +19,7 @@ pub mod chunks;
 pub mod dist;
 pub mod messages;
 pub mod udp;
+pub mod udp_prague;
 pub mod web;
 
 /// Bytes of one transfer; `None`: a bulk transfer that never ends.
@@ -53,6 +55,7 @@ pub enum SourceSpec {
     Messages(messages::MessagesSpec),
     Chunks(chunks::ChunksSpec),
     Udp(udp::UdpSpec),
+    UdpPrague(udp_prague::UdpPragueSpec),
 }
 
 impl SourceSpec {
@@ -63,12 +66,13 @@ impl SourceSpec {
             SourceSpec::Messages(_) => "messages",
             SourceSpec::Chunks(_) => "chunks",
             SourceSpec::Udp(_) => "udp",
+            SourceSpec::UdpPrague(_) => "udp_prague",
         }
     }
 
     /// Whether the flow is TCP (a [`Source`]) rather than a UDP endpoint.
     pub fn is_tcp(&self) -> bool {
-        !matches!(self, SourceSpec::Udp(_))
+        !matches!(self, SourceSpec::Udp(_) | SourceSpec::UdpPrague(_))
     }
 
     pub fn validate(&self) -> Result<(), (String, String)> {
@@ -78,6 +82,7 @@ impl SourceSpec {
             SourceSpec::Messages(s) => s.validate(),
             SourceSpec::Chunks(s) => s.validate(),
             SourceSpec::Udp(s) => s.validate(),
+            SourceSpec::UdpPrague(s) => s.validate(),
         }
     }
 
@@ -94,7 +99,7 @@ impl SourceSpec {
             SourceSpec::Web(s) => Box::new(web::Web::new(s, start, rng)),
             SourceSpec::Messages(s) => Box::new(messages::Messages::new(s, start, rng)),
             SourceSpec::Chunks(s) => Box::new(chunks::Chunks::new(s, start)),
-            SourceSpec::Udp(_) => return None,
+            SourceSpec::Udp(_) | SourceSpec::UdpPrague(_) => return None,
         })
     }
 }

@@ -89,7 +89,7 @@ impl UdpSpec {
 }
 
 /// Addressing of a UDP flow, filled in by the simulator.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct UdpParams {
     pub flow: u32,
     pub group: u16,

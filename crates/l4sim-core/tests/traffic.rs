@@ -1,0 +1,406 @@
+//! End-to-end checks of the traffic sources and of stepping a simulation.
+
+mod common;
+
+use common::{bdp_bytes, dumbbell, run};
+use l4sim_core::net::shaper::{default_burst, Shaper};
+use l4sim_core::scenario::Scenario;
+use l4sim_core::sim::World;
+use l4sim_core::time::{millis, secs, Rate, SEC};
+use serde_json::{json, Value};
+
+fn prague() -> Value {
+    json!({"name": "prague"})
+}
+
+fn l4s_flow(name: &str, source: Value) -> Value {
+    json!({"name": name, "cc": prague(), "tcp": {"ecn": "accecn"},
+           "receiver": {"cc": prague(), "tcp": {"ecn": "accecn"}}, "source": source})
+}
+
+fn web(rate: f64) -> Value {
+    json!({"kind": "web", "rate": rate})
+}
+
+#[test]
+fn web_arrivals_are_poisson_at_their_rate() {
+    // 100 requests/s of 10 KB for 20 s on an idle 1 Gbit/s link: every one completes.
+    let sc = dumbbell(
+        20.5,
+        1000.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 10000}),
+        vec![json!({"name": "w", "cc": {"name": "cubic"},
+                    "source": {"kind": "web", "rate": 100, "size": {"dist": "fixed", "bytes": 10000}, "stop": 20}})],
+    );
+    let r = run(&sc);
+    let n = r.connections.len() as f64;
+    // Poisson(2000): 4 standard deviations is 179.
+    assert!((n - 2000.0).abs() < 179.0, "{n} arrivals");
+    // Inter-arrival gaps: exponential, so their coefficient of variation is about 1.
+    let mut t: Vec<f64> = r.connections.iter().map(|c| c.start_s).collect();
+    t.sort_by(f64::total_cmp);
+    let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+    assert!((mean - 0.01).abs() < 0.001, "mean gap {mean}");
+    assert!((sd / mean - 1.0).abs() < 0.1, "cv {}", sd / mean);
+    assert!(r
+        .connections
+        .iter()
+        .all(|c| c.size == 10_000 && c.new_connection));
+    assert_eq!(
+        r.flows[0].bytes_delivered,
+        10_000 * r.connections.len() as u64
+    );
+}
+
+#[test]
+fn web_sizes_follow_the_bounded_pareto() {
+    let sc = dumbbell(
+        30.0,
+        1000.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 10000}),
+        vec![json!({"name": "w", "cc": {"name": "cubic"}, "source": web(200.0)})],
+    );
+    let r = run(&sc);
+    let sizes: Vec<f64> = r.connections.iter().map(|c| c.size as f64).collect();
+    assert!(sizes.len() > 5000);
+    assert!(sizes.iter().all(|&s| (1000.0..=1e6).contains(&s)));
+    // Median of the bounded Pareto (alpha 0.9, 1 KB - 1 MB): 2.16 KB.
+    let mut s = sizes.clone();
+    s.sort_by(f64::total_cmp);
+    let median = s[s.len() / 2];
+    assert!((median / 2160.0 - 1.0).abs() < 0.06, "median {median}");
+}
+
+#[test]
+fn a_fixed_size_web_flow_completes_in_the_hand_computed_time_on_an_idle_link() {
+    // 10 full segments fit the initial window: FCT = handshake (one RTT plus the SYN's
+    // and SYN/ACK's serialisation) + one-way delay + 10 frames serialised at 100 Mbit/s.
+    let bytes = 10 * 1448;
+    let sc = dumbbell(
+        1.0,
+        100.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![json!({"name": "w", "cc": {"name": "cubic"},
+                    "source": {"kind": "web", "trace": [[0.0, bytes]]}})],
+    );
+    let r = run(&sc);
+    assert_eq!(r.connections.len(), 1);
+    let c = &r.connections[0];
+    // The frames reach the router back to back (10 Gbit/s NIC) after the 5 ms one-way
+    // delay; the HTB class (tc's default burst) releases them at 100 Mbit/s.
+    let btl = Rate::mbps(100.0);
+    let nic = Rate::mbps(10_000.0);
+    let mut htb = Shaper::new(btl, default_burst(btl));
+    let t0 = millis(5.0);
+    let mut t = 0;
+    for i in 0..10 {
+        let arrival = t0 + (i + 1) * nic.tx_time(1514);
+        t = htb.ready_at(arrival.max(t));
+        htb.charge(t, 1514);
+    }
+    let last_byte = t + nic.tx_time(1514);
+    let want_no_hs = (last_byte - 0) as f64 / 1e9;
+    assert!(
+        (c.fct_no_handshake_s - want_no_hs).abs() < 5e-6,
+        "{} vs {want_no_hs}",
+        c.fct_no_handshake_s
+    );
+    // The handshake adds one base RTT (and the SYN's and SYN/ACK's few microseconds).
+    let want = want_no_hs + 0.010;
+    assert!((c.fct_s - want).abs() < 30e-6, "{} vs {want}", c.fct_s);
+}
+
+#[test]
+fn finished_connections_are_retired_so_state_stays_flat() {
+    // The IETF-106 load: 600 new connections per second for 60 s on 120 Mbit/s.
+    let mut flows = vec![];
+    for (name, ecn) in [("web_ecn", true), ("web_classic", false)] {
+        let mut f = if ecn {
+            l4s_flow(name, web(300.0))
+        } else {
+            json!({"name": name, "cc": {"name": "cubic"}, "source": web(300.0)})
+        };
+        f["source"]["stop"] = json!(59.0);
+        flows.push(f);
+    }
+    let sc = dumbbell(60.0, 120.0, 10.0, json!({"kind": "dualpi2"}), flows);
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    let mut max_slots = 0;
+    for i in 1..=60 {
+        w.run_until(i * SEC);
+        max_slots = max_slots.max(w.conn_slots());
+    }
+    let r = w.result("ietf", 0.0);
+    assert!(r.conservation_ok);
+    assert!(r.connections.len() > 34_000, "{}", r.connections.len());
+    // Slots are bounded by the connections open at once, not by the 36,000 finished.
+    assert!(max_slots < 400, "{max_slots} connection slots");
+    assert!(w.live_conns() < 50, "{} live at the end", w.live_conns());
+}
+
+#[test]
+fn udp_cbr_keeps_its_rate_through_an_idle_link() {
+    let sc = dumbbell(
+        10.0,
+        100.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![json!({"name": "u", "source": {"kind": "udp", "rate_mbps": 20, "ecn": "ect1"}})],
+    );
+    let r = run(&sc);
+    let f = &r.flows[0];
+    assert_eq!(f.cc, "udp");
+    assert!((f.goodput_mbps - 20.0).abs() < 0.05, "{}", f.goodput_mbps);
+    assert_eq!(r.qdiscs[0].drops, 0);
+    // All of it is in the L4S class.
+    let l4s = r
+        .classes
+        .iter()
+        .find(|c| c.kind == "class" && c.name == "l4s")
+        .unwrap();
+    assert_eq!(l4s.deq_pkts, r.qdiscs[0].deq_pkts);
+}
+
+#[test]
+fn unresponsive_udp_overload_is_dropped_not_delivered() {
+    let sc = dumbbell(
+        5.0,
+        10.0,
+        10.0,
+        json!({"kind": "bfifo", "limit": bdp_bytes(2.0, 10.0, 10.0)}),
+        vec![json!({"name": "u", "source": {"kind": "udp", "rate_mbps": 20}})],
+    );
+    let r = run(&sc);
+    assert!(r.conservation_ok);
+    // The link carries its capacity (payload share of 1242-byte frames), the rest is dropped.
+    let cap = 10.0 * 1200.0 / 1242.0;
+    assert!(
+        (r.flows[0].goodput_mbps - cap).abs() < 0.3,
+        "{}",
+        r.flows[0].goodput_mbps
+    );
+    assert!(r.qdiscs[0].drops > 3000);
+}
+
+#[test]
+fn udp_prague_fills_an_idle_link_and_backs_off_under_marking() {
+    // Alone on 20 Mbit/s with a 50 Mbit/s ceiling, through DualPI2's L queue: fills the link
+    // with a sub-millisecond queue.
+    let sc = dumbbell(
+        20.0,
+        20.0,
+        20.0,
+        json!({"kind": "dualpi2"}),
+        vec![json!({"name": "call", "source": {"kind": "udp_prague", "max_rate_mbps": 50}})],
+    );
+    let r = run(&sc);
+    let g = r.flows[0].goodput_mbps;
+    assert!(g > 0.85 * 20.0 * 1200.0 / 1242.0, "goodput {g}");
+    let l4s = r
+        .classes
+        .iter()
+        .find(|c| c.kind == "class" && c.name == "l4s")
+        .unwrap();
+    assert!(
+        l4s.sojourn_p50_ms < 1.0,
+        "L queue median {}",
+        l4s.sojourn_p50_ms
+    );
+    assert!(l4s.marks > 100);
+    let recs = &r.udp_records["call"];
+    assert!(recs.len() > 150);
+    let late: Vec<_> = recs.iter().filter(|x| x.t > 10.0).collect();
+    let mark = late.iter().map(|x| x.mark_frac).sum::<f64>() / late.len() as f64;
+    assert!(mark > 0.0 && mark < 0.5, "mark fraction {mark}");
+    // On an idle link under its ceiling it sends at the ceiling.
+    let sc = dumbbell(
+        10.0,
+        100.0,
+        20.0,
+        json!({"kind": "dualpi2"}),
+        vec![json!({"name": "call", "source": {"kind": "udp_prague", "max_rate_mbps": 5}})],
+    );
+    let r = run(&sc);
+    let late: Vec<_> = r.udp_records["call"]
+        .iter()
+        .filter(|x| x.t > 5.0)
+        .map(|x| x.rate_mbps)
+        .collect();
+    let rate = late.iter().sum::<f64>() / late.len() as f64;
+    assert!((rate - 5.0).abs() < 0.25, "rate {rate}");
+}
+
+#[test]
+fn chunks_and_messages_on_persistent_connections_record_every_transfer() {
+    let sc = dumbbell(
+        20.0,
+        100.0,
+        10.0,
+        json!({"kind": "bfifo", "limit": bdp_bytes(2.0, 100.0, 10.0)}),
+        vec![
+            l4s_flow(
+                "video",
+                json!({"kind": "chunks", "rate_mbps": 10, "period": 2}),
+            ),
+            json!({"name": "bg", "cc": {"name": "cubic"},
+                   "source": {"kind": "messages", "rate": 10, "batch_min": 1, "batch_max": 10,
+                              "message_size": 65000, "persistent": true}}),
+        ],
+    );
+    let r = run(&sc);
+    assert!(r.conservation_ok);
+    let video: Vec<_> = r.connections.iter().filter(|c| c.flow == "video").collect();
+    // A chunk every 2 s from t = 0: the last one (t = 18 s) completes before the end.
+    assert_eq!(video.len(), 10);
+    assert!(video.iter().all(|c| c.size == 2_500_000));
+    assert_eq!(video.iter().filter(|c| c.new_connection).count(), 1);
+    assert!(video.iter().all(|c| c.fct_s < 2.0), "chunks must keep up");
+    let vg = r.flows.iter().find(|f| f.name == "video").unwrap();
+    assert!(
+        (vg.goodput_mbps - 10.0 * 18.0 / 20.0).abs() < 1.5,
+        "{}",
+        vg.goodput_mbps
+    );
+    let bg: Vec<_> = r.connections.iter().filter(|c| c.flow == "bg").collect();
+    assert!(bg.len() > 500, "{}", bg.len());
+    assert!(bg.iter().all(|c| c.size == 65_000));
+}
+
+fn strip_wall(r: &l4sim_core::metrics::results::RunResult) -> String {
+    let mut v = serde_json::to_value(r).unwrap();
+    v.as_object_mut().unwrap().remove("wall_seconds");
+    v.to_string()
+}
+
+#[test]
+fn stepping_to_the_end_gives_the_one_shot_result_byte_for_byte() {
+    let sc = dumbbell(
+        6.0,
+        100.0,
+        10.0,
+        json!({"kind": "dualpi2"}),
+        vec![
+            l4s_flow("l4s", json!({"kind": "bulk"})),
+            json!({"name": "classic", "cc": {"name": "cubic"}}),
+            l4s_flow("web", web(50.0)),
+            json!({"name": "call", "source": {"kind": "udp_prague"}, "start": 1.0}),
+        ],
+    );
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let one = l4sim_core::sim::run(&scn).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    let mut t = 0;
+    while t < w.end() {
+        t = (t + millis(370.0)).min(w.end());
+        w.run_until(t);
+        let _ = w.drain();
+    }
+    let stepped = w.result(&scn.name, 0.0);
+    assert_eq!(strip_wall(&one), strip_wall(&stepped));
+}
+
+#[test]
+fn swapping_the_aqm_mid_run_takes_effect_and_drops_what_the_old_one_held() {
+    // Prague and CUBIC through PIE (classic ECN behaviour for both: Prague's queue delay is
+    // the shared one); at 10 s the AQM becomes DualPI2 and Prague's delay falls below 1 ms.
+    let limit = 10000;
+    let sc = dumbbell(
+        20.0,
+        100.0,
+        10.0,
+        json!({"kind": "pie", "ecn": true, "limit": limit}),
+        vec![
+            l4s_flow("l4s", json!({"kind": "bulk"})),
+            json!({"name": "classic", "cc": {"name": "cubic"}}),
+        ],
+    );
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    w.run_until(10 * SEC);
+    let before = w.drain();
+    let spec = serde_json::from_value(json!({"kind": "dualpi2"})).unwrap();
+    w.set_link(None, None, Some(spec)).unwrap();
+    w.run_until(11 * SEC);
+    let _ = w.drain();
+    w.run_until(20 * SEC);
+    let after = w.drain();
+    let d = |v: &Value| {
+        v["qdiscs"]["bottleneck"]["delay"]["l4s"]["mean_ms"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(d(&before) > 5.0, "under PIE: {}", d(&before));
+    assert!(d(&after) < 1.0, "under DualPI2: {}", d(&after));
+    let r = w.result("swap", 0.0);
+    assert!(r.conservation_ok);
+    assert_eq!(r.qdiscs[0].kind, "dualpi2");
+}
+
+#[test]
+fn changing_the_rate_mid_run_changes_what_the_link_carries() {
+    let sc = dumbbell(
+        20.0,
+        100.0,
+        10.0,
+        json!({"kind": "bfifo", "limit": bdp_bytes(2.0, 100.0, 10.0)}),
+        vec![json!({"name": "a", "cc": {"name": "cubic"}})],
+    );
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    w.run_until(10 * SEC);
+    w.set_link(None, Some(40.0), None).unwrap();
+    w.run_until(secs(12.0));
+    let _ = w.drain();
+    w.run_until(20 * SEC);
+    let v = w.drain();
+    let tput: Vec<f64> = v["flows"]["a"]["tput_mbps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    let mean = tput.iter().sum::<f64>() / tput.len() as f64;
+    assert!((mean - 40.0 * 1448.0 / 1514.0).abs() < 2.0, "{mean}");
+}
+
+#[test]
+fn flows_added_and_removed_while_running() {
+    let sc = dumbbell(
+        10.0,
+        100.0,
+        10.0,
+        json!({"kind": "dualpi2"}),
+        vec![json!({"name": "a", "cc": {"name": "cubic"}})],
+    );
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    w.run_until(2 * SEC);
+    let f = serde_json::from_value(l4s_flow("b", json!({"kind": "bulk"}))).unwrap();
+    w.add_flow(f).unwrap();
+    let dup = serde_json::from_value(json!({"name": "a"})).unwrap();
+    assert_eq!(w.add_flow(dup).unwrap_err().field, "name");
+    w.run_until(6 * SEC);
+    w.remove_flow("a").unwrap();
+    assert!(w.remove_flow("a").is_err());
+    w.run_until(10 * SEC);
+    let r = w.result("dyn", 0.0);
+    assert!(r.conservation_ok);
+    let b = r.flows.iter().find(|f| f.name == "b").unwrap();
+    assert_eq!(b.data_ecn, "ect1");
+    assert!((b.start_s - 2.0).abs() < 1e-9);
+    let tput_b = &r.series.flows[1].tput_mbps;
+    assert!(tput_b[..19].iter().all(|x| x.is_nan() || *x == 0.0));
+    // After a's removal b has the link.
+    assert!(
+        tput_b[85..].iter().all(|&x| x > 80.0),
+        "{:?}",
+        &tput_b[85..]
+    );
+    assert!(r.series.flows[0].tput_mbps[65..].iter().all(|x| x.is_nan()));
+}
