@@ -9,12 +9,16 @@ Quick start::
     r.timeseries("l4s")
 
     r = l4sim.run_factors(aqm="DualPI2", n_bdp=2, btl_capacity=100, base_rtt=10)
+
+    sim = l4sim.Simulation("examples/demo_dualpi2.toml")   # step, watch, change
+    sim.step(1.0); sim.drain().queues; sim.set_link(rate=20); r = sim.run()
 """
 
 from l4sim._core import MODEL_VERSION, ScenarioError, __version__
 from l4sim.api import RunResult, run, run_factors
 from l4sim.factors import AQMS, FACTOR_NAMES, scenario_from_factors
 from l4sim.scenario import Dumbbell, Flow, Scenario, load
+from l4sim.simulation import Samples, Simulation
 
 __all__ = [
     "AQMS",
@@ -23,8 +27,10 @@ __all__ = [
     "Dumbbell",
     "Flow",
     "RunResult",
+    "Samples",
     "Scenario",
     "ScenarioError",
+    "Simulation",
     "__version__",
     "load",
     "run",

@@ -23,7 +23,26 @@ from l4sim import _core
 from l4sim._core import ScenarioError
 from l4sim.scenario import Scenario, ScenarioLike, load
 
-__all__ = ["RunResult", "run", "run_factors", "run_scenario_json"]
+__all__ = ["SIZE_BINS", "RunResult", "connections_frame", "run", "run_factors", "run_scenario_json"]
+
+#: Transfer-size bins of the completion-time summaries (bytes; lower bound inclusive), as in
+#: the IETF L4S evaluations' FCT plots.
+SIZE_BINS = ((0, 10_000, "<10 KB"), (10_000, 100_000, "10-100 KB"), (100_000, 1_000_000, "100 KB-1 MB"),
+             (1_000_000, float("inf"), ">=1 MB"))
+_CONN_COLUMNS = ("flow", "id", "size", "start_s", "fct_s", "fct_no_handshake_s", "retrans", "new_connection")
+
+
+def connections_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Completed transfers (the core's ``ConnRecord``s) as a DataFrame, one row each."""
+    df = pd.DataFrame(records, columns=list(_CONN_COLUMNS))
+    return df.astype({"size": "int64", "id": "int64", "retrans": "int64", "start_s": float, "fct_s": float,
+                      "fct_no_handshake_s": float, "new_connection": bool})
+
+
+def _size_bin(size: pd.Series) -> pd.Series:
+    labels = [b[2] for b in SIZE_BINS]
+    edges = [b[0] for b in SIZE_BINS] + [float("inf")]
+    return pd.cut(size, bins=edges, labels=labels, right=False)
 
 _QDISC_DICTS = (("drops_by_reason", "drops"), ("drops_by_ecn", "drops"), ("marks_by_ecn", "marks"))
 _FLOW_SERIES = ("tput_mbps", "cwnd", "srtt_ms", "pacing_mbps", "ce_fed_back")
@@ -136,7 +155,11 @@ class RunResult:
     @property
     def flows(self) -> pd.DataFrame:
         """One row per flow; columns are the ``FlowResult`` fields."""
-        return _frame(self.raw.get("flows", []), _FLOW_FLOATS)
+        df = _frame(self.raw.get("flows", []), _FLOW_FLOATS)
+        if self.scenario is not None and not df.empty:
+            kinds = {f["name"]: (f.get("source") or {}).get("kind", "bulk") for f in self.scenario.data["flows"]}
+            df.insert(1, "source", df["name"].map(kinds).fillna("bulk"))
+        return df
 
     @property
     def qdiscs(self) -> pd.DataFrame:
@@ -147,6 +170,58 @@ class RunResult:
     def links(self) -> pd.DataFrame:
         """One row per shaped link (``name``, ``rate_mbps``, ``utilisation``, ...)."""
         return _frame(self.raw.get("links", []), _LINK_FLOATS)
+
+    @property
+    def connections(self) -> pd.DataFrame:
+        """One row per completed transfer of a ``web``/``messages``/``chunks`` source: flow,
+        id, size (bytes), start_s, fct_s (from the SYN, or from the write on a persistent
+        connection, until the receiver has the last byte), fct_no_handshake_s, retrans,
+        new_connection; plus ideal_fct_s and slowdown (see :meth:`fct_summary`)."""
+        df = connections_frame(self.raw.get("connections", []))
+        if df.empty:
+            return df.assign(ideal_fct_s=pd.Series(dtype=float), slowdown=pd.Series(dtype=float))
+        base = {f["name"]: _num(f.get("base_rtt_ms")) / 1e3 for f in self.raw.get("flows", [])}
+        rates = [_num(link.get("rate_mbps")) for link in self.raw.get("links", [])]
+        rate = min(rates) * 1e6 if rates else float("inf")
+        rtt = df["flow"].map(base).astype(float)
+        # Ideal: alone on the path with no window limit: the handshake (one base RTT, new
+        # connections only), the last byte's one-way trip and the size at the bottleneck rate.
+        ideal = rtt * np.where(df["new_connection"], 1.5, 0.5) + df["size"] * 8 / rate
+        return df.assign(ideal_fct_s=ideal, slowdown=df["fct_s"] / ideal)
+
+    def fct_summary(self, by: str | tuple[str, ...] = ("flow", "size_bin")) -> pd.DataFrame:
+        """Completion-time summary per flow (source) and size bin (:data:`SIZE_BINS`): count,
+        mean size, median and P99 of fct_ms, median and P99 of the slowdown (FCT / ideal FCT:
+        the handshake, half a base RTT and the size at the bottleneck rate)."""
+        df = self.connections
+        keys = [by] if isinstance(by, str) else list(by)
+        df = df.assign(size_bin=_size_bin(df["size"]), fct_ms=df["fct_s"] * 1e3)
+        g = df.groupby(keys, observed=True)
+        out = g.agg(
+            count=("fct_ms", "size"),
+            mean_size=("size", "mean"),
+            fct_p50_ms=("fct_ms", "median"),
+            fct_p99_ms=("fct_ms", lambda x: x.quantile(0.99)),
+            slowdown_p50=("slowdown", "median"),
+            slowdown_p99=("slowdown", lambda x: x.quantile(0.99)),
+        )
+        return out.reset_index()
+
+    @property
+    def classes(self) -> pd.DataFrame:
+        """Queue delay and marking per qdisc and traffic class (``kind == "class"``: ``l4s`` =
+        ECT(1)/CE, ``classic`` = the rest, as DualPI2 classifies; for a single queue the
+        codepoint split) and per flow (``kind == "flow"``): enq/deq packets, marks, drops,
+        mark_prob, drop_prob, sojourn mean/p50/p90/p99/p999 (ms) and cdf_ms (101 quantiles)."""
+        return _frame(self.raw.get("classes", []), _QDISC_FLOATS)
+
+    @property
+    def udp(self) -> pd.DataFrame:
+        """UDP Prague receiver records (one per 100 ms): flow, t, rate_mbps, rtt_ms,
+        mark_frac, loss_frac."""
+        rows = [{"flow": k, **r} for k, recs in (self.raw.get("udp_records") or {}).items() for r in recs]
+        cols = ["flow", "t", "rate_mbps", "rtt_ms", "mark_frac", "loss_frac"]
+        return pd.DataFrame(rows, columns=cols).astype({"rtt_ms": float})
 
     @property
     def rtt_samples(self) -> dict[str, np.ndarray]:

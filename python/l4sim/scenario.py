@@ -33,6 +33,7 @@ __all__ = [
     "CC_NAMES",
     "ECN_SYSCTL",
     "QDISC_KINDS",
+    "SOURCE_KINDS",
     "Dumbbell",
     "Flow",
     "Scenario",
@@ -143,6 +144,7 @@ class Flow:
     size: int | None = None
     base_rtt: float | None = None
     pair: int | None = None
+    source: str | Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         receiver = _drop_none({"cc": self.receiver_cc, "tcp": self.receiver_tcp})
@@ -156,6 +158,7 @@ class Flow:
             "size": self.size,
             "base_rtt": self.base_rtt,
             "pair": self.pair,
+            "source": self.source,
         }
         return _drop_none(d)
 
@@ -242,8 +245,62 @@ def _norm_bottleneck(b: Any, field: str) -> Any:
     return b
 
 
-def normalize(data: Any) -> dict[str, Any]:
-    """Return the scenario in the core's JSON form (a new dict; ``data`` is not modified)."""
+#: Traffic source kinds (``SourceSpec`` kinds; ``udp-prague`` is accepted for ``udp_prague``).
+SOURCE_KINDS = ("bulk", "web", "messages", "chunks", "udp", "udp_prague")
+
+
+def _read_cdf(path: Path, field: str) -> list[list[float]]:
+    """An empirical size CDF file: two columns (bytes, cumulative probability in 0..1 or in
+    percent), whitespace or comma separated, ``#`` comments."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise scenario_error(field, f"cannot read CDF file {str(path)!r}: {e.strerror or e}") from None
+    points = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].replace(",", " ").split()
+        if not line:
+            continue
+        try:
+            size, prob = float(line[0]), float(line[1])
+        except (ValueError, IndexError):
+            raise scenario_error(field, f"{path}:{n}: expected 'bytes probability', got {' '.join(line)!r}") from None
+        points.append([size, prob])
+    if points and points[-1][1] > 1.0:
+        points = [[b, p / 100.0] for b, p in points]
+    return points
+
+
+def _norm_size(value: Any, field: str, base_dir: Path | None) -> Any:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"dist": "fixed", "bytes": value}
+    if isinstance(value, dict) and value.get("dist") == "empirical" and "file" in value:
+        value = dict(value)
+        p = Path(value.pop("file"))
+        if not p.is_absolute() and base_dir is not None:
+            p = base_dir / p
+        value["cdf"] = _read_cdf(p, f"{field}.file")
+    return value
+
+
+def _norm_source(value: Any, field: str, base_dir: Path | None) -> Any:
+    if isinstance(value, str):
+        value = {"kind": value}
+    if not isinstance(value, dict):
+        raise scenario_error(field, f'expected a source kind such as "web" or a table with a "kind", got {value!r}')
+    kind = value.get("kind")
+    if isinstance(kind, str):
+        kind = value["kind"] = kind.replace("-", "_")
+    if kind not in SOURCE_KINDS:
+        raise scenario_error(f"{field}.kind", f"unknown traffic source {kind!r}; expected one of {', '.join(SOURCE_KINDS)}")
+    if "size" in value:
+        value["size"] = _norm_size(value["size"], f"{field}.size", base_dir)
+    return value
+
+
+def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
+    """Return the scenario in the core's JSON form (a new dict; ``data`` is not modified).
+    ``base_dir``: where relative file names (an empirical size CDF) are looked up."""
     d = _plain(data)
     if not isinstance(d, dict):
         raise scenario_error("", f"a scenario must be a table (dict), got {type(data).__name__}")
@@ -278,6 +335,8 @@ def normalize(data: Any) -> dict[str, Any]:
                 f["cc"] = _norm_cc(f["cc"], f"{p}.cc")
             if "tcp" in f:
                 f["tcp"] = _norm_tcp(f["tcp"], f"{p}.tcp")
+            if "source" in f:
+                f["source"] = _norm_source(f["source"], f"{p}.source", base_dir)
             rcv = f.get("receiver")
             if rcv is not None:
                 if not isinstance(rcv, dict):
@@ -345,8 +404,9 @@ class Scenario:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> Scenario:
+        base = Path(source).parent if source and Path(source).is_file() else None
         try:
-            return cls(normalize(data), source)
+            return cls(normalize(data, base), source)
         except ScenarioError as e:
             if source and not getattr(e, "source", None):
                 e.source = source

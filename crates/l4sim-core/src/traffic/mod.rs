@@ -28,7 +28,7 @@ pub type Transfer = Option<u64>;
 /// A TCP application: when transfers start and how large they are. The flow's `persistent`
 /// setting decides whether each transfer opens a new connection or is written on the flow's
 /// one long-lived connection.
-pub trait Source {
+pub trait Source: Send + Sync {
     /// Transfers that start with the flow (at its `start`): iperf3's parallel streams.
     fn initial(&mut self, _out: &mut Vec<Transfer>) {}
     /// Next time the source starts transfers (`NEVER`: no more).
