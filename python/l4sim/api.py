@@ -280,12 +280,59 @@ class RunResult:
                 f"utilisation {100 * _num(link.get('utilisation')):.1f} %"
             )
         lines.append(f"Jain index {self.jain_index:.3f}")
+        lines += self._class_lines() + self._fct_lines()
         speed = self.sim_seconds / self.wall_seconds if self.wall_seconds > 0 else float("inf")
         lines.append(
             f"simulated {self.sim_seconds:g} s in {self.wall_seconds:.2f} s wall ({speed:.1f}x real time), "
             f"{self.bottleneck_pkts} bottleneck packets, {self.events} events"
         )
         return "\n".join(lines)
+
+    def _class_lines(self) -> list[str]:
+        cls = self.classes
+        if cls.empty:
+            return []
+        head = (
+            f"{'queue delay at':<14} {'class / flow':<14} {'packets':>9} {'mark %':>7} {'drop %':>7} "
+            f"{'mean ms':>8} {'p50':>7} {'p90':>7} {'p99':>7} {'p99.9':>7}"
+        )
+        out = ["", head, "-" * len(head)]
+        for _, c in cls.iterrows():
+            label = c["name"] if c["kind"] == "class" else f"  {c['name']}"
+            out.append(
+                f"{c['qdisc']:<14} {label:<14} {int(c['deq_pkts']):>9d} {100 * _num(c['mark_prob']):>7.2f} "
+                f"{100 * _num(c['drop_prob']):>7.2f} {_num(c['sojourn_mean_ms']):>8.2f} "
+                f"{_num(c['sojourn_p50_ms']):>7.2f} {_num(c['sojourn_p90_ms']):>7.2f} "
+                f"{_num(c['sojourn_p99_ms']):>7.2f} {_num(c['sojourn_p999_ms']):>7.2f}"
+            )
+        return out
+
+    def _fct_lines(self) -> list[str]:
+        if not self.raw.get("connections"):
+            return []
+        head = (
+            f"{'transfers of':<14} {'size':<12} {'count':>7} {'FCT p50 ms':>11} {'FCT p99 ms':>11} "
+            f"{'slowdown p50':>13} {'p99':>7}"
+        )
+        out = ["", head, "-" * len(head)]
+        for by in (("flow",), ("flow", "size_bin")):
+            for _, g in self.fct_summary(by).iterrows():
+                out.append(
+                    f"{g['flow']:<14} {str(g.get('size_bin', 'all')):<12} {int(g['count']):>7d} "
+                    f"{g['fct_p50_ms']:>11.1f} {g['fct_p99_ms']:>11.1f} {g['slowdown_p50']:>13.2f} "
+                    f"{g['slowdown_p99']:>7.2f}"
+                )
+        return out
+
+    def plot(self, path: str | None = None):
+        """The run's one-page figure (:func:`l4sim.runplots.run_figure`); saved to ``path``
+        if given (format from the suffix), else returned."""
+        from l4sim import runplots
+
+        fig = runplots.run_figure(self)
+        if path is None:
+            return fig
+        return runplots.save(fig, path)
 
     def __repr__(self) -> str:
         return f"<RunResult {self.name!r}: {len(self.raw.get('flows', []))} flows, {self.sim_seconds:g} s simulated>"

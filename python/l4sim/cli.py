@@ -1,6 +1,7 @@
 """The ``l4sim`` command.
 
-``l4sim run FILE.toml``                 run a scenario file, print a per-flow table
+``l4sim run FILE.toml [FILE ...]``      run scenario files, print their tables (and compare them)
+``l4sim run FILE --plot out.png``       ... and draw each run (and the comparison)
 ``l4sim run --aqm FIFO --n-bdp 2 ...``  run one point of the study's design
 ``l4sim validate-scenario FILE``        check a scenario file without running it
 
@@ -69,13 +70,6 @@ def _scenario_error(e: ScenarioError) -> int:
 
 def _scenario_from_args(args: argparse.Namespace) -> Scenario:
     factors = {name: getattr(args, name) for _, name, _, _ in _FACTOR_OPTIONS if getattr(args, name) is not None}
-    if args.file is not None:
-        if factors:
-            opts = ", ".join(o for o, n, _, _ in _FACTOR_OPTIONS if n in factors)
-            raise _UsageError(f"give a scenario FILE or study factors ({opts}), not both")
-        sc = Scenario.from_file(args.file)
-        overrides = {k: v for k, v in (("duration", args.duration), ("seed", args.seed)) if v is not None}
-        return sc.with_overrides(**overrides)
     if not factors:
         raise _UsageError("give a scenario FILE, or a study point with --aqm, --n-bdp, --btl-capacity, --base-rtt")
     if "aqm" not in factors:
@@ -90,6 +84,59 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.seed is not None:
         factors["seed"] = args.seed
     return Scenario.from_dict(scenario_from_factors(**factors))
+
+
+def _scenarios_from_args(args: argparse.Namespace) -> list[Scenario]:
+    """The scenario files named on the command line, or the one study point."""
+    if not args.file:
+        return [_scenario_from_args(args)]
+    factors = [o for o, n, _, _ in _FACTOR_OPTIONS if getattr(args, n) is not None]
+    if factors:
+        raise _UsageError(f"give scenario FILEs or study factors ({', '.join(factors)}), not both")
+    overrides = {k: v for k, v in (("duration", args.duration), ("seed", args.seed)) if v is not None}
+    return [Scenario.from_file(f).with_overrides(**overrides).validate() for f in args.file]
+
+
+def _comparison(results: list[Any]) -> str:
+    """Several runs side by side: per-class queue delay and per-source completion times."""
+    head = f"{'run':<32} {'class':<8} {'mark %':>7} {'drop %':>7} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9}"
+    lines = ["", "comparison: queue delay per traffic class at the first qdisc", head, "-" * len(head)]
+    for r in results:
+        cls = r.classes
+        if cls.empty:
+            continue
+        cls = cls[(cls["kind"] == "class") & (cls["qdisc"] == cls["qdisc"].iloc[0])]
+        for _, c in cls.iterrows():
+            lines.append(
+                f"{r.name:<32} {c['name']:<8} {100 * c['mark_prob']:>7.2f} {100 * c['drop_prob']:>7.2f} "
+                f"{c['sojourn_p50_ms']:>8.2f} {c['sojourn_p99_ms']:>8.2f} {c['sojourn_p999_ms']:>9.2f}"
+            )
+    if any(r.raw.get("connections") for r in results):
+        head = f"{'run':<32} {'source':<14} {'count':>7} {'FCT p50 ms':>11} {'FCT p99 ms':>11} {'slowdown p50':>13}"
+        lines += ["", "comparison: completion times of the web-like transfers", head, "-" * len(head)]
+        for r in results:
+            if not r.raw.get("connections"):
+                continue
+            for _, g in r.fct_summary("flow").iterrows():
+                lines.append(
+                    f"{r.name:<32} {g['flow']:<14} {int(g['count']):>7d} {g['fct_p50_ms']:>11.1f} "
+                    f"{g['fct_p99_ms']:>11.1f} {g['slowdown_p50']:>13.2f}"
+                )
+    return "\n".join(lines)
+
+
+def _plot(results: list[Any], target: str) -> list[Path]:
+    """One figure per run and, for several runs, a comparison: ``target`` is a file for a
+    single run (``out.png``, ``out.pdf``) or a directory."""
+    from l4sim import runplots
+
+    t = Path(target)
+    if len(results) == 1 and t.suffix:
+        return [runplots.save(runplots.run_figure(results[0]), t)]
+    written = [runplots.save(runplots.run_figure(r), t / f"{r.name or 'run'}.png") for r in results]
+    if len(results) > 1:
+        written.append(runplots.save(runplots.compare_figure(results), t / "comparison.png"))
+    return written
 
 
 def _json_summary(r: Any) -> dict[str, Any]:
@@ -139,18 +186,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     from l4sim.api import run
 
     try:
-        sc = _scenario_from_args(args).validate()
+        scenarios = _scenarios_from_args(args)
+        scenarios = [sc.validate() for sc in scenarios]
     except _UsageError as e:
         return _error(str(e))
     except ScenarioError as e:
         return _scenario_error(e)
-    r = run(sc)
-    if args.save_series:
-        _save_series(r, args.save_series)
-    if args.json:
-        print(json.dumps(_json_summary(r)))
-    else:
-        print(r.summary())
+    results = []
+    for sc in scenarios:
+        r = run(sc)
+        results.append(r)
+        if args.save_series:
+            _save_series(r, args.save_series if len(scenarios) == 1 else str(Path(args.save_series) / r.name))
+        if args.json:
+            print(json.dumps(_json_summary(r)))
+        else:
+            print(r.summary() + "\n")
+    if len(results) > 1 and not args.json:
+        print(_comparison(results))
+    if args.plot:
+        for p in _plot(results, args.plot):
+            print(f"wrote {p}", file=sys.stderr)
     return 0
 
 
@@ -178,7 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a scenario FILE (TOML or JSON), or one point of the study's design given by "
         "--aqm, --n-bdp, --btl-capacity, --base-rtt and the other factor options.",
     )
-    p.add_argument("file", nargs="?", metavar="FILE", help="scenario file (.toml or .json)")
+    p.add_argument("file", nargs="*", metavar="FILE", help="scenario files (.toml or .json); several are compared")
+    p.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="draw each run (throughput, queue delay and its CDF per class, marks and drops, completion "
+        "times): a file (out.png, out.pdf) for one run, else a directory with one PNG per run and comparison.png",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--save-series", metavar="DIR", help="write time series and tables (CSV) and the raw result to DIR")
     p.add_argument("--duration", type=float, help="simulated seconds (overrides the scenario; study default 60)")

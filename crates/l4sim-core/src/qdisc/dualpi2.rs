@@ -359,6 +359,9 @@ impl DualPi2 {
 }
 
 impl QueueDisc for DualPi2 {
+    fn l4s_mask(&self) -> u8 {
+        self.ecn_mask
+    }
     fn kind(&self) -> &'static str {
         "dualpi2"
     }

@@ -98,6 +98,11 @@ pub trait QueueDisc {
     fn on_timer(&mut self, _now: SimTime) {}
     /// Internal variables for time series and summaries (e.g. ("p_c", 0.01)).
     fn observe(&self, _out: &mut Vec<(&'static str, f64)>) {}
+    /// ECN bits that make a packet L4S in the per-class statistics: DualPI2's own
+    /// `ecn_mask`; ECT(1) and CE (RFC 9331's identifier) for every other qdisc.
+    fn l4s_mask(&self) -> u8 {
+        Ecn::Ect1.bits()
+    }
 }
 
 /// Qdisc configuration: `kind` picks the qdisc, the other keys are its tc parameters.
@@ -228,6 +233,9 @@ impl QueueDisc for AnyQdisc {
     fn kind(&self) -> &'static str {
         dispatch!(self, q => q.kind())
     }
+    fn l4s_mask(&self) -> u8 {
+        dispatch!(self, q => q.l4s_mask())
+    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         dispatch!(self, q => q.enqueue(pkt, now, drops))
     }
@@ -293,7 +301,8 @@ pub struct QdiscStats {
     pub group: Vec<ClassStats>,
 }
 
-/// The L4S class (ECT(1) or CE on arrival, DualPI2's default classifier) or the classic one.
+/// The L4S class (on arrival, `ecn & mask != 0`: ECT(1) or CE with DualPI2's default
+/// classifier, see [`QueueDisc::l4s_mask`]) or the classic one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
     L4s = 0,
@@ -302,10 +311,11 @@ pub enum Class {
 
 impl Class {
     pub const ALL: [Class; 2] = [Class::L4s, Class::Classic];
-    pub fn of(ecn: Ecn) -> Class {
-        match ecn {
-            Ecn::Ect1 | Ecn::Ce => Class::L4s,
-            _ => Class::Classic,
+    pub fn of(ecn: Ecn, mask: u8) -> Class {
+        if ecn.bits() & mask != 0 {
+            Class::L4s
+        } else {
+            Class::Classic
         }
     }
     pub fn name(self) -> &'static str {
@@ -337,8 +347,8 @@ impl ClassStats {
 }
 
 impl QdiscStats {
-    fn count_drop(&mut self, p: &Packet) {
-        self.class[Class::of(p.ecn_in) as usize].drops += 1;
+    fn count_drop(&mut self, p: &Packet, mask: u8) {
+        self.class[Class::of(p.ecn_in, mask) as usize].drops += 1;
         ClassStats::group(&mut self.group, p.group).drops += 1;
     }
     pub fn drops(&self) -> u64 {
@@ -372,14 +382,15 @@ impl Qdisc {
         self.stats.enq_pkts += 1;
         self.stats.enq_bytes += pkt.len as u64;
         self.stats.enq_by_ecn[pkt.ecn.index()] += 1;
-        self.stats.class[Class::of(pkt.ecn) as usize].enq_pkts += 1;
+        let mask = self.inner.l4s_mask();
+        self.stats.class[Class::of(pkt.ecn, mask) as usize].enq_pkts += 1;
         ClassStats::group(&mut self.stats.group, pkt.group).enq_pkts += 1;
         self.drops.clear();
         self.inner.enqueue(pkt, now, &mut self.drops);
         for d in &self.drops {
             self.stats.drops_by_reason[d.reason.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
-            self.stats.count_drop(&d.pkt);
+            self.stats.count_drop(&d.pkt, mask);
         }
         let len = self.inner.len();
         if len > self.stats.max_len {
@@ -400,11 +411,12 @@ impl Qdisc {
     /// Dequeue; `drops` receives the packets dropped at dequeue.
     pub fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         let start = drops.len();
+        let mask = self.inner.l4s_mask();
         let pkt = self.inner.dequeue(now, drops);
         for d in &drops[start..] {
             self.stats.drops_by_reason[d.reason.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
-            self.stats.count_drop(&d.pkt);
+            self.stats.count_drop(&d.pkt, mask);
         }
         if let Some(p) = &pkt {
             let sojourn = now.saturating_sub(p.enq_ts);
@@ -416,7 +428,7 @@ impl Qdisc {
                 self.stats.marks_by_ecn[p.ecn_in.index()] += 1;
             }
             for cs in [
-                &mut self.stats.class[Class::of(p.ecn_in) as usize],
+                &mut self.stats.class[Class::of(p.ecn_in, mask) as usize],
                 ClassStats::group(&mut self.stats.group, p.group),
             ] {
                 cs.deq_pkts += 1;
@@ -432,6 +444,7 @@ impl Qdisc {
     /// drops (reason `overlimit`, the closest of the tc counters); the counters carry on.
     pub fn replace(&mut self, inner: AnyQdisc, now: SimTime, drops: &mut Vec<Drop>) {
         let mut old = std::mem::replace(&mut self.inner, inner);
+        let mask = old.l4s_mask();
         let start = drops.len();
         let mut scratch = Vec::new();
         // Drain the old qdisc without its AQM acting: dequeue drops and marks from a
@@ -451,7 +464,7 @@ impl Qdisc {
         for d in &drops[start..] {
             self.stats.drops_by_reason[DropReason::Overlimit.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
-            self.stats.count_drop(&d.pkt);
+            self.stats.count_drop(&d.pkt, mask);
         }
     }
 }
