@@ -8,9 +8,15 @@ Scenarios (dumbbell, 10 ms base RTT, 2 x BDP buffer, 60 s):
 * ``prague_dualpi2_100m``: 100 Mbit/s DualPI2 (5 ms), TCP Prague (AccECN) vs CUBIC;
 * ``bbr2_dualpi2_100m``: the same with BBRv2 (v2alpha defaults) as the classic flow.
 
-For each: packets through the bottleneck per wall-clock second, engine events per second and
-the speed-up over real time (simulated seconds / wall seconds), plus the machine (CPU model
-from /proc/cpuinfo, cores). ``--quick`` runs 10 s instead of 60 s; ``--json`` prints one JSON
+and the IETF-106 traffic mix (``ietf106_dualpi2``: ``examples/ietf106_ultra_low_delay.toml``,
+120 Mbit/s DualPI2, two long flows and 600 new web connections per second).
+
+For each: packets through the bottleneck per wall-clock second, engine events per second,
+completed connections per wall-second (the web mix) and the speed-up over real time (simulated
+seconds / wall seconds), plus the machine (CPU model from /proc/cpuinfo, cores) and the peak
+resident memory of the process. ``--against PYTHON`` also runs every scenario with another
+interpreter that has another l4sim build installed (say the last release), alternating the two
+in one run, and prints the ratio: how a change moved the speed on the same machine. ``--quick`` runs 10 s instead of 60 s; ``--json`` prints one JSON
 object. Run it on an otherwise idle machine: the figures are wall-clock measurements.
 
 It also measures the study throughput: runs per minute for the ANRW'24 grid (Prague vs CUBIC,
@@ -25,9 +31,12 @@ import argparse
 import json
 import os
 import platform
+import resource
+import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import l4sim
@@ -36,7 +45,10 @@ from l4sim.factors import scenario_from_factors
 COMMON = dict(n_bdp=2, base_rtt=10, ecn_threshold=5)
 CUBIC_VS_CUBIC = dict(aqm="FIFO", cc_l4s="cubic", cc_classic="cubic", tx_l4s_ecn="none", rx_l4s_ecn="none")
 
-SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+# key -> (label, study factors, or the example file of a traffic mix)
+SCENARIOS: dict[str, tuple[str, dict[str, Any] | Path]] = {
     "cubic_100m": (
         "100 Mbit/s, 10 ms, 2 x BDP bfifo, CUBIC vs CUBIC",
         dict(COMMON, btl_capacity=100, **CUBIC_VS_CUBIC),
@@ -52,6 +64,10 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "bbr2_dualpi2_100m": (
         "100 Mbit/s, 10 ms, 2 x BDP DualPI2 (5 ms), Prague vs BBRv2",
         dict(COMMON, btl_capacity=100, aqm="DualPI2", cc_classic="bbr2"),
+    ),
+    "ietf106_dualpi2": (
+        "IETF-106 mix: 120 Mbit/s DualPI2, 2 long + 600 web conn/s",
+        EXAMPLES / "ietf106_ultra_low_delay.toml",
     ),
 }
 
@@ -81,8 +97,11 @@ def machine() -> dict[str, Any]:
 
 
 def bench_one(key: str, duration: float, repeat: int) -> dict[str, Any]:
-    label, factors = SCENARIOS[key]
-    sc = l4sim.Scenario.from_dict(scenario_from_factors(**factors, duration=duration, seed=1)).validate()
+    label, spec = SCENARIOS[key]
+    if isinstance(spec, Path):
+        sc = l4sim.load(spec).with_overrides(duration=duration, seed=1).validate()
+    else:
+        sc = l4sim.Scenario.from_dict(scenario_from_factors(**spec, duration=duration, seed=1)).validate()
     best: dict[str, Any] | None = None
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -100,12 +119,27 @@ def bench_one(key: str, duration: float, repeat: int) -> dict[str, Any]:
             "pkts_per_wall_s": r.bottleneck_pkts / wall,
             "events_per_s": r.events / wall,
             "speedup": r.sim_seconds / wall,
+            "connections": len(r.raw.get("connections", [])),
+            "conns_per_wall_s": len(r.raw.get("connections", [])) / wall,
             "goodput_mbps": dict(zip(r.flows["name"], r.flows["goodput_mbps"], strict=True)),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
         if best is None or row["wall_seconds"] < best["wall_seconds"]:
             best = row
     assert best is not None
     return best
+
+
+def bench_other(python: str, key: str, duration: float, repeat: int) -> dict[str, Any] | None:
+    """The same scenario run by another interpreter (another l4sim build), through this script.
+    None when that build cannot run it (e.g. a traffic mix older builds do not know)."""
+    cmd = [python, __file__, "--json", "--no-study", "--only", key, "--repeat", str(repeat)]
+    if duration != 60.0:
+        cmd.append("--quick")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        return None
+    return json.loads(out.stdout)["results"][0]
 
 
 def bench_study(duration: float) -> dict[str, Any]:
@@ -137,16 +171,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest counts (default 1)")
     ap.add_argument("--only", choices=sorted(SCENARIOS), action="append", help="run only this scenario (repeatable)")
     ap.add_argument("--no-study", action="store_true", help="skip the ANRW'24 study-throughput measurement")
+    ap.add_argument(
+        "--against",
+        metavar="PYTHON",
+        help="also run each scenario with this interpreter (another l4sim build installed), alternating, "
+        "and print the speed ratio",
+    )
     args = ap.parse_args(argv)
 
     duration = 10.0 if args.quick else 60.0
     keys = args.only or list(SCENARIOS)
     info = machine()
     rows = []
+    other: dict[str, dict[str, Any]] = {}
     for key in keys:
         if not args.json:
             print(f"running {key} ({duration:g} s simulated) ...", file=sys.stderr, flush=True)
         rows.append(bench_one(key, duration, max(1, args.repeat)))
+        if args.against:
+            other[key] = bench_other(args.against, key, duration, max(1, args.repeat))
     study = None
     if not args.no_study:
         study_duration = 20.0 if args.quick else 60.0
@@ -161,14 +204,26 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {info['cpu']}, {info['cores']} cores ({info['usable_cores']} usable), "
         f"Python {info['python']}, l4sim {info['l4sim']}"
     )
-    header = f"{'scenario':<68} {'pkts/wall-s':>12} {'events/s':>12} {'speed-up':>9}"
+    header = f"{'scenario':<68} {'pkts/wall-s':>12} {'events/s':>12} {'conns/s':>9} {'speed-up':>9} {'RSS MB':>7}"
     print(header)
     print("-" * len(header))
     for r in rows:
+        conns = f"{r['conns_per_wall_s']:>9,.0f}" if r["connections"] else f"{'-':>9}"
         print(
             f"{r['label'] + f' ({duration:g} s)':<68} {r['pkts_per_wall_s']:>12,.0f} "
-            f"{r['events_per_s']:>12,.0f} {r['speedup']:>8.1f}x"
+            f"{r['events_per_s']:>12,.0f} {conns} {r['speedup']:>8.1f}x {r['peak_rss_mb']:>7.0f}"
         )
+    if other:
+        print(f"\nagainst {args.against}: pkts/wall-s of this build / of that build (same machine, alternating)")
+        for r in rows:
+            o = other.get(r["scenario"])
+            if o is None:
+                print(f"  {r['scenario']:<24} not in that build")
+                continue
+            print(
+                f"  {r['scenario']:<24} {r['pkts_per_wall_s']:>12,.0f} / {o['pkts_per_wall_s']:>12,.0f} "
+                f"= {r['pkts_per_wall_s'] / o['pkts_per_wall_s']:.3f}"
+            )
     if study is not None:
         print(
             f"study throughput: ANRW'24 grid, {study['runs']} runs of {study['run_seconds']:g} s on "

@@ -189,3 +189,19 @@ def test_unknown_source_kind_is_one_clear_error():
     with pytest.raises(l4sim.ScenarioError) as ei:
         l4sim.load(sc)
     assert ei.value.field == "flows[1].source.kind"
+
+
+def test_base_rtt_change_applies_to_packets_sent_from_then_on():
+    sc = _web_scenario(size={"dist": "fixed", "bytes": 3000})
+    del sc["flows"][0]  # an idle path: no long flow
+    sim = l4sim.Simulation(sc)
+    sim.run_until(1.0)
+    before = sim.drain().connections
+    sim.set_flow("web", base_rtt=50)
+    sim.run_until(1.2)  # let transfers in flight finish
+    sim.drain()
+    sim.run_until(2.0)
+    after = sim.drain().connections
+    # a 3 KB transfer on an idle path: 1.5 base RTTs plus a little
+    assert before["fct_s"].median() == pytest.approx(0.015, abs=0.003)
+    assert after["fct_s"].median() == pytest.approx(0.075, abs=0.005)

@@ -162,6 +162,8 @@ def _json_summary(r: Any) -> dict[str, Any]:
             {"name": link.get("name"), "rate_mbps": link.get("rate_mbps"), "utilisation": link.get("utilisation")}
             for link in raw.get("links", [])
         ],
+        "classes": [{k: v for k, v in c.items() if k != "cdf_ms"} for c in raw.get("classes", [])],
+        "fct": r.fct_summary().astype({"size_bin": str}).to_dict("records") if raw.get("connections") else [],
         "jain_index": raw.get("jain_index"),
         "sim_seconds": raw.get("sim_seconds"),
         "wall_seconds": raw.get("wall_seconds"),
