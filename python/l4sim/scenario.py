@@ -47,7 +47,7 @@ __all__ = [
 #: Congestion controls the core implements (``CcSpec`` names).
 CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3")
 #: Qdisc kinds the core implements (``QdiscSpec`` kinds).
-QDISC_KINDS = ("bfifo", "pfifo", "fq", "codel", "fq_codel", "pie", "dualpi2", "red")
+QDISC_KINDS = ("bfifo", "pfifo", "fq", "codel", "fq_codel", "pie", "dualpi2", "red", "tbf", "prio")
 #: ``net.ipv4.tcp_ecn`` values by number, as the core names them (``TcpSpec.ecn``).
 ECN_SYSCTL = ("none", "classic", "passive", "accecn", "accecn_classic_out", "accecn_passive")
 
@@ -145,6 +145,7 @@ class Flow:
     base_rtt: float | None = None
     pair: int | None = None
     source: str | Mapping[str, Any] | None = None
+    dscp: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         receiver = _drop_none({"cc": self.receiver_cc, "tcp": self.receiver_tcp})
@@ -159,6 +160,7 @@ class Flow:
             "base_rtt": self.base_rtt,
             "pair": self.pair,
             "source": self.source,
+            "dscp": self.dscp,
         }
         return _drop_none(d)
 
@@ -221,6 +223,10 @@ def _norm_qdisc(value: Any, field: str) -> Any:
         raise scenario_error(f"{field}.kind", f"expected a qdisc kind, got {kind!r}")
     if kind not in QDISC_KINDS:
         raise scenario_error(f"{field}.kind", f"unknown qdisc {kind!r}; expected one of {', '.join(QDISC_KINDS)}")
+    if value.get("child") is not None:  # tbf
+        value["child"] = _norm_qdisc(value["child"], f"{field}.child")
+    if isinstance(value.get("children"), list):  # prio
+        value["children"] = [_norm_qdisc(c, f"{field}.children[{i}]") for i, c in enumerate(value["children"])]
     return value
 
 

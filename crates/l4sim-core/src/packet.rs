@@ -140,6 +140,8 @@ pub struct Packet {
     /// Index of the scenario flow (traffic source) the packet belongs to, for per-source
     /// queue-delay histograms; `flow` is the connection.
     pub group: u16,
+    /// DSCP (the upper six bits of the IP TOS byte), set from the sending flow's `dscp`.
+    pub dscp: u8,
 }
 
 impl Packet {
@@ -165,6 +167,7 @@ impl Packet {
             hash: 0,
             retrans: false,
             group: 0,
+            dscp: 0,
         }
     }
     pub fn has(&self, f: u8) -> bool {

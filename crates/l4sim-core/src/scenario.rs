@@ -170,6 +170,10 @@ fn default_streams() -> u32 {
     1
 }
 
+fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
+
 fn is_bulk(s: &SourceSpec) -> bool {
     *s == SourceSpec::Bulk
 }
@@ -206,6 +210,10 @@ pub struct FlowSpec {
     /// Tree: sender/receiver pair index this flow uses.
     #[serde(default)]
     pub pair: Option<u32>,
+    /// DSCP of the packets its senders send (0..63; `IP_TOS` = dscp << 2), for `prio`
+    /// filters and policy routes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dscp: u8,
 }
 
 /// Receiver side of a flow.
@@ -338,6 +346,12 @@ impl Scenario {
                 return Err(err(
                     format!("{p}.name"),
                     format!("duplicate flow name {:?}", f.name),
+                ));
+            }
+            if f.dscp > 63 {
+                return Err(err(
+                    format!("{p}.dscp"),
+                    &format!("a DSCP is 0..63, got {}", f.dscp),
                 ));
             }
             if f.streams == 0 {

@@ -44,6 +44,8 @@ pub struct Port {
     pub line: u32,
     /// Time of the pending wake event, NEVER when idle.
     pub wake_at: SimTime,
+    /// The pending wake waits for the qdisc (a tbf's tokens), not for the HTB class.
+    pub qdisc_wait: bool,
     /// Packets and bytes dequeued (sent on the link).
     pub tx_pkts: u64,
     pub tx_bytes: u64,
@@ -130,6 +132,7 @@ impl Network {
                     shaper: Shaper::new(rate, burst),
                     line: pipe,
                     wake_at: NEVER,
+                    qdisc_wait: false,
                     tx_pkts: 0,
                     tx_bytes: 0,
                     data_inside: 0,

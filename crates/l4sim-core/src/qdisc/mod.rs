@@ -7,7 +7,8 @@
 //!
 //! Qdiscs (one file each, following the Linux file named in its module doc): `fifo` (bfifo,
 //! pfifo), `fq` (sch_fq on a router), `codel` (codel_impl.h core + sch_codel), `fq_codel`,
-//! `pie`, `dualpi2` (L4STeam hrtimer version), `red`. Periodic controllers (PIE, DualPI2,
+//! `pie`, `dualpi2` (L4STeam hrtimer version), `red`, and the classful `tbf` (a token bucket
+//! over a child) and `prio` (strict-priority bands of children), which nest any of them. Periodic controllers (PIE, DualPI2,
 //! adaptive RED) expose their update times through `next_timer`/`on_timer`. Like Linux
 //! under an HTB parent, they expect `dequeue` only while they hold packets; a dequeue on an
 //! empty qdisc is the root-qdisc case (it starts RED's idle period and zeroes DualPI2's
@@ -26,7 +27,9 @@ pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
 pub mod pie;
+pub mod prio;
 pub mod red;
+pub mod tbf;
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -98,6 +101,11 @@ pub trait QueueDisc {
     fn on_timer(&mut self, _now: SimTime) {}
     /// Internal variables for time series and summaries (e.g. ("p_c", 0.01)).
     fn observe(&self, _out: &mut Vec<(&'static str, f64)>) {}
+    /// For a qdisc that holds packets it may not send yet (`tbf` without tokens): when it
+    /// may, after a `dequeue` that returned nothing (Linux: the qdisc watchdog).
+    fn ready_at(&self, now: SimTime) -> SimTime {
+        now
+    }
     /// ECN bits that make a packet L4S in the per-class statistics: DualPI2's own
     /// `ecn_mask`; ECT(1) and CE (RFC 9331's identifier) for every other qdisc.
     fn l4s_mask(&self) -> u8 {
@@ -125,6 +133,10 @@ pub enum QdiscSpec {
     Dualpi2(dualpi2::DualPi2Params),
     /// `red` (sch_red).
     Red(red::RedParams),
+    /// `tbf` (sch_tbf) with a child qdisc.
+    Tbf(tbf::TbfParams),
+    /// `prio` (sch_prio): strict-priority bands, each a child qdisc.
+    Prio(prio::PrioParams),
 }
 
 type SpecError = (String, String);
@@ -141,6 +153,18 @@ fn check_ms(field: &str, v: f64) -> Result<(), SpecError> {
         Err(bad(
             field,
             format!("{field} must be a finite time >= 0 ms, got {v}"),
+        ))
+    }
+}
+
+/// A quantity that must be finite and > 0.
+fn check_pos(field: &str, v: f64) -> Result<(), SpecError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(bad(
+            field,
+            format!("{field} must be a positive number, got {v}"),
         ))
     }
 }
@@ -199,6 +223,8 @@ impl QdiscSpec {
             QdiscSpec::Pie(p) => p.validate()?,
             QdiscSpec::Dualpi2(p) => p.validate()?,
             QdiscSpec::Red(p) => p.validate()?,
+            QdiscSpec::Tbf(p) => p.validate()?,
+            QdiscSpec::Prio(p) => p.validate()?,
         }
         Ok(())
     }
@@ -213,6 +239,8 @@ pub enum AnyQdisc {
     Pie(pie::Pie),
     Dualpi2(dualpi2::DualPi2),
     Red(red::Red),
+    Tbf(Box<tbf::Tbf>),
+    Prio(Box<prio::Prio>),
 }
 
 macro_rules! dispatch {
@@ -225,6 +253,8 @@ macro_rules! dispatch {
             AnyQdisc::Pie($q) => $e,
             AnyQdisc::Dualpi2($q) => $e,
             AnyQdisc::Red($q) => $e,
+            AnyQdisc::Tbf($q) => $e,
+            AnyQdisc::Prio($q) => $e,
         }
     };
 }
@@ -235,6 +265,9 @@ impl QueueDisc for AnyQdisc {
     }
     fn l4s_mask(&self) -> u8 {
         dispatch!(self, q => q.l4s_mask())
+    }
+    fn ready_at(&self, now: SimTime) -> SimTime {
+        dispatch!(self, q => q.ready_at(now))
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         dispatch!(self, q => q.enqueue(pkt, now, drops))
@@ -272,6 +305,8 @@ pub fn build(spec: &QdiscSpec, mut rng: Rng) -> AnyQdisc {
         QdiscSpec::Pie(p) => AnyQdisc::Pie(pie::Pie::new(p, rng)),
         QdiscSpec::Dualpi2(p) => AnyQdisc::Dualpi2(dualpi2::DualPi2::new(p, rng)),
         QdiscSpec::Red(p) => AnyQdisc::Red(red::Red::new(p, rng)),
+        QdiscSpec::Tbf(p) => AnyQdisc::Tbf(Box::new(tbf::Tbf::new(p, rng))),
+        QdiscSpec::Prio(p) => AnyQdisc::Prio(Box::new(prio::Prio::new(p, rng))),
     }
 }
 

@@ -613,9 +613,10 @@ impl World {
 
     /// Send the packets an endpoint produced, in order, from its host.
     fn emit(&mut self, out: &mut Vec<Packet>) {
-        for pkt in out.drain(..) {
-            if pkt.is_data() && pkt.dir == Dir::Fwd {
-                self.data_sent_net += 1;
+        for mut pkt in out.drain(..) {
+            if pkt.dir == Dir::Fwd {
+                self.data_sent_net += pkt.is_data() as u64;
+                pkt.dscp = self.flows[pkt.group as usize].spec.dscp;
             }
             self.conns[pkt.flow as usize].as_mut().unwrap().in_net += 1;
             self.forward(pkt.src, pkt);
@@ -689,7 +690,10 @@ impl World {
                     }
                     self.dropped(&d.pkt);
                 }
-                if self.net.ports[q as usize].wake_at == NEVER {
+                // Linux runs the qdisc after every enqueue; only the HTB class's own wait
+                // (no tokens for anything) makes that pointless.
+                let port = &self.net.ports[q as usize];
+                if port.wake_at == NEVER || port.qdisc_wait {
                     self.port_send(q as usize);
                 }
             }
@@ -719,6 +723,7 @@ impl World {
             let ready = port.shaper.ready_at(now);
             if ready > now {
                 port.wake_at = ready;
+                port.qdisc_wait = false;
                 self.sched.schedule(ready, Event::PortWake(q as u32));
                 return;
             }
@@ -733,7 +738,17 @@ impl World {
             }
             drops.clear();
             self.drops = drops;
-            let Some(pkt) = pkt else { return };
+            let Some(pkt) = pkt else {
+                // A qdisc that holds packets it may not send yet (tbf): come back then.
+                let port = &mut self.net.ports[q];
+                let ready = port.qdisc.inner.ready_at(now);
+                if ready > now && !port.qdisc.inner.is_empty() {
+                    port.wake_at = ready;
+                    port.qdisc_wait = true;
+                    self.sched.schedule(ready, Event::PortWake(q as u32));
+                }
+                return;
+            };
             let port = &mut self.net.ports[q];
             if pkt.is_data() {
                 port.data_inside -= 1;
