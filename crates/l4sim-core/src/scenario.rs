@@ -142,6 +142,9 @@ pub enum TopologySpec {
         nic_rate: f64,
         bottlenecks: Vec<TreeBottleneck>,
     },
+    /// Any network: named hosts and routers, links, shaped egresses, policy routes
+    /// ([`crate::net::graph`]). Flows name their `from` and `to` hosts.
+    Graph(crate::net::graph::GraphSpec),
 }
 
 /// A shaped egress: HTB class at `rate` with `qdisc` as its child.
@@ -210,6 +213,11 @@ pub struct FlowSpec {
     /// Tree: sender/receiver pair index this flow uses.
     #[serde(default)]
     pub pair: Option<u32>,
+    /// Graph topology: the sender's and the receiver's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
     /// DSCP of the packets its senders send (0..63; `IP_TOS` = dscp << 2), for `prio`
     /// filters and policy routes.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -331,6 +339,24 @@ impl Scenario {
                 for (i, b) in bottlenecks.iter().enumerate() {
                     check_btl(&format!("topology.bottlenecks[{i}]"), &b.spec)?;
                 }
+            }
+            TopologySpec::Graph(g) => {
+                g.validate(&check_btl)?;
+                for (i, f) in self.flows.iter().enumerate() {
+                    crate::net::graph::endpoints(g, f, &format!("flows[{i}]"))?;
+                }
+            }
+        }
+        if !matches!(self.topology, TopologySpec::Graph(_)) {
+            if let Some(i) = self
+                .flows
+                .iter()
+                .position(|f| f.from.is_some() || f.to.is_some())
+            {
+                return Err(err(
+                    format!("flows[{i}].from"),
+                    "from/to name hosts of a graph topology; this topology places flows itself",
+                ));
             }
         }
         if self.flows.is_empty() {

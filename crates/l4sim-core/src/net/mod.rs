@@ -4,6 +4,7 @@
 //! propagation delay, unlimited queue, as an unshaped NIC) or a shaped [`Port`]: an HTB class
 //! ([`shaper::Shaper`]) with the qdisc under test as its child, feeding the line pipe.
 
+pub mod graph;
 pub mod pipe;
 pub mod shaper;
 pub mod topology;
@@ -33,6 +34,8 @@ pub struct Node {
     pub kind: NodeKind,
     /// Egress toward each destination node, indexed by node id (None: unreachable/self).
     pub routes: Vec<Option<Egress>>,
+    /// Policy routes (dscp, destination, egress), tried before `routes`.
+    pub policy: Vec<(u8, u32, Egress)>,
 }
 
 /// A shaped egress: HTB class + child qdisc, transmitting into `line`.
@@ -115,6 +118,7 @@ impl Network {
             name: name.into(),
             kind,
             routes: Vec::new(),
+            policy: Vec::new(),
         });
         (self.nodes.len() - 1) as u32
     }
@@ -178,6 +182,30 @@ impl Network {
                 }
             }
         }
+    }
+
+    /// Route packets with `dscp` toward `dst` from `from` over its link to `to` (which must
+    /// exist).
+    pub fn add_policy(&mut self, from: u32, dscp: u8, dst: u32, to: u32) {
+        let e = self
+            .adj
+            .iter()
+            .find(|(f, t, _)| *f == from && *t == to)
+            .map(|&(_, _, e)| e)
+            .expect("policy route over a link that exists");
+        self.nodes[from as usize].policy.push((dscp, dst, e));
+    }
+
+    /// Where `node` sends a packet with `dscp` toward `dst`.
+    #[inline]
+    pub fn next_hop(&self, node: u32, dst: u32, dscp: u8) -> Option<Egress> {
+        let n = &self.nodes[node as usize];
+        if !n.policy.is_empty() {
+            if let Some(&(_, _, e)) = n.policy.iter().find(|p| p.0 == dscp && p.1 == dst) {
+                return Some(e);
+            }
+        }
+        n.routes[dst as usize]
     }
 
     /// The shaped port named `name`.

@@ -16,7 +16,13 @@ pub struct Built {
     pub base_rtt: Vec<SimDuration>,
 }
 
-fn shaped(name: &str, spec: &BottleneckSpec, nic: Rate, seed: u64, idx: u64) -> EgressCfg {
+pub(crate) fn shaped(
+    name: &str,
+    spec: &BottleneckSpec,
+    nic: Rate,
+    seed: u64,
+    idx: u64,
+) -> EgressCfg {
     let rate = Rate::mbps(spec.rate);
     let burst = spec.burst.unwrap_or_else(|| default_burst(rate));
     let q = qdisc::build(&spec.qdisc, Rng::new(seed, stream::QDISC + idx));
@@ -46,6 +52,7 @@ pub fn build(topo: &TopologySpec, flows: &[FlowSpec], seed: u64) -> Result<Built
             nic_rate,
             bottlenecks,
         } => tree(*base_rtt, *pairs, *nic_rate, bottlenecks, flows, seed),
+        TopologySpec::Graph(g) => super::graph::build(g, flows, seed),
     }
 }
 

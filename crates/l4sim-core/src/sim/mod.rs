@@ -672,7 +672,9 @@ impl World {
 
     /// Send `pkt` out of `node` toward its destination.
     fn forward(&mut self, node: u32, pkt: Packet) {
-        let eg = self.net.nodes[node as usize].routes[pkt.dst as usize]
+        let eg = self
+            .net
+            .next_hop(node, pkt.dst, pkt.dscp)
             .unwrap_or_else(|| panic!("no route from node {node} to {}", pkt.dst));
         match eg {
             Egress::Pipe(p) => self.pipe_push(p, pkt),
@@ -956,6 +958,22 @@ impl World {
                 );
                 self.net.compute_routes();
                 ((s, r), rtt)
+            }
+            TopologySpec::Graph(g) => {
+                let (s, r) =
+                    crate::net::graph::endpoints(g, &f, "").map_err(|e| ScenarioError {
+                        field: e.field.trim_start_matches('.').to_string(),
+                        message: e.message,
+                    })?;
+                let fwd = crate::net::graph::path_delay(&self.net, s, r, f.dscp);
+                let rev = crate::net::graph::path_delay(&self.net, r, s, 0);
+                let (Some(fwd), Some(rev)) = (fwd, rev) else {
+                    return Err(ScenarioError {
+                        field: "to".into(),
+                        message: format!("no route between {:?} and {:?}", f.from, f.to),
+                    });
+                };
+                ((s, r), fwd + rev)
             }
             TopologySpec::Tree { .. } => {
                 let pair = f.pair.unwrap_or(0);

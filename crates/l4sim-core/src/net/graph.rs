@@ -1,0 +1,310 @@
+//! A general topology (`topology.kind = "graph"`): named hosts and routers, links with a line
+//! rate and a one-way propagation delay, each direction optionally shaped (an HTB class at a
+//! rate with any qdisc tree as its child, as `tc` configures a router's egress), static
+//! shortest-hop routes, and policy routes that pin the packets of one DSCP toward one host to
+//! a path (Linux policy routing / SRv6 path separation as the multi-AS study uses them).
+//!
+//! The egress from `a` toward `b` is named `"a->b"`: that is the name in the results and in
+//! `Simulation.set_link`. Flows name their endpoints with `from` and `to`. Policy routes pin
+//! the forward (data) direction; the reverse path (ACKs) follows the shortest route.
+
+use serde::{Deserialize, Serialize};
+
+use super::topology::{shaped, Built};
+use super::{Egress, EgressCfg, NetBuilder, Network, NodeKind};
+use crate::scenario::{BottleneckSpec, FlowSpec, ScenarioError};
+use crate::time::{millis, Rate, SimDuration};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphSpec {
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
+    /// Policy routes, applied in order (the first match at a node wins).
+    #[serde(default)]
+    pub routes: Vec<PolicyRoute>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKindSpec {
+    Host,
+    #[default]
+    Router,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    #[serde(default)]
+    pub kind: NodeKindSpec,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub a: String,
+    pub b: String,
+    /// Line rate of both directions, Mbit/s; absent: no serialization delay (a switch fabric).
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// Line rate of `b -> a` where it differs, Mbit/s; 0: no serialization delay.
+    #[serde(default)]
+    pub rate_ba: Option<f64>,
+    /// One-way propagation delay of each direction, ms.
+    #[serde(default)]
+    pub delay_ms: f64,
+    /// The egress of `a` toward `b` shaped (HTB rate, burst) with a qdisc.
+    #[serde(default)]
+    pub ab: Option<BottleneckSpec>,
+    /// The egress of `b` toward `a`, likewise.
+    #[serde(default)]
+    pub ba: Option<BottleneckSpec>,
+}
+
+impl LinkSpec {
+    /// Line rates of `a -> b` and `b -> a` (None: no serialization delay).
+    fn line_rates(&self) -> (Option<Rate>, Option<Rate>) {
+        let ab = self.rate.map(Rate::mbps);
+        let ba = match self.rate_ba {
+            Some(r) if r > 0.0 => Some(Rate::mbps(r)),
+            Some(_) => None,
+            None => ab,
+        };
+        (ab, ba)
+    }
+}
+
+/// Packets with `dscp` follow `path` (node names, ending at the destination host).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRoute {
+    pub dscp: u8,
+    pub path: Vec<String>,
+}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+    ScenarioError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+impl GraphSpec {
+    fn node(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Names, links and routes refer to what exists; `check_btl` checks a shaped egress.
+    pub fn validate(
+        &self,
+        check_btl: &dyn Fn(&str, &BottleneckSpec) -> Result<(), ScenarioError>,
+    ) -> Result<(), ScenarioError> {
+        let mut seen = std::collections::HashSet::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.name.is_empty() || n.name.contains("->") {
+                return Err(err(
+                    format!("topology.nodes[{i}].name"),
+                    format!("a node needs a name without \"->\", got {:?}", n.name),
+                ));
+            }
+            if !seen.insert(n.name.as_str()) {
+                return Err(err(
+                    format!("topology.nodes[{i}].name"),
+                    format!("duplicate node {:?}", n.name),
+                ));
+            }
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let p = format!("topology.links[{i}]");
+            for (end, name) in [("a", &l.a), ("b", &l.b)] {
+                if self.node(name).is_none() {
+                    return Err(err(format!("{p}.{end}"), format!("unknown node {name:?}")));
+                }
+            }
+            if l.a == l.b {
+                return Err(err(format!("{p}.b"), "a link joins two different nodes"));
+            }
+            if let Some(r) = l.rate {
+                if !(r.is_finite() && r > 0.0 && r <= 1e6) {
+                    return Err(err(
+                        format!("{p}.rate"),
+                        format!("must be 0 < rate <= 1e6 Mbit/s, got {r}"),
+                    ));
+                }
+            }
+            if l.rate.is_none() && (l.ab.is_some() || l.ba.is_some()) {
+                return Err(err(
+                    format!("{p}.rate"),
+                    "a shaped link needs its line rate",
+                ));
+            }
+            if !(l.delay_ms.is_finite() && (0.0..=10_000.0).contains(&l.delay_ms)) {
+                return Err(err(
+                    format!("{p}.delay_ms"),
+                    format!("must be 0..10000 ms, got {}", l.delay_ms),
+                ));
+            }
+            for (dir, b) in [("ab", &l.ab), ("ba", &l.ba)] {
+                if let Some(b) = b {
+                    check_btl(&format!("{p}.{dir}"), b)?;
+                }
+            }
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            let p = format!("topology.routes[{i}]");
+            if r.dscp > 63 {
+                return Err(err(
+                    format!("{p}.dscp"),
+                    format!("a DSCP is 0..63, got {}", r.dscp),
+                ));
+            }
+            if r.path.len() < 2 {
+                return Err(err(format!("{p}.path"), "a path names at least two nodes"));
+            }
+            for w in r.path.windows(2) {
+                let linked = self
+                    .links
+                    .iter()
+                    .any(|l| (l.a == w[0] && l.b == w[1]) || (l.a == w[1] && l.b == w[0]));
+                if !linked {
+                    return Err(err(
+                        format!("{p}.path"),
+                        format!("no link {} -> {}", w[0], w[1]),
+                    ));
+                }
+            }
+            let last = r.path.last().unwrap();
+            if self.node(last).map(|n| self.nodes[n].kind) != Some(NodeKindSpec::Host) {
+                return Err(err(
+                    format!("{p}.path"),
+                    format!("a path ends at a host, not {last:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A flow's endpoints on a graph (validated: both named hosts).
+pub fn endpoints(g: &GraphSpec, f: &FlowSpec, p: &str) -> Result<(u32, u32), ScenarioError> {
+    let host = |field: &str, name: &Option<String>| -> Result<u32, ScenarioError> {
+        let name = name
+            .as_ref()
+            .ok_or_else(|| err(format!("{p}.{field}"), "a flow on a graph names its host"))?;
+        match g.node(name) {
+            Some(i) if g.nodes[i].kind == NodeKindSpec::Host => Ok(i as u32),
+            Some(_) => Err(err(
+                format!("{p}.{field}"),
+                format!("{name:?} is a router, not a host"),
+            )),
+            None => Err(err(
+                format!("{p}.{field}"),
+                format!("unknown node {name:?}"),
+            )),
+        }
+    };
+    let (s, r) = (host("from", &f.from)?, host("to", &f.to)?);
+    if s == r {
+        return Err(err(format!("{p}.to"), "a flow needs two different hosts"));
+    }
+    Ok((s, r))
+}
+
+/// Build the network (node ids are the spec's indices) and attach the flows.
+pub fn build(g: &GraphSpec, flows: &[FlowSpec], seed: u64) -> Result<Built, ScenarioError> {
+    let mut b = NetBuilder::default();
+    for n in &g.nodes {
+        let kind = match n.kind {
+            NodeKindSpec::Host => NodeKind::Host,
+            NodeKindSpec::Router => NodeKind::Router,
+        };
+        b.node(n.name.clone(), kind);
+    }
+    let mut idx = 0u64;
+    for l in &g.links {
+        let (a, z) = (g.node(&l.a).unwrap() as u32, g.node(&l.b).unwrap() as u32);
+        let (line_ab, line_ba) = l.line_rates();
+        let delay = millis(l.delay_ms);
+        let mut egress = |from: &str,
+                          to: &str,
+                          line: Option<Rate>,
+                          spec: &Option<BottleneckSpec>|
+         -> EgressCfg {
+            let name = format!("{from}->{to}");
+            match spec {
+                Some(s) => {
+                    // Random streams of the shaped egresses in link order, from 0 as the
+                    // dumbbell builder numbers its one bottleneck.
+                    let mut cfg = shaped(&name, s, line.expect("validated"), seed, idx);
+                    idx += 1;
+                    cfg.delay = delay;
+                    cfg
+                }
+                None => EgressCfg::plain(name, line, delay),
+            }
+        };
+        let ab = egress(&l.a, &l.b, line_ab, &l.ab);
+        let ba = egress(&l.b, &l.a, line_ba, &l.ba);
+        b.link(a, z, ab, ba);
+    }
+    let mut net = b.build();
+    for r in &g.routes {
+        let dst = g.node(r.path.last().unwrap()).unwrap() as u32;
+        for w in r.path.windows(2) {
+            let (from, to) = (g.node(&w[0]).unwrap() as u32, g.node(&w[1]).unwrap() as u32);
+            net.add_policy(from, r.dscp, dst, to);
+        }
+    }
+    let mut hosts = Vec::new();
+    let mut rtts = Vec::new();
+    for (i, f) in flows.iter().enumerate() {
+        let p = format!("flows[{i}]");
+        let (s, r) = endpoints(g, f, &p)?;
+        let fwd = path_delay(&net, s, r, f.dscp).ok_or_else(|| {
+            err(
+                format!("{p}.to"),
+                format!(
+                    "no route from {} to {}",
+                    g.nodes[s as usize].name, g.nodes[r as usize].name
+                ),
+            )
+        })?;
+        let rev = path_delay(&net, r, s, 0).ok_or_else(|| {
+            err(
+                format!("{p}.from"),
+                format!(
+                    "no route back from {} to {}",
+                    g.nodes[r as usize].name, g.nodes[s as usize].name
+                ),
+            )
+        })?;
+        hosts.push((s, r));
+        rtts.push(fwd + rev);
+    }
+    Ok(Built {
+        net,
+        hosts,
+        base_rtt: rtts,
+    })
+}
+
+/// Propagation delay from `src` to `dst` along the routes a packet with `dscp` takes; None if
+/// there is no route (or it loops).
+pub fn path_delay(net: &Network, src: u32, dst: u32, dscp: u8) -> Option<SimDuration> {
+    let mut at = src;
+    let mut total = 0;
+    for _ in 0..=net.nodes.len() {
+        if at == dst {
+            return Some(total);
+        }
+        let pipe = match net.next_hop(at, dst, dscp)? {
+            Egress::Pipe(p) => p,
+            Egress::Port(q) => net.ports[q as usize].line,
+        };
+        total += net.pipes[pipe as usize].delay;
+        at = net.pipes[pipe as usize].to;
+    }
+    None
+}
