@@ -216,7 +216,7 @@ def _mean(values: list[Any]) -> float | None:
 class Session:
     """One demo page's live simulation (the server makes one per WebSocket).
 
-    ``settings`` has the shape of :data:`DEFAULT`. Apply changes with :meth:`set` or
+    ``settings`` has the shape of :data:`DEFAULT` (what it lacks is the default). Apply changes with :meth:`set` or
     :meth:`apply`, advance with :meth:`tick`.
     """
 
@@ -245,7 +245,8 @@ class Session:
         self.web: dict[str, str | None] = {c: None for c in CLIENTS}
         self._counter = 0
         self._history: deque[dict[str, Any]] = deque()
-        self.apply(settings if settings is not None else DEFAULT)
+        settings = settings or {}
+        self.apply({g: {**DEFAULT[g], **settings.get(g, {})} for g in DEFAULT})  # missing: the default
 
     # --- changes ---
 
