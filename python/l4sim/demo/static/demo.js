@@ -64,6 +64,7 @@ function buildControls(hello) {
 
 function showSpeed(s) {
   for (const b of document.querySelectorAll("[data-speed]")) b.classList.toggle("active", b.dataset.speed === s);
+  document.getElementById("status").textContent = s === "pause" ? "paused" : "running";
 }
 
 function showSettings(settings) {
@@ -119,9 +120,9 @@ function draw(frame) {
   Plotly.react("plot-prob", probs.map(([k, name, dash, color]) => ({
     x: ts, y: pct(k), name, mode: "lines", line: { dash, color }, connectgaps: false,
   })), {
-    ...LAYOUT, title: { text: "Mark and drop probability, last 60 s" },
-    xaxis: { title: { text: "simulated time, s" } }, yaxis: { title: { text: "%" }, rangemode: "tozero" },
-    showlegend: true, legend: { ...LAYOUT.legend, x: 0.99, xanchor: "right", orientation: "h" },
+    ...LAYOUT, title: { text: "Mark and drop probability, %, last 60 s" }, margin: { ...LAYOUT.margin, b: 60 },
+    xaxis: { title: { text: "" } }, yaxis: { rangemode: "tozero" },
+    showlegend: true, legend: { orientation: "h", x: 0.5, xanchor: "center", y: -0.12, yanchor: "top" },
   }, CONFIG);
 
   const last = h.length ? h[h.length - 1].util : null;
@@ -164,7 +165,6 @@ function onMessage(ev) {
     demo.frames += 1;
     document.getElementById("clock").textContent = `t = ${msg.t.toFixed(0)} s`;
     showSettings(msg.settings);
-    showSpeed(msg.speed);
     try {
       draw(msg);
     } finally {
