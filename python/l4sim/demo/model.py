@@ -10,7 +10,8 @@ and a base RTT.
 A :class:`Session` keeps one :class:`l4sim.Simulation` running indefinitely and turns every
 control change into a change of the running simulation (``add_flow``/``remove_flow``/
 ``set_flow``/``set_link``), never a restart. :meth:`Session.tick` steps it and returns one frame
-of the displays; the 60 s histories are bounded.
+of the displays; the 60 s histories are bounded, and so is the core's record of the run
+(:data:`RESTART_S`).
 
 Choices where the demo's testbed has no direct counterpart here:
 
@@ -55,6 +56,10 @@ __all__ = [
 CLIENTS = ("A", "B")
 HISTORY_S = 60  # seconds of mark/drop probability and utilisation history
 MAX_FCT_POINTS = 500  # completed transfers per client and frame sent to the page
+#: The core keeps every sample and transfer record of a run (for its result), about 1 MB per
+#: 30 simulated seconds at 200 requests/s: a session starts a fresh simulation with the same
+#: settings after this many simulated seconds (downloads restart), so memory stays bounded.
+RESTART_S = 1800.0
 
 
 class DemoError(ValueError):
@@ -155,7 +160,7 @@ def check(key: str, value: Any) -> Any:
         raise DemoError(f"{key}: unknown control")
     if name in ("aqm", "cc"):
         choices = AQMS if name == "aqm" else CCS
-        if value not in choices:
+        if not isinstance(value, str) or value not in choices:
             raise DemoError(f"{key}: unknown choice {value!r} (one of {', '.join(choices)})")
         return value
     try:
@@ -221,13 +226,21 @@ class Session:
     """
 
     def __init__(self, settings: Mapping[str, Any] | None = None, seed: int = 1) -> None:
+        self.seed = seed
+        self.offset = 0.0  # simulated time of the simulations before the current one (RESTART_S)
+        self._history: deque[dict[str, Any]] = deque()
+        settings = settings or {}
+        self._start({g: {**DEFAULT[g], **settings.get(g, {})} for g in DEFAULT})  # missing: the default
+
+    def _start(self, settings: Mapping[str, Any]) -> None:
+        """A new simulation with ``settings``."""
         link = DEFAULT["link"]
         # A flow is required to build a simulation: a placeholder that is removed at once; the
         # clients' flows are then added like any later change.
         self.sim = Simulation(
             {
                 "name": "demo",
-                "seed": seed,
+                "seed": self.seed,
                 "duration": 1e6,  # runs "forever": stepping past the end is allowed anyway
                 "sample_interval": 0.1,
                 "topology": {
@@ -244,9 +257,7 @@ class Session:
         self.long: dict[str, list[str]] = {c: [] for c in CLIENTS}
         self.web: dict[str, str | None] = {c: None for c in CLIENTS}
         self._counter = 0
-        self._history: deque[dict[str, Any]] = deque()
-        settings = settings or {}
-        self.apply({g: {**DEFAULT[g], **settings.get(g, {})} for g in DEFAULT})  # missing: the default
+        self.apply(settings)
 
     # --- changes ---
 
@@ -333,9 +344,12 @@ class Session:
     def tick(self, dt: float) -> dict[str, Any]:
         """Advance the simulation by ``dt`` s and return one frame for the page: everything
         JSON-safe (no NaN)."""
+        if self.sim.now >= RESTART_S:
+            self.offset += self.sim.now
+            self._start(copy.deepcopy(self.settings))
         self.sim.step(dt)
         raw = self.sim.drain().raw
-        now = float(raw["now"])
+        now = self.offset + float(raw["now"])
         active = {f: c for c in CLIENTS for f in [*self.long[c], self.web[c]] if f}
 
         flows = []

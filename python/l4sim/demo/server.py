@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
 import sys
 import webbrowser
@@ -26,6 +27,7 @@ from aiohttp import WSMsgType, web
 
 from l4sim.demo.model import AQMS, CCS, CLIENTS, PRESETS, RANGES, WEB_RATES, DemoError, Session
 
+log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 SPEEDS = ("pause", "1x", "max")
 FRAME_S = 1.0  # simulated seconds per frame (one frame per wall second at 1x)
@@ -151,6 +153,9 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
                 await tab.notice("message: not JSON")
             except (DemoError, ValueError) as e:  # ScenarioError is a ValueError
                 await tab.notice(str(e))
+            except Exception as e:  # a bug: say so on the page, keep serving
+                log.exception("demo: message %r", msg.data)
+                await tab.notice(f"internal error: {type(e).__name__}: {e}")
     finally:
         runner.cancel()
         request.app["sockets"].discard(ws)
