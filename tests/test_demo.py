@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from l4sim.cli import build_parser
-from l4sim.demo.model import DEFAULT, HISTORY_S, PRESETS, DemoError, Session, check, mix_delay
+from l4sim.demo.model import AQMS, CCS, DEFAULT, HISTORY_S, PRESETS, DemoError, Session, check, mix_delay
 from l4sim_testdata import REPO
 
 # --- the model, without a browser ---
@@ -103,6 +103,16 @@ def test_switching_pie_to_dualpi2_cuts_the_l4s_clients_queue_delay():
     f = s.tick(1.0)
     assert f["delay"]["A"]["mean_ms"] < pie / 3
     assert f["delay"]["B"]["mean_ms"] > f["delay"]["A"]["mean_ms"]
+
+
+def test_every_aqm_and_cc_choice_runs():
+    s = Session({"A": {"web": 100}, "B": {"web": 0}})
+    for key, choices in (("link.aqm", AQMS), ("A.cc", CCS)):
+        for choice in choices:
+            s.set(key, choice)
+            f = s.tick(0.5)
+            assert f["settings"][key.split(".")[0]][key.split(".")[1]] == choice
+            assert sum(x["tput_mbps"] for x in f["flows"]) > 5, (key, choice)
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
