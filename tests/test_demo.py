@@ -208,7 +208,8 @@ def test_demo_is_a_subcommand_and_bad_ports_are_one_line_errors():
 
 
 def _chrome() -> tuple[str | None, str | None]:
-    browser = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+    found = (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome"))
+    browser = next((b for b in found if b), None)
     return browser, shutil.which("chromedriver")
 
 
@@ -305,7 +306,8 @@ def test_page_in_headless_chromium(browser_page):
     driver.save_screenshot(str(out / "2-pie.png"))
     choose("link.aqm", "dualpi2")
     until(
-        lambda d: (f := frame())["settings"]["link"]["aqm"] == "dualpi2" and (f["delay"]["A"] or {}).get("mean_ms", pie) < pie / 3,
+        lambda d: (f := frame())["settings"]["link"]["aqm"] == "dualpi2"
+        and (f["delay"]["A"] or {}).get("mean_ms", pie) < pie / 3,
         "drop of A's delay under DualPI2",
     )
     driver.save_screenshot(str(out / "3-dualpi2.png"))
@@ -320,12 +322,13 @@ def test_page_in_headless_chromium(browser_page):
     first = driver.current_window_handle
     driver.switch_to.new_window("tab")
     driver.get(url)
-    until(lambda d: d.execute_script("return window.l4simDemo && window.l4simDemo.frames > 0"), "frame in the second tab")
+    frames = lambda: driver.execute_script("return window.l4simDemo && window.l4simDemo.frames")  # noqa: E731
+    until(lambda d: frames() > 0, "frame in the second tab")
     assert frame()["settings"]["link"]["aqm"] == "dualpi2" and frame()["settings"]["A"]["web"] == 10  # defaults
     driver.close()
     driver.switch_to.window(first)
     start = driver.execute_script("return window.l4simDemo.frames")
-    until(lambda d: d.execute_script("return window.l4simDemo.frames") >= start + 2, "frames after closing the second tab")
+    until(lambda d: frames() >= start + 2, "frames after closing the second tab")
 
     # nonsense is clamped with a message on the page
     box = driver.find_element(By.CSS_SELECTOR, "[data-key='link.capacity']")

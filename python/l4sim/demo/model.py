@@ -82,7 +82,10 @@ CCS: dict[str, tuple[str, dict[str, Any]]] = {
     "reno": ("Reno", _ecn("reno", "none")),
     "dctcp": ("DCTCP", _ecn("dctcp", "classic", "dctcp")),
     "prague": ("Prague", _ecn({"name": "prague", "ecn_fallback": 0}, "accecn", "prague")),
-    "prague_fallback": ("Prague, classic-ECN fallback", _ecn({"name": "prague", "ecn_fallback": 1}, "accecn", "prague")),
+    "prague_fallback": (
+        "Prague, classic-ECN fallback",
+        _ecn({"name": "prague", "ecn_fallback": 1}, "accecn", "prague"),
+    ),
     "bbr": ("BBRv1", _ecn("bbr", "none")),
     "bbr2": ("BBRv2", _ecn("bbr2", "none")),
     "bbr3": ("BBRv3", _ecn("bbr3", "none")),
