@@ -123,7 +123,8 @@ def test_presets_run_and_frames_are_strict_json(preset: str):
     s.tick(1.0)
     f = s.tick(1.0)
     json.dumps(f, allow_nan=False)
-    assert {x["client"] for x in f["flows"]} == {"A", "B"} and not f["fct"]["A"]
+    assert {x["client"] + x["kind"] for x in f["flows"]} == {"Abulk", "Aweb", "Bbulk", "Bweb"}
+    assert f["fct"]["A"] and f["fct"]["B"]
     assert f["delay"]["A"]["n"] > 0 and f["delay"]["B"]["n"] > 0
     assert f["history"][-1]["util"] > 0.9
 
@@ -294,10 +295,14 @@ def test_page_in_headless_chromium(browser_page):
 
     # PIE (10 ms) with Prague on A and CUBIC on B, then DualPI2: A's queue delay drops
     driver.find_element(By.CSS_SELECTOR, "[data-preset='pie_cubic']").click()
+    choose("A.web", "0")
+    choose("B.web", "0")
     choose("A.cc", "prague")
     choose("link.aqm", "pie10")
     until(
-        lambda d: (f := frame())["settings"]["link"]["aqm"] == "pie10" and f["settings"]["A"]["cc"] == "prague",
+        lambda d: (f := frame())["settings"]["link"]["aqm"] == "pie10"
+        and f["settings"]["A"]["cc"] == "prague"
+        and f["settings"]["B"]["web"] == 0,
         "frame with PIE 10 ms and Prague",
     )
     # PIE lets a burst through, then its queue empties after the swap and settles near 10 ms

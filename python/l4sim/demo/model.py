@@ -96,13 +96,17 @@ def _tail_drop(capacity: float) -> dict[str, Any]:
     return {"kind": "bfifo", "limit": max(1514, int(capacity * 1e6 / 8 * 0.100))}
 
 
+def _pie(target_ms: float) -> dict[str, Any]:
+    return {"kind": "pie", "target_ms": target_ms, "ecn": True}
+
+
 #: AQM choices: key -> (label, qdisc at a capacity in Mbit/s).
 AQMS: dict[str, tuple[str, Any]] = {
     "dualpi2": ("DualPI2 (L4S = ECT(1))", lambda c: {"kind": "dualpi2"}),
     "dualpi2_any": ("DualPI2, any ECT is L4S (2016)", lambda c: {"kind": "dualpi2", "ecn_mask": "any_ect"}),
-    **{
-        f"pie{t}": (f"PIE {t} ms", lambda c, t=t: {"kind": "pie", "target_ms": t, "ecn": True})
-        for t in (1, 5, 10, 40)
+    **{  # the demo's four targets and Linux's default
+        f"pie{t}": (f"PIE {t} ms" + (" (default)" if t == 15 else ""), lambda c, t=t: _pie(t))
+        for t in (1, 5, 10, 15, 40)
     },
     "fq_codel": ("FQ-CoDel", lambda c: {"kind": "fq_codel", "ecn": True}),
     "fq_codel_l4s": (
@@ -141,15 +145,16 @@ DEFAULT: dict[str, Any] = {
 def _preset(aqm: str, cc_a: str, cc_b: str) -> dict[str, Any]:
     return {
         "link": {"aqm": aqm, "capacity": 40, "base_rtt": 10},
-        "A": {"long": 1, "cc": cc_a, "web": 0, "extra_rtt": 0},
-        "B": {"long": 1, "cc": cc_b, "web": 0, "extra_rtt": 0},
+        "A": {"long": 1, "cc": cc_a, "web": 10, "extra_rtt": 0},
+        "B": {"long": 1, "cc": cc_b, "web": 10, "extra_rtt": 0},
     }
 
 
-#: The demo's four experiments (40 Mbit/s, 10 ms, one long flow per client): key -> (label, settings).
+#: The demo's four experiments: 40 Mbit/s, 10 ms, one long download and 10 web requests/s per
+#: client; PIE at Linux's default target. key -> (label, settings).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
-    "pie_cubic": ("PIE + CUBIC (drop)", _preset("pie5", "cubic", "cubic")),
-    "pie_cubic_ecn": ("PIE + CUBIC (ECN)", _preset("pie5", "cubic_ecn", "cubic_ecn")),
+    "pie_cubic": ("PIE + CUBIC (drop)", _preset("pie15", "cubic", "cubic")),
+    "pie_cubic_ecn": ("PIE + CUBIC (ECN)", _preset("pie15", "cubic_ecn", "cubic_ecn")),
     "dualpi2_dctcp": ("DualPI2: DCTCP vs CUBIC", _preset("dualpi2_any", "dctcp", "cubic")),
     "step_dctcp": ("Step threshold + DCTCP", _preset("step", "dctcp", "dctcp")),
 }

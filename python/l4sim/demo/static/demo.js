@@ -120,7 +120,7 @@ function draw(frame) {
   Plotly.react("plot-prob", probs.map(([k, name, dash, color]) => ({
     x: ts, y: pct(k), name, mode: "lines", line: { dash, color }, connectgaps: false,
   })), {
-    ...LAYOUT, title: { text: "Mark and drop probability, %, last 60 s (L4S: ECT(1) packets)" }, margin: { ...LAYOUT.margin, b: 60 },
+    ...LAYOUT, title: { text: "Mark and drop probability per class, %, last 60 s" }, margin: { ...LAYOUT.margin, b: 60 },
     xaxis: { title: { text: "" } }, yaxis: { rangemode: "tozero" },
     showlegend: true, legend: { orientation: "h", x: 0.5, xanchor: "center", y: -0.12, yanchor: "top" },
   }, CONFIG);
