@@ -327,7 +327,7 @@ def test_page_in_headless_chromium(browser_page):
     first = driver.current_window_handle
     driver.switch_to.new_window("tab")
     driver.get(url)
-    frames = lambda: driver.execute_script("return window.l4simDemo && window.l4simDemo.frames")  # noqa: E731
+    frames = lambda: driver.execute_script("return window.l4simDemo ? window.l4simDemo.frames : 0")  # noqa: E731
     until(lambda d: frames() > 0, "frame in the second tab")
     assert frame()["settings"]["link"]["aqm"] == "dualpi2" and frame()["settings"]["A"]["web"] == 10  # defaults
     driver.close()

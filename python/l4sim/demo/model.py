@@ -294,7 +294,7 @@ class Session:
         self.settings[group][name] = v
         if group == "link":
             cap = self.settings["link"]["capacity"]
-            if name == "aqm" or (name == "capacity" and v != old and self.settings["link"]["aqm"] == "taildrop"):
+            if name == "aqm" or (name == "capacity" and self.settings["link"]["aqm"] == "taildrop"):
                 self.sim.set_link(rate=cap, qdisc=AQMS[self.settings["link"]["aqm"]][1](cap))
             elif name == "capacity":
                 self.sim.set_link(rate=cap)
@@ -304,11 +304,10 @@ class Session:
         elif name == "long":
             self._resize_long(group)
         elif name == "cc":
-            n = len(self.long[group])
             for f in self.long[group]:
                 self.sim.remove_flow(f)
             self.long[group] = []
-            self._resize_long(group, n)
+            self._resize_long(group)
             if self.web[group]:
                 self.sim.set_flow(self.web[group], **CCS[v][1])
         elif name == "web":
@@ -319,9 +318,7 @@ class Session:
             elif web:
                 self.sim.set_flow(web, rate=v)
             elif v:
-                self.web[group] = self._add(
-                    group, "web", source={"kind": "web", "rate": v, "size": WEB_SIZE}
-                )
+                self.web[group] = self._add(group, "web", source={"kind": "web", "rate": v, "size": WEB_SIZE})
         elif name == "extra_rtt":
             self._set_rtt(group)
         return note
@@ -335,8 +332,8 @@ class Session:
         self.sim.add_flow(name=name, base_rtt=self._rtt(client), **CCS[self.settings[client]["cc"]][1], **fields)
         return name
 
-    def _resize_long(self, client: str, n: int | None = None) -> None:
-        want = self.settings[client]["long"] if n is None else n
+    def _resize_long(self, client: str) -> None:
+        want = self.settings[client]["long"]
         while len(self.long[client]) > want:
             self.sim.remove_flow(self.long[client].pop())
         while len(self.long[client]) < want:
