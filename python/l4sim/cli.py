@@ -4,6 +4,7 @@
 ``l4sim run FILE --plot out.png``       ... and draw each run (and the comparison)
 ``l4sim run --aqm FIFO --n-bdp 2 ...``  run one point of the study's design
 ``l4sim validate-scenario FILE``        check a scenario file without running it
+``l4sim demo``                          the DualPI2 demo as a live web page (``l4sim.demo``)
 
 Bad input prints ``error: FIELD: MESSAGE`` on stderr and exits with status 2 before anything
 runs. The study's subcommands (``reproduce``, ...) come from ``l4sim.cli_study``.
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from l4sim import __version__
+from l4sim import __version__, demo
 from l4sim._core import ScenarioError
 from l4sim.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
 from l4sim.scenario import CC_NAMES, Scenario
@@ -256,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("file", metavar="FILE")
     v.set_defaults(func=cmd_validate)
 
+    demo.register(subparsers)
     if cli_study is not None:
         cli_study.register(subparsers)
     return parser

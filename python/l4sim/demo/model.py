@@ -1,0 +1,409 @@
+"""What the demo page controls and shows: its settings, presets and one live simulation.
+
+Modelled on the 2016 DualPI2 demo (Nokia Bell Labs / Simula, ``L4STeam/l4sdemo``; see
+``docs/traffic-demo-topologies.md`` section 1): two clients A and B download through one
+bottleneck. Each client has 0-10 long downloads (bulk flows) and a web-browsing load (a ``web``
+source: Poisson requests, each a new TCP connection, Pareto sizes), one congestion control with
+its ECN setting, and an extra RTT on top of the link's base RTT. The link has an AQM, a capacity
+and a base RTT.
+
+A :class:`Session` keeps one :class:`l4sim.Simulation` running indefinitely and turns every
+control change into a change of the running simulation (``add_flow``/``remove_flow``/
+``set_flow``/``set_link``), never a restart. :meth:`Session.tick` steps it and returns one frame
+of the displays; the 60 s histories are bounded, and so is the core's record of the run
+(:data:`RESTART_S`).
+
+Choices where the demo's testbed has no direct counterpart here:
+
+* A running bulk flow keeps the CC it started with (``set_flow(cc=)`` applies to new
+  connections), so changing a client's CC restarts its long downloads under fresh names.
+* PIE, CoDel and FQ-CoDel run with ``ecn`` on, so ECN flows get marks and others drops.
+* "Step threshold" is CoDel with ``ce_threshold_ms = 1`` (every ECN-capable packet that waited
+  over 1 ms is CE-marked, the DCTCP-style step AQM); non-ECN traffic still meets CoDel's 5 ms
+  target.
+* "Tail drop" is a ``bfifo`` holding 100 ms at the link's capacity (re-sized, i.e. replaced,
+  when the capacity changes).
+* "DualPI2, any ECT" is ``ecn_mask = "any_ect"``: ECT(0) goes to the L queue too, how the 2016
+  demo classified DCTCP; plain "DualPI2" is today's default (ECT(1) only).
+* A client's queue delay mixes its flows' per-packet delay distributions weighted by their
+  packet counts (:func:`mix_delay`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from l4sim.simulation import Simulation
+
+__all__ = [
+    "AQMS",
+    "CCS",
+    "CLIENTS",
+    "DEFAULT",
+    "PRESETS",
+    "DemoError",
+    "Session",
+    "check",
+    "mix_delay",
+]
+
+CLIENTS = ("A", "B")
+HISTORY_S = 60  # seconds of mark/drop probability and utilisation history
+MAX_FCT_POINTS = 500  # completed transfers per client and frame sent to the page
+#: The core keeps every sample and transfer record of a run (for its result), about 1 MB per
+#: 30 simulated seconds at 200 requests/s: a session starts a fresh simulation with the same
+#: settings after this many simulated seconds (downloads restart), so memory stays bounded.
+RESTART_S = 1800.0
+
+
+class DemoError(ValueError):
+    """A control value the demo cannot use; ``str(e)`` is the one-line message for the page."""
+
+
+def _ecn(cc: Any, ecn: str, receiver_cc: str | None = None) -> dict[str, Any]:
+    recv: dict[str, Any] = {"tcp": {"ecn": ecn}}
+    if receiver_cc:
+        recv["cc"] = receiver_cc
+    return {"cc": cc, "tcp": {"ecn": ecn}, "receiver": recv}
+
+
+#: Congestion control + ECN choices: key -> (label, flow fields). DCTCP negotiates classic ECN
+#: and needs a DCTCP receiver (its CE echo); Prague needs AccECN at both ends (a Prague
+#: listener), as on the testbed. BBR runs without ECN.
+CCS: dict[str, tuple[str, dict[str, Any]]] = {
+    "cubic": ("CUBIC", _ecn("cubic", "none")),
+    "cubic_ecn": ("CUBIC + ECN", _ecn("cubic", "classic")),
+    "reno": ("Reno", _ecn("reno", "none")),
+    "dctcp": ("DCTCP", _ecn("dctcp", "classic", "dctcp")),
+    "prague": ("Prague", _ecn({"name": "prague", "ecn_fallback": 0}, "accecn", "prague")),
+    "prague_fallback": (
+        "Prague, classic-ECN fallback",
+        _ecn({"name": "prague", "ecn_fallback": 1}, "accecn", "prague"),
+    ),
+    "bbr": ("BBRv1", _ecn("bbr", "none")),
+    "bbr2": ("BBRv2", _ecn("bbr2", "none")),
+    "bbr3": ("BBRv3", _ecn("bbr3", "none")),
+}
+
+
+def _tail_drop(capacity: float) -> dict[str, Any]:
+    return {"kind": "bfifo", "limit": max(1514, int(capacity * 1e6 / 8 * 0.100))}
+
+
+def _pie(target_ms: float) -> dict[str, Any]:
+    return {"kind": "pie", "target_ms": target_ms, "ecn": True}
+
+
+#: AQM choices: key -> (label, qdisc at a capacity in Mbit/s).
+AQMS: dict[str, tuple[str, Any]] = {
+    "dualpi2": ("DualPI2 (L4S = ECT(1))", lambda c: {"kind": "dualpi2"}),
+    "dualpi2_any": ("DualPI2, any ECT is L4S (2016)", lambda c: {"kind": "dualpi2", "ecn_mask": "any_ect"}),
+    **{  # the demo's four targets and Linux's default
+        f"pie{t}": (f"PIE {t} ms" + (" (default)" if t == 15 else ""), lambda c, t=t: _pie(t))
+        for t in (1, 5, 10, 15, 40)
+    },
+    "fq_codel": ("FQ-CoDel", lambda c: {"kind": "fq_codel", "ecn": True}),
+    "fq_codel_l4s": (
+        "FQ-CoDel + L4S CE threshold 1 ms",
+        lambda c: {
+            "kind": "fq_codel",
+            "ecn": True,
+            "ce_threshold_ms": 1,
+            "ce_threshold_selector": 1,
+            "ce_threshold_mask": 3,
+        },
+    ),
+    "codel": ("CoDel", lambda c: {"kind": "codel", "ecn": True}),
+    "step": ("Step threshold 1 ms", lambda c: {"kind": "codel", "ecn": True, "ce_threshold_ms": 1}),
+    "taildrop": ("Tail drop (100 ms)", _tail_drop),
+}
+
+WEB_RATES = (0, 10, 100)  # requests/s
+#: Numeric controls: key -> (min, max, integer?). Values outside are clamped.
+RANGES: dict[str, tuple[float, float, bool]] = {
+    "long": (0, 10, True),
+    "extra_rtt": (0, 200, False),
+    "capacity": (2, 1000, False),
+    "base_rtt": (1, 200, False),
+}
+#: The demo's web response sizes: Pareto between 1 KB and 1 MB (IETF-106's alpha 0.9).
+WEB_SIZE = {"dist": "pareto", "alpha": 0.9, "min": 1000, "max": 1000000}
+
+DEFAULT: dict[str, Any] = {
+    "link": {"aqm": "dualpi2", "capacity": 40, "base_rtt": 10},
+    "A": {"long": 1, "cc": "prague", "web": 10, "extra_rtt": 0},
+    "B": {"long": 1, "cc": "cubic", "web": 10, "extra_rtt": 0},
+}
+
+
+def _preset(aqm: str, cc_a: str, cc_b: str) -> dict[str, Any]:
+    return {
+        "link": {"aqm": aqm, "capacity": 40, "base_rtt": 10},
+        "A": {"long": 1, "cc": cc_a, "web": 10, "extra_rtt": 0},
+        "B": {"long": 1, "cc": cc_b, "web": 10, "extra_rtt": 0},
+    }
+
+
+#: The demo's four experiments: 40 Mbit/s, 10 ms, one long download and 10 web requests/s per
+#: client; PIE at Linux's default target. key -> (label, settings).
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "pie_cubic": ("PIE + CUBIC (drop)", _preset("pie15", "cubic", "cubic")),
+    "pie_cubic_ecn": ("PIE + CUBIC (ECN)", _preset("pie15", "cubic_ecn", "cubic_ecn")),
+    "dualpi2_dctcp": ("DualPI2: DCTCP vs CUBIC", _preset("dualpi2_any", "dctcp", "cubic")),
+    "step_dctcp": ("Step threshold + DCTCP", _preset("step", "dctcp", "dctcp")),
+}
+
+
+def check(key: str, value: Any) -> Any:
+    """The value control ``key`` ("link.aqm", "A.long", ...) takes for ``value``: numbers are
+    clamped to their range, choices must be known. Raises :class:`DemoError` otherwise."""
+    group, _, name = key.partition(".")
+    if group not in ("link", *CLIENTS) or name not in DEFAULT[group]:
+        raise DemoError(f"{key}: unknown control")
+    if name in ("aqm", "cc"):
+        choices = AQMS if name == "aqm" else CCS
+        if not isinstance(value, str) or value not in choices:
+            raise DemoError(f"{key}: unknown choice {value!r} (one of {', '.join(choices)})")
+        return value
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise DemoError(f"{key}: {value!r} is not a number") from None
+    if not math.isfinite(x):
+        raise DemoError(f"{key}: {value!r} is not a finite number")
+    if name == "web":
+        # the demo's three loads: snap to the nearest
+        return min(WEB_RATES, key=lambda r: abs(r - x))
+    lo, hi, integer = RANGES[name]
+    x = min(max(x, lo), hi)
+    return int(round(x)) if integer else x
+
+
+def mix_delay(parts: list[tuple[int, float, list[float]]]) -> dict[str, Any] | None:
+    """Queue delay of a client from its flows' ``(n, mean_ms, 101 quantiles)``: the mixture
+    of the flows' distributions weighted by packet count n (each flow's CDF is linear between
+    its quantiles). Returns n, mean_ms (exact: the n-weighted mean), p99_ms and cdf_ms (101
+    quantiles of the mixture), or None without packets."""
+    parts = [p for p in parts if p[0] > 0 and p[2]]
+    if not parts:
+        return None
+    n = np.array([p[0] for p in parts], dtype=float)
+    w = n / n.sum()
+    mean = float(np.dot(w, [p[1] for p in parts]))
+    qs = [np.maximum.accumulate(np.asarray(p[2], dtype=float)) for p in parts]
+    probs = [np.linspace(0, 1, len(q)) for q in qs]
+    grid = np.unique(np.concatenate(qs))
+    cdf = sum(
+        wi * np.where(grid >= q[-1], 1.0, np.interp(grid, q, p, left=0.0, right=1.0))
+        for wi, q, p in zip(w, qs, probs, strict=True)
+    )
+    levels = np.linspace(0, 1, 101)
+    quant = np.interp(levels, cdf, grid) if len(grid) > 1 else np.full(101, grid[0])
+    return {
+        "n": int(n.sum()),
+        "mean_ms": mean,
+        "p99_ms": float(quant[99]),
+        "cdf_ms": [float(x) for x in quant],
+    }
+
+
+def _num(x: Any) -> float | None:
+    """A JSON-safe number (NaN and infinities become null)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _mean(values: list[Any]) -> float | None:
+    v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
+    return sum(v) / len(v) if v else None
+
+
+class Session:
+    """One demo page's live simulation (the server makes one per WebSocket).
+
+    ``settings`` has the shape of :data:`DEFAULT` (what it lacks is the default). Apply changes with :meth:`set` or
+    :meth:`apply`, advance with :meth:`tick`.
+    """
+
+    def __init__(self, settings: Mapping[str, Any] | None = None, seed: int = 1) -> None:
+        self.seed = seed
+        self.offset = 0.0  # simulated time of the simulations before the current one (RESTART_S)
+        self._history: deque[dict[str, Any]] = deque()
+        settings = settings or {}
+        self._start({g: {**DEFAULT[g], **settings.get(g, {})} for g in DEFAULT})  # missing: the default
+
+    def _start(self, settings: Mapping[str, Any]) -> None:
+        """A new simulation with ``settings``."""
+        link = DEFAULT["link"]
+        # A flow is required to build a simulation: a placeholder that is removed at once; the
+        # clients' flows are then added like any later change.
+        self.sim = Simulation(
+            {
+                "name": "demo",
+                "seed": self.seed,
+                "duration": 1e6,  # runs "forever": stepping past the end is allowed anyway
+                "sample_interval": 0.1,
+                "topology": {
+                    "base_rtt": link["base_rtt"],
+                    "bottleneck": {"rate": link["capacity"], "qdisc": AQMS[link["aqm"]][1](link["capacity"])},
+                },
+                "flows": [{"name": "_placeholder", "start": 9e5}],
+            }
+        )
+        self.sim.remove_flow("_placeholder")
+        self.settings: dict[str, Any] = copy.deepcopy(DEFAULT)
+        self.settings["A"] = {**DEFAULT["A"], "long": 0, "web": 0}
+        self.settings["B"] = {**DEFAULT["B"], "long": 0, "web": 0}
+        self.long: dict[str, list[str]] = {c: [] for c in CLIENTS}
+        self.web: dict[str, str | None] = {c: None for c in CLIENTS}
+        self._counter = 0
+        self.apply(settings)
+
+    # --- changes ---
+
+    def apply(self, settings: Mapping[str, Any]) -> list[str]:
+        """Set every control given in ``settings`` (same shape as :data:`DEFAULT`, possibly
+        partial); returns the messages of values that were clamped."""
+        notes = []
+        for group in ("link", *CLIENTS):
+            for name, value in settings.get(group, {}).items():
+                note = self.set(f"{group}.{name}", value)
+                if note:
+                    notes.append(note)
+        return notes
+
+    def set(self, key: str, value: Any) -> str | None:
+        """Set control ``key`` to ``value`` in the running simulation. Returns a note if the
+        value was clamped or snapped; raises :class:`DemoError` if it is unusable."""
+        v = check(key, value)
+        group, _, name = key.partition(".")
+        old = self.settings[group][name]
+        note = None
+        if name not in ("aqm", "cc") and float(value) != v:
+            note = f"{key}: {value!r} is out of range, using {v:g}"
+        if v == old:
+            return note
+        self.settings[group][name] = v
+        if group == "link":
+            cap = self.settings["link"]["capacity"]
+            if name == "aqm" or (name == "capacity" and self.settings["link"]["aqm"] == "taildrop"):
+                self.sim.set_link(rate=cap, qdisc=AQMS[self.settings["link"]["aqm"]][1](cap))
+            elif name == "capacity":
+                self.sim.set_link(rate=cap)
+            elif name == "base_rtt":
+                for c in CLIENTS:
+                    self._set_rtt(c)
+        elif name == "long":
+            self._resize_long(group)
+        elif name == "cc":
+            for f in self.long[group]:
+                self.sim.remove_flow(f)
+            self.long[group] = []
+            self._resize_long(group)
+            if self.web[group]:
+                self.sim.set_flow(self.web[group], **CCS[v][1])
+        elif name == "web":
+            web = self.web[group]
+            if v == 0 and web:
+                self.sim.remove_flow(web)
+                self.web[group] = None
+            elif web:
+                self.sim.set_flow(web, rate=v)
+            elif v:
+                self.web[group] = self._add(group, "web", source={"kind": "web", "rate": v, "size": WEB_SIZE})
+        elif name == "extra_rtt":
+            self._set_rtt(group)
+        return note
+
+    def _rtt(self, client: str) -> float:
+        return float(self.settings["link"]["base_rtt"] + self.settings[client]["extra_rtt"])
+
+    def _add(self, client: str, what: str, **fields: Any) -> str:
+        self._counter += 1
+        name = f"{client}-{what}{self._counter}"
+        self.sim.add_flow(name=name, base_rtt=self._rtt(client), **CCS[self.settings[client]["cc"]][1], **fields)
+        return name
+
+    def _resize_long(self, client: str) -> None:
+        want = self.settings[client]["long"]
+        while len(self.long[client]) > want:
+            self.sim.remove_flow(self.long[client].pop())
+        while len(self.long[client]) < want:
+            self.long[client].append(self._add(client, "long"))
+
+    def _set_rtt(self, client: str) -> None:
+        for f in [*self.long[client], self.web[client]]:
+            if f:
+                self.sim.set_flow(f, base_rtt=self._rtt(client))
+
+    # --- displays ---
+
+    def tick(self, dt: float) -> dict[str, Any]:
+        """Advance the simulation by ``dt`` s and return one frame for the page: everything
+        JSON-safe (no NaN)."""
+        if self.sim.now >= RESTART_S:
+            self.offset += self.sim.now
+            self._start(copy.deepcopy(self.settings))
+        self.sim.step(dt)
+        raw = self.sim.drain().raw
+        now = self.offset + float(raw["now"])
+        active = {f: c for c in CLIENTS for f in [*self.long[c], self.web[c]] if f}
+
+        flows = []
+        for name, client in active.items():
+            f = raw["flows"].get(name)
+            if f is None:
+                continue
+            flows.append(
+                {
+                    "name": name,
+                    "client": client,
+                    "kind": f["kind"],
+                    "tput_mbps": _mean(f["tput_mbps"]) or 0.0,
+                    "cwnd": _mean(f["cwnd"]),
+                    "srtt_ms": _num(_mean(f["srtt_ms"])),
+                }
+            )
+
+        q = raw["qdiscs"]["bottleneck"]
+        cls = q["classes"]
+        point: dict[str, Any] = {"t": now}
+        for c in ("l4s", "classic"):
+            pkts, marks, drops = (sum(cls[c][k]) for k in ("pkts", "marks", "drops"))
+            point[f"{c}_mark"] = marks / pkts if pkts else None
+            point[f"{c}_drop"] = drops / (pkts + drops) if pkts + drops else None
+        tx = _mean(q["tx_mbps"])
+        point["util"] = None if tx is None else min(1.0, tx / self.settings["link"]["capacity"])
+        self._history.append(point)
+        while self._history and self._history[0]["t"] <= now - HISTORY_S:
+            self._history.popleft()
+
+        delay = {}
+        for c in CLIENTS:
+            parts = [(h["n"], h["mean_ms"], h["cdf_ms"]) for f, h in q["delay"].items() if f.startswith(f"{c}-")]
+            delay[c] = mix_delay(parts)
+
+        fct: dict[str, list[list[float]]] = {c: [] for c in CLIENTS}
+        for r in raw["connections"]:
+            c = r["flow"].split("-", 1)[0]
+            if c in fct:
+                fct[c].append([r["size"], r["fct_s"], r["fct_no_handshake_s"]])
+        fct = {c: pts[-MAX_FCT_POINTS:] for c, pts in fct.items()}
+
+        return {
+            "type": "frame",
+            "t": now,
+            "settings": self.settings,
+            "flows": flows,
+            "history": list(self._history),
+            "delay": delay,
+            "fct": fct,
+        }

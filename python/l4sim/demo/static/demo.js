@@ -1,0 +1,186 @@
+// The demo page: builds the controls from the server's "hello", sends every change over the
+// WebSocket, and draws each "frame" (about once a second) with plotly.js.
+"use strict";
+
+const COLORS = { A: "#1565c0", B: "#c62828" };
+const FCT_KEEP = 2000;  // completion-time points kept per client on the page
+const demo = (window.l4simDemo = { last: null, frames: 0, hello: null, fct: { A: [], B: [] } });
+const LAYOUT = { margin: { l: 55, r: 15, t: 35, b: 45 }, font: { size: 12 }, legend: { x: 0.01, y: 0.99, bgcolor: "rgba(255,255,255,0.7)" } };
+const CONFIG = { displayModeBar: false, responsive: true };
+let ws;
+
+function send(msg) {
+  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+}
+
+let noticeTimer;
+function notice(text, level) {
+  const el = document.getElementById("notice");
+  el.textContent = text;
+  el.className = level || "";
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => { el.textContent = ""; el.className = ""; }, 8000);
+}
+
+function options(select, choices) {
+  select.replaceChildren(...Object.entries(choices).map(([value, label]) => new Option(label, value)));
+}
+
+function buildControls(hello) {
+  for (const c of hello.clients) {
+    const box = document.getElementById(`client-${c}`);
+    box.replaceChildren(document.getElementById("client-template").content.cloneNode(true));
+    box.querySelector(".name").textContent = c;
+    for (const el of box.querySelectorAll("[data-field]")) el.dataset.key = `${c}.${el.dataset.field}`;
+    options(box.querySelector("[data-field=cc]"), hello.ccs);
+    options(box.querySelector("[data-field=web]"), Object.fromEntries(hello.web_rates.map((r) => [r, r])));
+  }
+  options(document.querySelector("[data-key='link.aqm']"), hello.aqms);
+  for (const el of document.querySelectorAll("[data-key]")) {
+    const [, name] = el.dataset.key.split(".");
+    if (hello.ranges[name]) [el.min, el.max] = hello.ranges[name];
+    if (el.type === "range") el.addEventListener("input", () => { el.nextElementSibling.value = el.value; });
+    el.addEventListener("change", () => send({ type: "set", key: el.dataset.key, value: el.value }));
+  }
+  const presets = document.getElementById("presets");
+  presets.replaceChildren(...Object.entries(hello.presets).map(([name, label]) => {
+    const b = document.createElement("button");
+    b.textContent = label;
+    b.dataset.preset = name;
+    b.onclick = () => send({ type: "preset", name });
+    return b;
+  }));
+  const speed = document.getElementById("speed");
+  speed.replaceChildren(...hello.speeds.map((s) => {
+    const b = document.createElement("button");
+    b.textContent = s;
+    b.dataset.speed = s;
+    b.onclick = () => { send({ type: "speed", value: s }); showSpeed(s); };
+    return b;
+  }));
+  showSpeed("1x");
+  showSettings(hello.settings);
+}
+
+function showSpeed(s) {
+  for (const b of document.querySelectorAll("[data-speed]")) b.classList.toggle("active", b.dataset.speed === s);
+  document.getElementById("status").textContent = s === "pause" ? "paused" : "running";
+}
+
+function showSettings(settings) {
+  for (const el of document.querySelectorAll("[data-key]")) {
+    const [group, name] = el.dataset.key.split(".");
+    if (document.activeElement === el && el.type !== "select-one") continue;  // being edited
+    el.value = settings[group][name];
+    if (el.type === "range") el.nextElementSibling.value = el.value;
+  }
+}
+
+function ccLabel(frame, c) {
+  return demo.hello.ccs[frame.settings[c].cc];
+}
+
+function draw(frame) {
+  const flows = frame.flows;
+  const label = (f) => `${f.name} (${f.kind === "bulk" ? "long" : "web"})`;
+  Plotly.react("plot-rate", [{
+    type: "bar", x: flows.map(label), y: flows.map((f) => f.tput_mbps),
+    marker: { color: flows.map((f) => COLORS[f.client]) },
+  }], { ...LAYOUT, title: { text: "Throughput per flow, Mbit/s" }, yaxis: { rangemode: "tozero" } }, CONFIG);
+
+  const long = flows.filter((f) => f.cwnd !== null);
+  Plotly.react("plot-window", [{
+    type: "bar", x: long.map(label), y: long.map((f) => f.cwnd),
+    marker: { color: long.map((f) => COLORS[f.client]) },
+  }], { ...LAYOUT, title: { text: "Congestion window per flow, packets" }, yaxis: { rangemode: "tozero" } }, CONFIG);
+
+  const levels = Array.from({ length: 101 }, (_, i) => i);
+  const delayTraces = [];
+  for (const c of demo.hello.clients) {
+    const d = frame.delay[c];
+    if (!d) continue;
+    delayTraces.push({
+      x: d.cdf_ms, y: levels, mode: "lines", line: { color: COLORS[c], width: 2.5 },
+      name: `${c} (${ccLabel(frame, c)}): mean ${d.mean_ms.toFixed(2)} ms, P99 ${d.p99_ms.toFixed(2)} ms`,
+    });
+  }
+  Plotly.react("plot-delay", delayTraces, {
+    ...LAYOUT, title: { text: "Queue delay per client, CDF of the last second" },
+    xaxis: { title: { text: "queue delay, ms" }, rangemode: "tozero" }, yaxis: { title: { text: "%" }, range: [0, 100] },
+    showlegend: true, legend: { ...LAYOUT.legend, x: 0.99, xanchor: "right", y: 0.02, yanchor: "bottom" },
+  }, CONFIG);
+
+  const h = frame.history;
+  const ts = h.map((p) => p.t);
+  const pct = (k) => h.map((p) => (p[k] === null ? null : 100 * p[k]));
+  const probs = [
+    ["l4s_mark", "L4S mark", "solid", COLORS.A], ["l4s_drop", "L4S drop", "dot", COLORS.A],
+    ["classic_mark", "Classic mark", "solid", COLORS.B], ["classic_drop", "Classic drop", "dot", COLORS.B],
+  ];
+  Plotly.react("plot-prob", probs.map(([k, name, dash, color]) => ({
+    x: ts, y: pct(k), name, mode: "lines", line: { dash, color }, connectgaps: false,
+  })), {
+    ...LAYOUT, title: { text: "Mark and drop probability per class, %, last 60 s" }, margin: { ...LAYOUT.margin, b: 60 },
+    xaxis: { title: { text: "" } }, yaxis: { rangemode: "tozero" },
+    showlegend: true, legend: { orientation: "h", x: 0.5, xanchor: "center", y: -0.12, yanchor: "top" },
+  }, CONFIG);
+
+  const last = h.length ? h[h.length - 1].util : null;
+  Plotly.react("plot-util", [{ x: ts, y: pct("util"), mode: "lines", fill: "tozeroy", line: { color: "#455a64" } }], {
+    ...LAYOUT, title: { text: `Link utilisation, last 60 s${last === null ? "" : `: ${(100 * last).toFixed(1)} %`}` },
+    xaxis: { title: { text: "simulated time, s" } }, yaxis: { title: { text: "%" }, range: [0, 105] },
+  }, CONFIG);
+
+  for (const c of demo.hello.clients) {
+    demo.fct[c].push(...frame.fct[c]);
+    if (demo.fct[c].length > FCT_KEEP) demo.fct[c].splice(0, demo.fct[c].length - FCT_KEEP);
+  }
+  drawFct(frame);
+}
+
+function drawFct(frame) {
+  const col = document.getElementById("fct-handshake").checked ? 1 : 2;
+  Plotly.react("plot-fct", demo.hello.clients.map((c) => ({
+    x: demo.fct[c].map((p) => p[0]), y: demo.fct[c].map((p) => p[col]), mode: "markers", type: "scatter",
+    name: `${c} (${ccLabel(frame, c)})`, marker: { color: COLORS[c], size: 4, opacity: 0.6 },
+  })), {
+    ...LAYOUT, title: { text: "Web transfers: completion time vs size" },
+    xaxis: { type: "log", title: { text: "size, bytes" } }, yaxis: { type: "log", title: { text: "completion time, s" } },
+    showlegend: true,
+  }, CONFIG);
+}
+
+function onMessage(ev) {
+  const msg = JSON.parse(ev.data);
+  if (msg.type === "hello") {
+    demo.hello = msg;
+    buildControls(msg);
+    document.getElementById("status").textContent = "running";
+  } else if (msg.type === "settings") {
+    showSettings(msg.settings);
+  } else if (msg.type === "notice") {
+    notice(msg.text, msg.level);
+  } else if (msg.type === "frame") {
+    demo.last = msg;
+    demo.frames += 1;
+    document.getElementById("clock").textContent = `t = ${msg.t.toFixed(0)} s`;
+    showSettings(msg.settings);
+    try {
+      draw(msg);
+    } finally {
+      send({ type: "ack" });
+    }
+  }
+}
+
+function connect() {
+  ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
+  ws.onmessage = onMessage;
+  ws.onclose = () => {
+    document.getElementById("status").textContent = "disconnected";
+    notice("Connection to the simulation lost (server stopped?): reload the page to start a new one.", "error");
+  };
+}
+
+document.getElementById("fct-handshake").addEventListener("change", () => demo.last && drawFct(demo.last));
+connect();

@@ -1,0 +1,350 @@
+"""``l4sim demo``: the session model (controls, presets, per-client delay), the server's
+WebSocket protocol, and the page itself in a real headless Chromium (Selenium).
+
+The browser test skips only when Chromium or its driver is missing and ``L4SIM_REQUIRE_BROWSER``
+is unset (CI sets it). Its screenshots go to ``out/demo-test/`` (or ``$L4SIM_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from l4sim.cli import build_parser
+from l4sim.demo.model import AQMS, CCS, DEFAULT, HISTORY_S, PRESETS, DemoError, Session, check, mix_delay
+from l4sim_testdata import REPO
+
+# --- the model, without a browser ---
+
+
+def test_check_clamps_numbers_snaps_web_load_and_rejects_nonsense():
+    assert check("A.long", 30) == 10
+    assert check("A.long", "-2") == 0
+    assert check("A.long", 2.6) == 3
+    assert check("link.capacity", 0.5) == 2
+    assert check("link.base_rtt", "25") == 25.0
+    assert check("B.web", 60) == 100
+    assert check("B.web", "3") == 0
+    assert check("link.aqm", "pie10") == "pie10"
+    for key, value, words in [
+        ("link.aqm", "red-ish", "unknown choice"),
+        ("A.cc", "vegas", "unknown choice"),
+        ("C.long", 1, "unknown control"),
+        ("A.colour", 1, "unknown control"),
+        ("A.extra_rtt", "ten", "not a number"),
+        ("A.extra_rtt", "nan", "not a finite number"),
+        ("link.capacity", None, "not a number"),
+        ("A.cc", ["prague"], "unknown choice"),
+    ]:
+        with pytest.raises(DemoError, match=words) as e:
+            check(key, value)
+        assert str(e.value).startswith(f"{key}: ") and "\n" not in str(e.value)
+
+
+def test_mix_delay_weights_flows_by_packet_count():
+    flat = lambda ms: [ms] * 101  # noqa: E731: every packet of the flow waited ms
+    mixed = mix_delay([(99, 1.0, flat(1.0)), (1, 100.0, flat(100.0))])
+    assert mixed["n"] == 100
+    assert mixed["mean_ms"] == pytest.approx(1.99)
+    assert mixed["cdf_ms"][50] == pytest.approx(1.0)
+    assert mixed["p99_ms"] <= 100.0 and mixed["cdf_ms"][100] == pytest.approx(100.0)
+    ramp = [i / 10 for i in range(101)]  # uniform 0-10 ms
+    same = mix_delay([(10, 5.0, ramp), (30, 5.0, ramp)])
+    assert same["cdf_ms"] == pytest.approx(ramp, abs=1e-9)
+    assert mix_delay([]) is None and mix_delay([(0, math.nan, [])]) is None
+
+
+def test_session_applies_every_control_to_the_running_simulation():
+    s = Session()
+    f = s.tick(1.0)
+    names = {x["name"]: x for x in f["flows"]}
+    assert sorted(x["client"] + x["kind"] for x in names.values()) == ["Abulk", "Aweb", "Bbulk", "Bweb"]
+    assert s.set("A.long", 3) is None
+    assert s.set("A.long", 99) == "A.long: 99 is out of range, using 10"
+    s.set("A.long", 3)
+    f = s.tick(1.0)
+    assert sum(x["client"] == "A" and x["kind"] == "bulk" for x in f["flows"]) == 3
+    before = list(s.long["A"])
+    s.set("A.cc", "cubic_ecn")  # a running download keeps its CC: fresh ones replace them
+    assert len(s.long["A"]) == 3 and not set(before) & set(s.long["A"])
+    s.set("A.web", 0)
+    s.set("link.aqm", "taildrop")
+    s.set("link.capacity", 20)
+    s.set("B.extra_rtt", 30)
+    f = s.tick(2.0)
+    assert f["t"] == pytest.approx(4.0)
+    assert not any(x["kind"] == "web" and x["client"] == "A" for x in f["flows"])
+    srtt = {c: max(x["srtt_ms"] or 0 for x in f["flows"] if x["client"] == c and x["kind"] == "bulk") for c in "AB"}
+    assert srtt["B"] > srtt["A"] + 25  # 30 ms extra for B
+    assert sum(x["tput_mbps"] for x in f["flows"]) < 21  # 20 Mbit/s now
+    assert f["settings"]["link"] == {"aqm": "taildrop", "capacity": 20, "base_rtt": 10}
+    assert s.sim.now == pytest.approx(4.0)  # never restarted
+
+
+def test_switching_pie_to_dualpi2_cuts_the_l4s_clients_queue_delay():
+    s = Session({**PRESETS["pie_cubic"][1], "link": {"aqm": "pie10"}, "A": {"cc": "prague"}})
+    for _ in range(8):
+        f = s.tick(1.0)
+    pie = f["delay"]["A"]["mean_ms"]
+    assert pie > 2
+    s.set("link.aqm", "dualpi2")
+    s.tick(2.0)
+    f = s.tick(1.0)
+    assert f["delay"]["A"]["mean_ms"] < pie / 3
+    assert f["delay"]["B"]["mean_ms"] > f["delay"]["A"]["mean_ms"]
+
+
+def test_every_aqm_and_cc_choice_runs():
+    s = Session({"A": {"web": 100}, "B": {"web": 0}})
+    for key, choices in (("link.aqm", AQMS), ("A.cc", CCS)):
+        for choice in choices:
+            s.set(key, choice)
+            f = s.tick(0.5)
+            assert f["settings"][key.split(".")[0]][key.split(".")[1]] == choice
+            assert sum(x["tput_mbps"] for x in f["flows"]) > 5, (key, choice)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_presets_run_and_frames_are_strict_json(preset: str):
+    s = Session()
+    assert s.apply(PRESETS[preset][1]) == []
+    assert s.settings == PRESETS[preset][1]
+    s.tick(1.0)
+    f = s.tick(1.0)
+    json.dumps(f, allow_nan=False)
+    assert {x["client"] + x["kind"] for x in f["flows"]} == {"Abulk", "Aweb", "Bbulk", "Bweb"}
+    assert f["fct"]["A"] and f["fct"]["B"]
+    assert f["delay"]["A"]["n"] > 0 and f["delay"]["B"]["n"] > 0
+    assert f["history"][-1]["util"] > 0.9
+
+
+def test_history_keeps_only_the_last_60_s_and_web_load_yields_completions():
+    s = Session()
+    for _ in range(HISTORY_S + 10):
+        f = s.tick(1.0)
+    assert len(f["history"]) == HISTORY_S
+    assert f["history"][0]["t"] > f["t"] - HISTORY_S
+    assert f["fct"]["A"] and all(size > 0 and fct > 0 for size, fct, _ in f["fct"]["A"])
+
+
+def test_a_session_restarts_its_simulation_to_bound_memory(monkeypatch):
+    import l4sim.demo.model as model
+
+    monkeypatch.setattr(model, "RESTART_S", 3.0)
+    s = Session({"A": {"long": 2}})
+    s.set("link.aqm", "pie5")
+    ts = [s.tick(1.0)["t"] for _ in range(7)]
+    assert ts == [1, 2, 3, 4, 5, 6, 7]  # the page's clock runs on
+    assert s.sim.now == pytest.approx(1.0) and s.offset == pytest.approx(6.0)
+    f = s.tick(1.0)
+    assert f["settings"]["link"]["aqm"] == "pie5" and len(s.long["A"]) == 2
+    assert sum(x["kind"] == "bulk" for x in f["flows"]) == 3 and f["delay"]["A"]["n"] > 0
+    assert [p["t"] for p in f["history"]] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+# --- the server, without a browser ---
+
+
+def test_websocket_protocol_hello_frames_and_one_line_notices():
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from l4sim.demo.server import make_app
+
+    async def go() -> None:
+        async with TestClient(TestServer(make_app())) as client:
+            ws = await client.ws_connect("/ws")
+
+            async def until(kind: str) -> dict[str, Any]:
+                while True:
+                    msg = json.loads((await ws.receive(timeout=10)).data)
+                    if msg["type"] == kind:
+                        return msg
+
+            hello = await until("hello")
+            assert hello["settings"] == DEFAULT and "dualpi2" in hello["aqms"] and "prague" in hello["ccs"]
+            await ws.send_json({"type": "set", "key": "link.aqm", "value": "wred"})
+            assert (await until("notice"))["text"].startswith("link.aqm: unknown choice 'wred'")
+            await ws.send_json({"type": "set", "key": "B.long", "value": 12})
+            n = await until("notice")
+            assert n["level"] == "warning" and "using 10" in n["text"]
+            assert (await until("settings"))["settings"]["B"]["long"] == 10
+            await ws.send_str("{")
+            assert (await until("notice"))["text"] == "message: not JSON"
+            await ws.send_json({"type": "speed", "value": "warp"})
+            assert "speed" in (await until("notice"))["text"]
+            await ws.send_json({"type": "speed", "value": "max"})
+            f = await until("frame")
+            assert f["settings"]["B"]["long"] == 10
+            await ws.send_json({"type": "ack"})
+            assert (await until("frame"))["t"] > f["t"]
+            await ws.close()
+
+    asyncio.run(go())
+
+
+def test_demo_is_a_subcommand_and_bad_ports_are_one_line_errors():
+    args = build_parser().parse_args(["demo", "--no-browser", "--port", "0"])
+    assert (args.host, args.port, args.no_browser) == ("127.0.0.1", 0, True)
+    p = subprocess.run(
+        [sys.executable, "-m", "l4sim", "demo", "--no-browser", "--port", "70000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2 and p.stderr.startswith("error: --port:") and p.stderr.count("\n") == 1
+
+
+# --- the page, in a real browser ---
+
+
+def _chrome() -> tuple[str | None, str | None]:
+    found = (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome"))
+    browser = next((b for b in found if b), None)
+    return browser, shutil.which("chromedriver")
+
+
+PLOTS = ("plot-rate", "plot-window", "plot-delay", "plot-prob", "plot-util", "plot-fct")
+HAS_DATA = "return arguments[0].every(id => (document.getElementById(id).data || []).some(t => (t.x || []).length > 0))"
+FCT_POINTS = "return (document.getElementById('plot-fct').data || []).reduce((n, t) => n + t.x.length, 0)"
+
+
+@pytest.fixture
+def browser_page():
+    """A running ``l4sim demo`` (subprocess) and a headless Chromium on its page."""
+    binary, driver_path = _chrome()
+    required = bool(os.environ.get("L4SIM_REQUIRE_BROWSER"))
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        if required:
+            raise
+        pytest.skip("selenium is not installed")
+    if not (binary and driver_path):
+        if required:
+            pytest.fail("L4SIM_REQUIRE_BROWSER is set but chromium/chromedriver is missing")
+        pytest.skip("chromium and chromedriver are needed (apt-get install chromium chromium-driver)")
+
+    log = tempfile.TemporaryFile("w+")  # a file, not a pipe: the server never blocks on it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "l4sim", "demo", "--no-browser", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    line = proc.stdout.readline()
+    if "http://" not in line:
+        proc.kill()
+        log.seek(0)
+        pytest.fail(f"l4sim demo did not start: {line}{log.read()}")
+    url = line.split()[2]
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        opts.add_argument(a)
+    driver = webdriver.Chrome(options=opts, service=Service(driver_path))
+    try:
+        driver.get(url)
+        yield driver, proc, url
+    finally:
+        driver.quit()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_page_in_headless_chromium(browser_page):
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver, proc, url = browser_page
+    out = Path(os.environ.get("L4SIM_ARTIFACTS") or REPO / "out" / "demo-test")
+    out.mkdir(parents=True, exist_ok=True)
+    wait = WebDriverWait(driver, 20, poll_frequency=0.2)
+    frame = lambda: driver.execute_script("return window.l4simDemo.last")  # noqa: E731
+
+    def until(cond: Any, what: str) -> None:
+        try:
+            wait.until(cond)
+            print(f"{what}: t = {frame()['t']} s")
+        except TimeoutException:
+            f = frame() or {}
+            state = {k: f.get(k) for k in ("t", "settings", "delay")}
+            pytest.fail(f"no {what} within 20 s; last frame: {json.dumps(state)[:2000]}")
+
+    def choose(key: str, value: str) -> None:
+        Select(driver.find_element(By.CSS_SELECTOR, f"[data-key='{key}']")).select_by_value(value)
+
+    # every plot receives data (the default setting has long flows and web load on both clients)
+    until(lambda d: d.execute_script(HAS_DATA, list(PLOTS)), "data in every plot")
+    driver.save_screenshot(str(out / "1-default.png"))
+
+    # PIE (10 ms) with Prague on A and CUBIC on B, then DualPI2: A's queue delay drops
+    driver.find_element(By.CSS_SELECTOR, "[data-preset='pie_cubic']").click()
+    choose("A.web", "0")
+    choose("B.web", "0")
+    choose("A.cc", "prague")
+    choose("link.aqm", "pie10")
+    until(
+        lambda d: (f := frame())["settings"]["link"]["aqm"] == "pie10"
+        and f["settings"]["A"]["cc"] == "prague"
+        and f["settings"]["B"]["web"] == 0,
+        "frame with PIE 10 ms and Prague",
+    )
+    # PIE lets a burst through, then its queue empties after the swap and settles near 10 ms
+    until(lambda d: 3 < (frame()["delay"]["A"] or {}).get("mean_ms", 0) < 20, "PIE queue delay of 3-20 ms for A")
+    pie = frame()["delay"]["A"]["mean_ms"]
+    driver.save_screenshot(str(out / "2-pie.png"))
+    choose("link.aqm", "dualpi2")
+    until(
+        lambda d: (f := frame())["settings"]["link"]["aqm"] == "dualpi2"
+        and (f["delay"]["A"] or {}).get("mean_ms", pie) < pie / 3,
+        "drop of A's delay under DualPI2",
+    )
+    driver.save_screenshot(str(out / "3-dualpi2.png"))
+
+    # web load: completion-time points appear
+    before = driver.execute_script(FCT_POINTS)
+    choose("A.web", "100")
+    until(lambda d: d.execute_script(FCT_POINTS) > before + 20, "new completion-time points")
+    driver.save_screenshot(str(out / "4-web.png"))
+
+    # a second tab runs its own simulation; closing it leaves this one running
+    first = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    driver.get(url)
+    frames = lambda: driver.execute_script("return window.l4simDemo ? window.l4simDemo.frames : 0")  # noqa: E731
+    until(lambda d: frames() > 0, "frame in the second tab")
+    assert frame()["settings"]["link"]["aqm"] == "dualpi2" and frame()["settings"]["A"]["web"] == 10  # defaults
+    driver.close()
+    driver.switch_to.window(first)
+    start = driver.execute_script("return window.l4simDemo.frames")
+    until(lambda d: frames() >= start + 2, "frames after closing the second tab")
+
+    # nonsense is clamped with a message on the page
+    box = driver.find_element(By.CSS_SELECTOR, "[data-key='link.capacity']")
+    box.click()  # while it has the focus, frames do not overwrite it
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("-5", Keys.TAB)  # leaving the box fires "change"
+    until(lambda d: "out of range" in d.find_element(By.ID, "notice").text, "notice on the page")
+    until(lambda d: frame()["settings"]["link"]["capacity"] == 2, "capacity clamped to 2")
+    driver.save_screenshot(str(out / "5-clamped.png"))
+
+    # Ctrl-C stops the server cleanly
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
+    assert "stopped" in proc.stdout.read()
