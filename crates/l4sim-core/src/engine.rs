@@ -30,6 +30,8 @@ pub enum Event {
     SourceWake(u32),
     /// Time-series sample of every flow and qdisc.
     Sample,
+    /// Flow `i` reaches its `stop` time.
+    FlowStop(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -213,6 +213,10 @@ pub struct FlowSpec {
     /// Tree: sender/receiver pair index this flow uses.
     #[serde(default)]
     pub pair: Option<u32>,
+    /// When the flow ends, s: its source stops and its connections close at once (as
+    /// `Simulation.remove_flow`); absent: at the end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<f64>,
     /// Graph topology: the sender's and the receiver's host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
@@ -373,6 +377,14 @@ impl Scenario {
                     format!("{p}.name"),
                     format!("duplicate flow name {:?}", f.name),
                 ));
+            }
+            if let Some(stop) = f.stop {
+                if !(stop.is_finite() && stop > f.start) {
+                    return Err(err(
+                        format!("{p}.stop"),
+                        format!("must be after the flow's start ({} s), got {stop}", f.start),
+                    ));
+                }
             }
             if f.dscp > 63 {
                 return Err(err(

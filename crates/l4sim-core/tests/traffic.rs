@@ -404,3 +404,34 @@ fn flows_added_and_removed_while_running() {
     );
     assert!(r.series.flows[0].tput_mbps[65..].iter().all(|x| x.is_nan()));
 }
+
+#[test]
+fn a_flow_with_a_stop_time_ends_then_and_its_bandwidth_goes_to_the_others() {
+    let sc = dumbbell(
+        6.0,
+        50.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![
+            json!({"name": "early", "cc": {"name": "cubic"}, "start": 1.0, "stop": 3.0}),
+            json!({"name": "late", "cc": {"name": "cubic"}}),
+        ],
+    );
+    let r = run(&sc);
+    let t = &r.series.t;
+    let tput = |name: &str| {
+        &r.series
+            .flows
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap()
+            .tput_mbps
+    };
+    let at = |x: f64| t.iter().position(|&v| (v - x).abs() < 1e-9).unwrap();
+    assert!(tput("early")[at(2.5)] > 5.0);
+    assert!(tput("early")[at(3.5)..]
+        .iter()
+        .all(|v| v.is_nan() || *v == 0.0));
+    let late_after: f64 = tput("late")[at(4.5)..].iter().sum::<f64>() / (t.len() - at(4.5)) as f64;
+    assert!(late_after > 45.0, "{late_after}");
+}

@@ -224,6 +224,10 @@ impl World {
             udp_records: Vec::new(),
             removed_at: None,
         });
+        if let Some(stop) = self.flows[fi].spec.stop {
+            self.sched
+                .schedule(secs(stop).max(start), Event::FlowStop(fi as u32));
+        }
         if !self.flows[fi].spec.source.is_tcp() {
             let (slot, p) = self.udp_params(fi);
             let conn = match &self.flows[fi].spec.source {
@@ -457,6 +461,11 @@ impl World {
                 self.sched.schedule(self.now + SEC, Event::RttSample(fi));
             }
             Event::SourceWake(fi) => self.source_wake(fi as usize),
+            Event::FlowStop(fi) => {
+                if self.flows[fi as usize].removed_at.is_none() {
+                    self.stop_flow(fi as usize);
+                }
+            }
             Event::Sample => {
                 self.sample();
                 self.sched
@@ -998,6 +1007,12 @@ impl World {
     /// (packets in flight are discarded on arrival).
     pub fn remove_flow(&mut self, name: &str) -> Result<(), ScenarioError> {
         let fi = self.flow_index(name)?;
+        self.stop_flow(fi);
+        Ok(())
+    }
+
+    /// End flow `fi` now (its `stop` time, or [`World::remove_flow`]).
+    fn stop_flow(&mut self, fi: usize) {
         self.flows[fi].removed_at = Some(self.now);
         self.flows[fi].source = None;
         self.flows[fi].persistent = None;
@@ -1009,7 +1024,6 @@ impl World {
                 }
             }
         }
-        Ok(())
     }
 
     /// Change a flow for what it does from now on: `rate` (its source's offered load),
