@@ -176,8 +176,12 @@ class Simulation:
     >>> sim.run_until(sim.end); r = sim.result()
     """
 
-    def __init__(self, scenario: ScenarioLike, /, **overrides: Any) -> None:
+    def __init__(self, scenario: ScenarioLike, /, *, keep_history: bool = True, **overrides: Any) -> None:
         self.scenario: Scenario = load(scenario).with_overrides(**overrides)
+        #: False: each drain also drops what it returned from the simulation's memory, so a
+        #: simulation that runs indefinitely (the live demo) stays flat; :meth:`result` then
+        #: has whole-run totals but only the time series since the last drain.
+        self.keep_history = keep_history
         try:
             self._sim = _core.Simulation(self.scenario.to_json())
         except ScenarioError:
@@ -212,8 +216,8 @@ class Simulation:
 
     def drain(self) -> Samples:
         """The samples, queue-delay distributions and completed transfers since the previous
-        drain (the core keeps the whole run for :meth:`result`; a drain only moves a cursor)."""
-        return Samples(json.loads(self._sim.drain()))
+        drain (the core keeps the whole run for :meth:`result` unless ``keep_history`` is off)."""
+        return Samples(json.loads(self._sim.drain(not self.keep_history)))
 
     def add_flow(self, flow: Flow | Mapping[str, Any] | None = None, /, **fields: Any) -> None:
         """Add a flow (a :class:`~l4sim.Flow`, a flow table as in a scenario file, or its

@@ -435,3 +435,32 @@ fn a_flow_with_a_stop_time_ends_then_and_its_bandwidth_goes_to_the_others() {
     let late_after: f64 = tput("late")[at(4.5)..].iter().sum::<f64>() / (t.len() - at(4.5)) as f64;
     assert!(late_after > 45.0, "{late_after}");
 }
+
+#[test]
+fn forgetting_drained_history_keeps_a_long_run_flat() {
+    let sc = dumbbell(
+        1e6,
+        100.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![l4s_flow("w", web(300.0))],
+    );
+    let sc = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&sc).unwrap();
+    let mut total = 0;
+    for s in 1..=20 {
+        w.run_until(secs(s as f64));
+        let d = w.drain();
+        total += d["connections"].as_array().unwrap().len();
+        assert_eq!(
+            d["t"].as_array().unwrap().len(),
+            10,
+            "each drain has its second's samples"
+        );
+        w.forget_drained();
+    }
+    assert!((total as f64 - 6000.0).abs() < 400.0, "{total} transfers");
+    let r = w.result("", 0.0);
+    assert!(r.series.t.is_empty() && r.connections.is_empty());
+    assert_eq!(r.flows[0].name, "w");
+}

@@ -112,9 +112,15 @@ impl Simulation {
         Ok(())
     }
 
-    /// What happened since the previous drain, as JSON.
-    fn drain(&mut self) -> String {
-        self.world.drain().to_string()
+    /// What happened since the previous drain, as JSON; `forget`: then drop it from the
+    /// simulation's memory (see `World::forget_drained`).
+    #[pyo3(signature = (forget=false))]
+    fn drain(&mut self, forget: bool) -> String {
+        let out = self.world.drain().to_string();
+        if forget {
+            self.world.forget_drained();
+        }
+        out
     }
 
     /// Add a flow (a scenario flow table, core JSON) starting now or at its `start`.

@@ -10,8 +10,8 @@ and a base RTT.
 A :class:`Session` keeps one :class:`l4sim.Simulation` running indefinitely and turns every
 control change into a change of the running simulation (``add_flow``/``remove_flow``/
 ``set_flow``/``set_link``), never a restart. :meth:`Session.tick` steps it and returns one frame
-of the displays; the 60 s histories are bounded, and so is the core's record of the run
-(:data:`RESTART_S`).
+of the displays; the 60 s histories are bounded, and the simulation forgets what each frame
+read (``keep_history=False``), so memory stays flat however long the page stays open.
 
 Choices where the demo's testbed has no direct counterpart here:
 
@@ -56,10 +56,6 @@ __all__ = [
 CLIENTS = ("A", "B")
 HISTORY_S = 60  # seconds of mark/drop probability and utilisation history
 MAX_FCT_POINTS = 500  # completed transfers per client and frame sent to the page
-#: The core keeps every sample and transfer record of a run (for its result), about 1 MB per
-#: 30 simulated seconds at 200 requests/s: a session starts a fresh simulation with the same
-#: settings after this many simulated seconds (downloads restart), so memory stays bounded.
-RESTART_S = 1800.0
 
 
 class DemoError(ValueError):
@@ -235,7 +231,6 @@ class Session:
 
     def __init__(self, settings: Mapping[str, Any] | None = None, seed: int = 1) -> None:
         self.seed = seed
-        self.offset = 0.0  # simulated time of the simulations before the current one (RESTART_S)
         self._history: deque[dict[str, Any]] = deque()
         settings = settings or {}
         self._start({g: {**DEFAULT[g], **settings.get(g, {})} for g in DEFAULT})  # missing: the default
@@ -256,7 +251,8 @@ class Session:
                     "bottleneck": {"rate": link["capacity"], "qdisc": AQMS[link["aqm"]][1](link["capacity"])},
                 },
                 "flows": [{"name": "_placeholder", "start": 9e5}],
-            }
+            },
+            keep_history=False,
         )
         self.sim.remove_flow("_placeholder")
         self.settings: dict[str, Any] = copy.deepcopy(DEFAULT)
@@ -349,12 +345,9 @@ class Session:
     def tick(self, dt: float) -> dict[str, Any]:
         """Advance the simulation by ``dt`` s and return one frame for the page: everything
         JSON-safe (no NaN)."""
-        if self.sim.now >= RESTART_S:
-            self.offset += self.sim.now
-            self._start(copy.deepcopy(self.settings))
         self.sim.step(dt)
         raw = self.sim.drain().raw
-        now = self.offset + float(raw["now"])
+        now = float(raw["now"])
         active = {f: c for c in CLIENTS for f in [*self.long[c], self.web[c]] if f}
 
         flows = []

@@ -226,3 +226,42 @@ mod tests {
         assert!((jain_index(&[10.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
     }
 }
+
+impl FlowSeries {
+    /// Drop every sample (the name stays).
+    pub fn clear(&mut self) {
+        for v in [
+            &mut self.tput_mbps,
+            &mut self.cwnd,
+            &mut self.srtt_ms,
+            &mut self.pacing_mbps,
+            &mut self.ce_fed_back,
+        ] {
+            v.clear();
+        }
+        self.extra.values_mut().for_each(Vec::clear);
+    }
+}
+
+impl QdiscSeries {
+    /// Drop every sample (the name stays).
+    pub fn clear(&mut self) {
+        for v in [
+            &mut self.backlog_pkts,
+            &mut self.backlog_bytes,
+            &mut self.sojourn_ms,
+            &mut self.drops,
+            &mut self.marks,
+            &mut self.tx_mbps,
+            &mut self.l4s.pkts,
+            &mut self.l4s.marks,
+            &mut self.l4s.drops,
+            &mut self.classic.pkts,
+            &mut self.classic.marks,
+            &mut self.classic.drops,
+        ] {
+            v.clear();
+        }
+        self.extra.values_mut().for_each(Vec::clear);
+    }
+}

@@ -1226,6 +1226,25 @@ impl World {
         out
     }
 
+    /// Forget what [`World::drain`] has returned: time series, completed-transfer records and
+    /// UDP Prague records, so a simulation that runs indefinitely (the live demo) keeps its
+    /// memory flat. Totals, histograms and per-flow counters stay whole-run; [`World::result`]
+    /// then holds only the samples since.
+    pub fn forget_drained(&mut self) {
+        self.series_t.clear();
+        for f in &mut self.flows {
+            f.series.clear();
+            f.udp_records.clear();
+        }
+        for tr in &mut self.qtrack {
+            tr.series.clear();
+        }
+        self.records.clear();
+        self.drained.samples = 0;
+        self.drained.records = 0;
+        self.drained.udp.clear();
+    }
+
     /// The results so far (the whole run once it reached its end).
     pub fn result(&self, name: &str, wall: f64) -> RunResult {
         results::collect(self, name, wall)
