@@ -47,7 +47,7 @@ __all__ = [
 #: Congestion controls the core implements (``CcSpec`` names).
 CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3")
 #: Qdisc kinds the core implements (``QdiscSpec`` kinds).
-QDISC_KINDS = ("bfifo", "pfifo", "fq", "codel", "fq_codel", "pie", "dualpi2", "red", "tbf", "prio")
+QDISC_KINDS = ("bfifo", "pfifo", "fq", "codel", "fq_codel", "pie", "dualpi2", "red", "tbf", "prio", "netem")
 #: ``net.ipv4.tcp_ecn`` values by number, as the core names them (``TcpSpec.ecn``).
 ECN_SYSCTL = ("none", "classic", "passive", "accecn", "accecn_classic_out", "accecn_passive")
 

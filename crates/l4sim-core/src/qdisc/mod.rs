@@ -7,8 +7,9 @@
 //!
 //! Qdiscs (one file each, following the Linux file named in its module doc): `fifo` (bfifo,
 //! pfifo), `fq` (sch_fq on a router), `codel` (codel_impl.h core + sch_codel), `fq_codel`,
-//! `pie`, `dualpi2` (L4STeam hrtimer version), `red`, and the classful `tbf` (a token bucket
-//! over a child) and `prio` (strict-priority bands of children), which nest any of them. Periodic controllers (PIE, DualPI2,
+//! `pie`, `dualpi2` (L4STeam hrtimer version), `red`, `netem` (a link's impairments), and the
+//! classful `tbf` (a token bucket over a child) and `prio` (strict-priority bands of
+//! children), which nest any of them. Periodic controllers (PIE, DualPI2,
 //! adaptive RED) expose their update times through `next_timer`/`on_timer`. Like Linux
 //! under an HTB parent, they expect `dequeue` only while they hold packets; a dequeue on an
 //! empty qdisc is the root-qdisc case (it starts RED's idle period and zeroes DualPI2's
@@ -26,6 +27,7 @@ pub mod dualpi2;
 pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
+pub mod netem;
 pub mod pie;
 pub mod prio;
 pub mod red;
@@ -137,6 +139,8 @@ pub enum QdiscSpec {
     Tbf(tbf::TbfParams),
     /// `prio` (sch_prio): strict-priority bands, each a child qdisc.
     Prio(prio::PrioParams),
+    /// `netem` (sch_netem): delay, jitter, loss, reordering, rate and slots.
+    Netem(netem::NetemParams),
 }
 
 type SpecError = (String, String);
@@ -225,6 +229,7 @@ impl QdiscSpec {
             QdiscSpec::Red(p) => p.validate()?,
             QdiscSpec::Tbf(p) => p.validate()?,
             QdiscSpec::Prio(p) => p.validate()?,
+            QdiscSpec::Netem(p) => p.validate()?,
         }
         Ok(())
     }
@@ -241,6 +246,7 @@ pub enum AnyQdisc {
     Red(red::Red),
     Tbf(Box<tbf::Tbf>),
     Prio(Box<prio::Prio>),
+    Netem(Box<netem::Netem>),
 }
 
 macro_rules! dispatch {
@@ -255,6 +261,7 @@ macro_rules! dispatch {
             AnyQdisc::Red($q) => $e,
             AnyQdisc::Tbf($q) => $e,
             AnyQdisc::Prio($q) => $e,
+            AnyQdisc::Netem($q) => $e,
         }
     };
 }
@@ -307,6 +314,7 @@ pub fn build(spec: &QdiscSpec, mut rng: Rng) -> AnyQdisc {
         QdiscSpec::Red(p) => AnyQdisc::Red(red::Red::new(p, rng)),
         QdiscSpec::Tbf(p) => AnyQdisc::Tbf(Box::new(tbf::Tbf::new(p, rng))),
         QdiscSpec::Prio(p) => AnyQdisc::Prio(Box::new(prio::Prio::new(p, rng))),
+        QdiscSpec::Netem(p) => AnyQdisc::Netem(Box::new(netem::Netem::new(p, rng))),
     }
 }
 
