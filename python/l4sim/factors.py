@@ -13,11 +13,14 @@ the dumbbell scenario the testbed ran:
 * congestion controls are the study kernel's (L4STeam 5.15.72-prague-43): ``bbr2`` is that
   kernel's L4STeam ``tcp_bbr2.c`` (core ``variant = "l4s"``), ``bbr2-v2alpha`` google's
   v2alpha, ``bbr`` mainline BBRv1, ``bbr3`` google's v3;
-* the receivers' CC (``rx_l4s_cc``, ``rx_classic_cc``): by default the sender's, since
-  iperf3 ``-C`` sets the algorithm on both ends (Linux's receiver-side CE echo depends on it:
-  DCTCP-style for dctcp and ECN-enabled bbr2); except that an L4S receiver without AccECN runs
-  cubic, since a Prague listener forces AccECN (``TCP_CONG_NEEDS_ACCECN``) whatever its
-  ``tcp_ecn``, and the study's classic-ECN / no-ECN receivers did not negotiate it.
+* the receivers' CC (``rx_l4s_cc``, ``rx_classic_cc``; Linux's receiver-side CE echo depends
+  on it: DCTCP-style for dctcp and ECN-enabled bbr2, RFC 3168's latched ECE otherwise). The
+  L4S receiver runs the L4S CC when it negotiates AccECN (the testbed's Prague receiver), else
+  cubic (a Prague listener would force AccECN through ``TCP_CONG_NEEDS_ACCECN``). The classic
+  receiver runs cubic, the receiving host's default: iperf3 ``-C`` would also switch the
+  accepted socket to the sender's CC, but the testbed's BBRv2-with-ECN cells show RFC 3168
+  feedback, not bbr2's DCTCP-style echo (docs/bbr.md section 4); ``rx_classic_cc`` selects
+  either.
 
 Names of values are the study's and case-sensitive, except AQM names, which are matched
 case-insensitively (spaces and hyphens count as underscores: "single queue FQ" works).
@@ -95,6 +98,8 @@ L4S_CE_SELECTOR = 0x01
 L4S_CE_MASK = 0x03
 
 _CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3", "bbr2-l4s": "bbr2"}
+#: The classic receiver's CC unless ``rx_classic_cc`` says otherwise (see the module doc).
+CLASSIC_RECEIVER_CC = "cubic"
 #: CC names of the factors: the core's plus other builds of one algorithm.
 FACTOR_CCS: tuple[str, ...] = CC_NAMES + ("bbr2-v2alpha",)
 #: Factor CC name -> the core's CC spec (the study kernel's build where there are several).
@@ -261,7 +266,7 @@ def scenario_from_factors(
     cc_classic = _cc_name("cc_classic", cc_classic)
     rx_l4s_default = cc_l4s if rx_l4s_ecn == "accecn" else "cubic"
     rx_l4s_cc = _cc_name("rx_l4s_cc", rx_l4s_default if rx_l4s_cc is None else rx_l4s_cc)
-    rx_classic_cc = _cc_name("rx_classic_cc", cc_classic if rx_classic_cc is None else rx_classic_cc)
+    rx_classic_cc = _cc_name("rx_classic_cc", CLASSIC_RECEIVER_CC if rx_classic_cc is None else rx_classic_cc)
     n_l4s = _count("n_l4s", n_l4s)
     n_classic = _count("n_classic", n_classic)
     if n_l4s + n_classic == 0:
@@ -311,7 +316,7 @@ def scenario_from_factors(
     threshold = "" if aqm == "FIFO" else f"_T{_fmt(ecn_threshold)}"
     # Receiver CCs appear in the name only when they differ from the default.
     rx_l4s_tag = "" if rx_l4s_cc == rx_l4s_default else f"-rx{rx_l4s_cc}"
-    rx_classic_tag = "" if rx_classic_cc == cc_classic else f"-rx{rx_classic_cc}"
+    rx_classic_tag = "" if rx_classic_cc == CLASSIC_RECEIVER_CC else f"-rx{rx_classic_cc}"
     name = extra.get("name") or (
         f"{aqm}_{_fmt(n_bdp)}bdp_{_fmt(btl_capacity)}mbit_{_fmt(base_rtt)}ms{threshold}_fb{ecn_fallback}"
         f"_{cc_l4s}-{tx_l4s_ecn}-{rx_l4s_ecn}{rx_l4s_tag}x{n_l4s}"
