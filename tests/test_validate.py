@@ -49,7 +49,9 @@ def reference():
     return load_reference()
 
 
-def simulate(aqm: str, rx_classic_ecn: str, n_bdp: float = 2.0, cc_classic: str = "cubic") -> tuple[float, float, float]:
+def simulate(
+    aqm: str, rx_classic_ecn: str, n_bdp: float = 2.0, cc_classic: str = "cubic"
+) -> tuple[float, float, float]:
     shares, ql, qc = [], [], []
     for seed in SEEDS:
         sc = scenario_from_factors(
@@ -103,9 +105,8 @@ def test_verdict_rows_vs_cubic_with_ecn_match_the_study(reference):
 
 def test_both_references_load_as_315_cells_with_the_study_cc_names(reference):
     assert len(reference) == 315
-    assert reference.groupby("case").size().to_dict() == {
-        c: 45 for c in ("cubic_noecn", "cubic_ecn", "bbrv1_noecn", "bbrv2_ecn", "bbrv2_noecn", "bbrv3_ecn", "bbrv3_noecn")
-    }
+    cases = ("cubic_noecn", "cubic_ecn", "bbrv1_noecn", "bbrv2_ecn", "bbrv2_noecn", "bbrv3_ecn", "bbrv3_noecn")
+    assert reference.groupby("case").size().to_dict() == {c: 45 for c in cases}
     assert set(reference["cc_classic"]) == {"cubic", "bbr", "bbr2", "bbr3"}
 
 

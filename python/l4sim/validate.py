@@ -166,7 +166,13 @@ def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = Verdict
     sim = c[[k for k in keep if k in c.columns]] if not c.empty else pd.DataFrame(columns=keep)
     m = ref.merge(sim, on=_KEYS, how="left")
     out = pd.DataFrame(
-        {"case": m["case"], "aqm": m["aqm"], "n_bdp": m["n_bdp"], "rx_classic_ecn": m["rx_classic_ecn"], "cc_classic": m["cc_classic"]}
+        {
+            "case": m["case"],
+            "aqm": m["aqm"],
+            "n_bdp": m["n_bdp"],
+            "rx_classic_ecn": m["rx_classic_ecn"],
+            "cc_classic": m["cc_classic"],
+        }
     )
     out["trials"] = m["n"].fillna(0).astype(int) if "n" in m else 0
     for metric, tb_mean, tb_std in _METRICS:
@@ -295,7 +301,8 @@ def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: V
 def per_case(cmp: pd.DataFrame) -> pd.DataFrame:
     """Agreement figures per reference case (rows in the order of ``CASES``)."""
     rows = []
-    cases = [c for c in CASES if c in set(cmp["case"])] + [c for c in dict.fromkeys(cmp["case"]) if c not in CASES]
+    present = list(dict.fromkeys(cmp["case"]))
+    cases = [c for c in CASES if c in present] + [c for c in present if c not in CASES]
     for case in cases:
         g = cmp[cmp["case"] == case]
         dl, dc = g["l4s_qdelay_ok"], g["classic_qdelay_ok"]
@@ -412,7 +419,8 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
     for col in s.columns_match:
         for row in s.verdicts_sim.index:
             a, b = s.verdicts_sim.loc[row, col], s.verdicts_tb.loc[row, col]
-            lines.append(f"| {col} | {row} | {a} | {b} | {'yes' if verdict_class(a) == verdict_class(b) else 'NO'} |")
+            same = "yes" if verdict_class(a) == verdict_class(b) else "NO"
+            lines.append(f"| {col} | {row} | {a} | {b} | {same} |")
     off = cmp[cmp["off"]]
     lines += ["", f"## Cells off ({len(off)}): |share error| > 0.10 or a delay outside max(1 ms, 25 %)", ""]
     lines.append("| case | AQM | BDP | share sim | share tb | Q_l4s sim | Q_l4s tb | Q_classic sim | Q_classic tb |")
@@ -429,9 +437,8 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
 def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
     from l4sim.report import CSS, _img, _table
 
-    vt = pd.DataFrame(
-        {f"{side}: {col}": v[col] for col in s.columns_match for side, v in (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))}
-    )
+    sides = (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))
+    vt = pd.DataFrame({f"{side}: {col}": v[col] for col in s.columns_match for side, v in sides})
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>l4sim validation</title><style>{CSS}</style>"
         f"</head><body><h1>l4sim validation against the testbed</h1>",

@@ -237,8 +237,25 @@ fn l4s_bbrv2_with_accecn_sends_ect1_and_gets_dualpi2s_l_queue() {
         .expect("per-flow stats of the BBRv2 flow");
     let (l, c) = (class("l4s"), class("classic"));
     // Every BBRv2 data packet went through the L queue (the Not-ECT SYN goes to C).
-    assert!(l.deq_pkts + 1 >= flow.deq_pkts, "L {} vs BBRv2 flow {}", l.deq_pkts, flow.deq_pkts);
-    assert!(flow.sojourn_mean_ms < 1.0, "BBRv2 sojourn {} ms", flow.sojourn_mean_ms);
-    assert!(c.sojourn_mean_ms > 2.0, "classic sojourn {} ms", c.sojourn_mean_ms);
-    assert!(r.flows[0].goodput_mbps > 10.0, "BBRv2 goodput {}", r.flows[0].goodput_mbps);
+    assert!(
+        l.deq_pkts + 1 >= flow.deq_pkts,
+        "L {} vs BBRv2 flow {}",
+        l.deq_pkts,
+        flow.deq_pkts
+    );
+    assert!(
+        flow.sojourn_mean_ms < 1.0,
+        "BBRv2 sojourn {} ms",
+        flow.sojourn_mean_ms
+    );
+    assert!(
+        c.sojourn_mean_ms > 2.0,
+        "classic sojourn {} ms",
+        c.sojourn_mean_ms
+    );
+    assert!(
+        r.flows[0].goodput_mbps > 10.0,
+        "BBRv2 goodput {}",
+        r.flows[0].goodput_mbps
+    );
 }

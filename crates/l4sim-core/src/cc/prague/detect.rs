@@ -254,7 +254,11 @@ mod tests {
         let mut d = ClassicEcnDetector::new(10_000, DetectRefs::Unscaled);
         d.update_rtt_scaling(100);
         run(&mut d, 3, 10_100, 10_000);
-        assert!(d.score() > 8.0 && d.score() < 17.0, "after 3 rounds {}", d.score());
+        assert!(
+            d.score() > 8.0 && d.score() < 17.0,
+            "after 3 rounds {}",
+            d.score()
+        );
         run(&mut d, 20, 10_100, 10_000);
         assert_eq!(d.score(), 17.0);
         // Floor = 0.625 x (min(c, 9) - 8) = 0.625 in the 2^-20 alpha unit.
