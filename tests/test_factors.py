@@ -163,8 +163,39 @@ def test_classic_endpoints_take_none_or_classic(side):
 
 def test_accecn_receiver_of_another_l4s_cc_runs_that_cc():
     f = flows(cc_l4s="bbr2")["l4s"]
-    assert f["cc"] == {"name": "bbr2"}
-    assert f["receiver"]["cc"] == {"name": "bbr2"}
+    assert f["cc"] == {"name": "bbr2", "variant": "l4s"}
+    assert f["receiver"]["cc"] == {"name": "bbr2", "variant": "l4s"}
+
+
+@pytest.mark.parametrize("role", ["cc_l4s", "cc_classic"])
+def test_bbr2_is_the_study_kernels_l4steam_build_in_both_roles_v2alpha_selectable(role):
+    flow = "l4s" if role == "cc_l4s" else "classic"
+    f = flows(**{role: "bbr2"})[flow]
+    assert f["cc"] == {"name": "bbr2", "variant": "l4s"}
+    assert flows(**{role: "bbrv2"})[flow]["cc"] == {"name": "bbr2", "variant": "l4s"}
+    g = flows(**{role: "bbr2-v2alpha"})[flow]
+    assert g["cc"] == {"name": "bbr2"}
+
+
+@pytest.mark.parametrize("cc", ["cubic", "bbr", "bbr2", "bbr3"])
+def test_classic_receiver_runs_cubic_unless_rx_classic_cc_says_otherwise(cc):
+    f = flows(cc_classic=cc, rx_classic_ecn="classic")["classic"]
+    assert f["receiver"]["cc"] == {"name": "cubic"}
+    g = flows(cc_classic=cc, rx_classic_ecn="classic", rx_classic_cc=cc)["classic"]
+    assert g["receiver"]["cc"] == g["cc"]
+
+
+def test_receiver_ccs_are_factors_and_named_when_not_default():
+    sc = scenario_from_factors(aqm="FQ", **BASE, cc_classic="bbr2", rx_classic_cc="bbr2", rx_l4s_cc="dctcp")
+    f = {x["name"]: x for x in sc["flows"]}
+    assert f["classic"]["receiver"]["cc"] == {"name": "bbr2", "variant": "l4s"}
+    assert f["l4s"]["receiver"]["cc"] == {"name": "dctcp"}
+    assert "-rxbbr2" in sc["name"] and "-rxdctcp" in sc["name"]
+    assert "-rx" not in scenario_from_factors(aqm="FQ", **BASE, cc_classic="bbr2")["name"]
+    assert "-rxbbr2" in scenario_from_factors(aqm="FQ", **BASE, cc_classic="bbr2", rx_classic_cc="bbr2")["name"]
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        scenario_from_factors(aqm="FQ", **BASE, rx_classic_cc="vegas")
+    assert ei.value.field == "rx_classic_cc"
 
 
 def test_ecn_fallback_is_a_prague_parameter():

@@ -1,8 +1,9 @@
-"""A quick subset of the validation against the testbed (issue: validation).
+"""A quick subset of the validation against the testbed (issue: validation; issue 10: BBR).
 
-A handful of representative cells of the ANRW'24 reference data (100 Mbit/s, 10 ms, T = 5 ms,
-Prague with AccECN vs CUBIC with and without ECN; 2 x BDP, plus the shallow 0.5 x BDP
-tail-drop cells that depend on the senders' TSO bursts), simulated with 3 seeds of 20 s.
+A handful of representative cells of the reference data (100 Mbit/s, 10 ms, T = 5 ms,
+Prague with AccECN vs CUBIC with and without ECN, and vs BBRv1 / BBRv2 / BBRv3; 2 x BDP,
+plus the shallow 0.5 x BDP tail-drop cells that depend on the senders' TSO bursts),
+simulated with 3 seeds of 20 s.
 Tolerances reflect the testbed's own trial spread: the ``validate`` thresholds (+-0.10 share,
 max(1 ms, 25 %) delay) widened by two standard deviations of the testbed's trials, because the
 runs here are a third as long and a third as many as the testbed's 10 x 60 s.
@@ -33,6 +34,13 @@ CELLS = [
     ("DualPI2", 2.0, "cubic_noecn", True, True),
     ("FQ_Codel", 2.0, "cubic_ecn", False, True),
     ("FQ_Codel_L4S", 2.0, "cubic_ecn", True, False),
+    ("FIFO", 2.0, "bbrv1_noecn", True, True),
+    ("pie_drop", 2.0, "bbrv1_noecn", False, True),
+    ("DualPI2", 2.0, "bbrv2_ecn", True, True),
+    ("single_queue_FQ", 2.0, "bbrv2_ecn", True, True),
+    ("FQ_Codel_L4S", 2.0, "bbrv2_noecn", True, False),
+    ("DualPI2", 2.0, "bbrv3_noecn", True, True),
+    ("Codel_drop", 2.0, "bbrv3_ecn", True, True),
 ]
 
 
@@ -41,13 +49,15 @@ def reference():
     return load_reference()
 
 
-def simulate(aqm: str, rx_classic_ecn: str, n_bdp: float = 2.0) -> tuple[float, float, float]:
+def simulate(
+    aqm: str, rx_classic_ecn: str, n_bdp: float = 2.0, cc_classic: str = "cubic"
+) -> tuple[float, float, float]:
     shares, ql, qc = [], [], []
     for seed in SEEDS:
         sc = scenario_from_factors(
             aqm=aqm, n_bdp=n_bdp, btl_capacity=100, base_rtt=10, ecn_threshold=5,
             tx_l4s_ecn="accecn", rx_l4s_ecn="accecn",
-            tx_classic_ecn="classic", rx_classic_ecn=rx_classic_ecn,
+            tx_classic_ecn="classic", rx_classic_ecn=rx_classic_ecn, cc_classic=cc_classic,
             duration=DURATION, seed=seed,
         )
         f = l4sim.run(sc).flows.set_index("name")
@@ -66,7 +76,7 @@ def test_simulation_agrees_with_the_testbed_within_its_spread(
     row = reference[(reference["aqm"] == aqm) & (reference["case"] == case) & (reference["n_bdp"] == n_bdp)]
     assert len(row) == 1
     r = row.iloc[0]
-    share, q_l4s, q_classic = simulate(aqm, r["rx_classic_ecn"], n_bdp)
+    share, q_l4s, q_classic = simulate(aqm, r["rx_classic_ecn"], n_bdp, r["cc_classic"])
 
     total = r["l4s_tput_mean"] + r["legacy_tput_mean"]
     share_sd = math.hypot(r["l4s_tput_std"], r["legacy_tput_std"]) / total / math.sqrt(2)
@@ -75,7 +85,7 @@ def test_simulation_agrees_with_the_testbed_within_its_spread(
     )
     for check, sim, tb, sd, who in (
         (check_l4s_delay, q_l4s, r["l4s_qdelay_ms"], r["l4s_srtt_std"], "Prague"),
-        (check_classic_delay, q_classic, r["legacy_qdelay_ms"], r["legacy_srtt_std"], "CUBIC"),
+        (check_classic_delay, q_classic, r["legacy_qdelay_ms"], r["legacy_srtt_std"], r["cc_classic"]),
     ):
         if check:
             tol = max(DELAY_ABS_MS, DELAY_REL * abs(tb)) + 2 * sd
@@ -91,3 +101,39 @@ def test_verdict_rows_vs_cubic_with_ecn_match_the_study(reference):
     assert sq > 0.8
     assert abs(fq - 0.5) < 0.1
     assert abs(dp - 0.5) < 0.15 and q_l4s < 1.0 < q_classic
+
+
+def test_both_references_load_as_315_cells_with_the_study_cc_names(reference):
+    assert len(reference) == 315
+    cases = ("cubic_noecn", "cubic_ecn", "bbrv1_noecn", "bbrv2_ecn", "bbrv2_noecn", "bbrv3_ecn", "bbrv3_noecn")
+    assert reference.groupby("case").size().to_dict() == {c: 45 for c in cases}
+    assert set(reference["cc_classic"]) == {"cubic", "bbr", "bbr2", "bbr3"}
+
+
+def test_a_reference_given_twice_is_one_clear_error():
+    from l4sim.validate import REFERENCE
+
+    with pytest.raises(ValueError, match="reference cell given twice: case 'cubic_"):
+        load_reference([REFERENCE, REFERENCE])
+
+
+def test_validate_reports_per_case_lines_and_both_verdict_columns(tmp_path):
+    """The machinery on a tiny subset (1 trial x 2 s): not a fidelity check."""
+    from l4sim.validate import validate
+
+    v = validate(
+        tmp_path / "out",
+        trials=1,
+        duration=2.0,
+        jobs=1,
+        progress=False,
+        cells_filter=[("DualPI2", 2.0, "classic", "cubic"), ("DualPI2", 2.0, "classic", "bbr2")],
+    )
+    assert list(v.comparison["case"]) == ["cubic_ecn", "bbrv2_ecn"]
+    assert (v.comparison["trials"] == 1).all()
+    lines = v.summary.lines()
+    assert any(x.strip().startswith("Prague vs CUBIC, ECN: 1 cells") for x in lines), lines
+    assert any(x.strip().startswith("Prague vs BBRv2, ECN: 1 cells") for x in lines), lines
+    assert set(v.summary.columns_match) == {"fallback off, vs CUBIC", "fallback off, vs BBRv2"}
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "| fallback off, vs BBRv2 | DualPI2 |" in md

@@ -9,9 +9,18 @@ the dumbbell scenario the testbed ran:
 * the AQM configured as in the study's ``tc`` table, with ECN threshold T (ms);
   FIFO has no threshold;
 * endpoint ECN: the L4S sender's ``net.ipv4.tcp_ecn`` from ``tx_l4s_ecn``; the receivers'
-  settings decide what is negotiated (an AccECN receiver runs the L4S CC as its listener, as
-  the testbed's ``tcp_congestion_control=prague`` + ``tcp_ecn=3`` receiver did; classic-ECN and
-  no-ECN receivers run cubic with ``tcp_ecn`` 1 or 0).
+  settings decide what is negotiated;
+* congestion controls are the study kernel's (L4STeam 5.15.72-prague-43): ``bbr2`` is that
+  kernel's L4STeam ``tcp_bbr2.c`` (core ``variant = "l4s"``), ``bbr2-v2alpha`` google's
+  v2alpha, ``bbr`` mainline BBRv1, ``bbr3`` google's v3;
+* the receivers' CC (``rx_l4s_cc``, ``rx_classic_cc``; Linux's receiver-side CE echo depends
+  on it: DCTCP-style for dctcp and ECN-enabled bbr2, RFC 3168's latched ECE otherwise). The
+  L4S receiver runs the L4S CC when it negotiates AccECN (the testbed's Prague receiver), else
+  cubic (a Prague listener would force AccECN through ``TCP_CONG_NEEDS_ACCECN``). The classic
+  receiver runs cubic, the receiving host's default: iperf3 ``-C`` would also switch the
+  accepted socket to the sender's CC, but the testbed's BBRv2-with-ECN cells show RFC 3168
+  feedback, not bbr2's DCTCP-style echo (docs/bbr.md section 4); ``rx_classic_cc`` selects
+  either.
 
 Names of values are the study's and case-sensitive, except AQM names, which are matched
 case-insensitively (spaces and hyphens count as underscores: "single queue FQ" works).
@@ -62,6 +71,8 @@ FACTOR_NAMES: tuple[str, ...] = (
     "rx_classic_ecn",
     "cc_l4s",
     "cc_classic",
+    "rx_l4s_cc",
+    "rx_classic_cc",
     "n_l4s",
     "n_classic",
 )
@@ -86,7 +97,16 @@ L4S_CE_THRESHOLD_MS = 1.0
 L4S_CE_SELECTOR = 0x01
 L4S_CE_MASK = 0x03
 
-_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3"}
+_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3", "bbr2-l4s": "bbr2"}
+#: The classic receiver's CC unless ``rx_classic_cc`` says otherwise (see the module doc).
+CLASSIC_RECEIVER_CC = "cubic"
+#: CC names of the factors: the core's plus other builds of one algorithm.
+FACTOR_CCS: tuple[str, ...] = CC_NAMES + ("bbr2-v2alpha",)
+#: Factor CC name -> the core's CC spec (the study kernel's build where there are several).
+_CC_SPECS: dict[str, dict[str, Any]] = {
+    "bbr2": {"name": "bbr2", "variant": "l4s"},  # L4STeam tcp_bbr2.c, the study kernel's
+    "bbr2-v2alpha": {"name": "bbr2"},  # google/bbr v2alpha tcp_bbr2.c
+}
 _AQM_LOOKUP = {a.lower(): a for a in AQMS}
 
 
@@ -119,7 +139,12 @@ def _choice(name: str, v: Any, allowed: tuple[str, ...]) -> str:
 def _cc_name(name: str, v: Any) -> str:
     if isinstance(v, str) and v in _CC_ALIASES:
         v = _CC_ALIASES[v]
-    return _choice(name, v, CC_NAMES)
+    return _choice(name, v, FACTOR_CCS)
+
+
+def cc_spec(name: str) -> dict[str, Any]:
+    """The core CC spec of a factor CC name (``"bbr2"`` -> the L4STeam build)."""
+    return dict(_CC_SPECS.get(name, {"name": name}))
 
 
 def buffer_bytes(n_bdp: float, btl_capacity: float, base_rtt: float) -> int:
@@ -199,6 +224,8 @@ def scenario_from_factors(
     rx_classic_ecn: str = "none",
     cc_l4s: str = "prague",
     cc_classic: str = "cubic",
+    rx_l4s_cc: str | None = None,
+    rx_classic_cc: str | None = None,
     n_l4s: int = 1,
     n_classic: int = 1,
     duration: float = 60,
@@ -237,6 +264,9 @@ def scenario_from_factors(
     rx_classic_ecn = _choice("rx_classic_ecn", rx_classic_ecn, CLASSIC_ECN)
     cc_l4s = _cc_name("cc_l4s", cc_l4s)
     cc_classic = _cc_name("cc_classic", cc_classic)
+    rx_l4s_default = cc_l4s if rx_l4s_ecn == "accecn" else "cubic"
+    rx_l4s_cc = _cc_name("rx_l4s_cc", rx_l4s_default if rx_l4s_cc is None else rx_l4s_cc)
+    rx_classic_cc = _cc_name("rx_classic_cc", CLASSIC_RECEIVER_CC if rx_classic_cc is None else rx_classic_cc)
     n_l4s = _count("n_l4s", n_l4s)
     n_classic = _count("n_classic", n_classic)
     if n_l4s + n_classic == 0:
@@ -253,16 +283,12 @@ def scenario_from_factors(
 
     qdisc = qdisc_for(aqm, n_bdp=n_bdp, btl_capacity=btl_capacity, base_rtt=base_rtt, ecn_threshold=ecn_threshold)
 
-    l4s_cc: dict[str, Any] = {"name": cc_l4s}
+    l4s_cc = cc_spec(cc_l4s)
     if cc_l4s == "prague":
         l4s_cc["ecn_fallback"] = ecn_fallback
-    # The receiving host: an AccECN receiver is a Prague (L4S CC) listener with tcp_ecn=3;
-    # otherwise a plain cubic host with tcp_ecn 1 (classic) or 0 (none).
-    if rx_l4s_ecn == "accecn":
-        l4s_receiver: dict[str, Any] = {"cc": {"name": cc_l4s}, "tcp": {"ecn": "accecn"}}
-    else:
-        l4s_receiver = {"cc": {"name": "cubic"}, "tcp": {"ecn": rx_l4s_ecn}}
-    classic_receiver = {"cc": {"name": "cubic"}, "tcp": {"ecn": rx_classic_ecn}}
+    # The receiving hosts: their CC (see the module doc) and tcp_ecn 3 / 1 / 0.
+    l4s_receiver: dict[str, Any] = {"cc": cc_spec(rx_l4s_cc), "tcp": {"ecn": rx_l4s_ecn}}
+    classic_receiver = {"cc": cc_spec(rx_classic_cc), "tcp": {"ecn": rx_classic_ecn}}
 
     flows: list[dict[str, Any]] = []
     if n_l4s:
@@ -273,7 +299,7 @@ def scenario_from_factors(
         flows.append(
             {
                 "name": "classic",
-                "cc": {"name": cc_classic},
+                "cc": cc_spec(cc_classic),
                 "tcp": {"ecn": tx_classic_ecn},
                 "receiver": classic_receiver,
                 "streams": n_classic,
@@ -288,9 +314,13 @@ def scenario_from_factors(
         topology["nic_rate"] = extra["nic_rate"]
 
     threshold = "" if aqm == "FIFO" else f"_T{_fmt(ecn_threshold)}"
+    # Receiver CCs appear in the name only when they differ from the default.
+    rx_l4s_tag = "" if rx_l4s_cc == rx_l4s_default else f"-rx{rx_l4s_cc}"
+    rx_classic_tag = "" if rx_classic_cc == CLASSIC_RECEIVER_CC else f"-rx{rx_classic_cc}"
     name = extra.get("name") or (
         f"{aqm}_{_fmt(n_bdp)}bdp_{_fmt(btl_capacity)}mbit_{_fmt(base_rtt)}ms{threshold}_fb{ecn_fallback}"
-        f"_{cc_l4s}-{tx_l4s_ecn}-{rx_l4s_ecn}x{n_l4s}_{cc_classic}-{tx_classic_ecn}-{rx_classic_ecn}x{n_classic}"
+        f"_{cc_l4s}-{tx_l4s_ecn}-{rx_l4s_ecn}{rx_l4s_tag}x{n_l4s}"
+        f"_{cc_classic}-{tx_classic_ecn}-{rx_classic_ecn}{rx_classic_tag}x{n_classic}"
     )
     return {
         "name": name,

@@ -18,7 +18,9 @@ a study file also takes a preset name. Each preset's TOML text is stored with it
   {none, classic}, Prague with AccECN, fallback off, 10 trials x 60 s: 900 runs.
 - ``pam25-cc``: PAM'25 congestion-control pairs: the nine AQMs x buffers {0.5, 1, 2, 4, 8} x
   classic CC {cubic, bbr, bbr2, bbr3} x L4S CC {prague, bbr2} x classic receiver ECN
-  {none, classic}, 100 Mbit/s, 10 ms, T = 5 ms, 10 trials.
+  {none, classic}, 100 Mbit/s, 10 ms, T = 5 ms, 10 trials. ``bbr2`` is the study kernel's
+  L4STeam build in both roles (``l4sim.factors``); the testbed's Prague-vs-BBR cells of this
+  grid are ``presets/pam25_bbr_testbed.csv`` (``l4sim validate``).
 - ``pam25-flows``: PAM'25 N vs M flows: the nine AQMs x N, M in {1, 2, 5, 10, 25} (Prague vs
   CUBIC, both ECN-capable receivers), 2 BDP, 100 Mbit/s, 10 ms, T = 5 ms, 10 trials.
   (The buffer of the N vs M grid is our reconstruction; change ``n_bdp`` if you know better.)

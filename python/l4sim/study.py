@@ -59,6 +59,8 @@ FACTOR_ORDER: tuple[str, ...] = (
     "rx_classic_ecn",
     "cc_l4s",
     "cc_classic",
+    "rx_l4s_cc",
+    "rx_classic_cc",
     "n_l4s",
     "n_classic",
     "trial",
@@ -95,8 +97,9 @@ def _choice(choices: Iterable[str]) -> Callable[[str, Any], Any]:
     return check
 
 
-CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3")
-_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3"}
+# "bbr2" is the study kernel's L4STeam build; "bbr2-v2alpha" google's (l4sim.factors).
+CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3", "bbr2-v2alpha")
+_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3", "bbr2-l4s": "bbr2"}
 CLASSIC_ECN_MODES = ("none", "classic")
 
 
@@ -128,6 +131,8 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "rx_classic_ecn": _choice(CLASSIC_ECN_MODES),
     "cc_l4s": _cc_name,
     "cc_classic": _cc_name,
+    "rx_l4s_cc": _cc_name,
+    "rx_classic_cc": _cc_name,
     "n_l4s": lambda n, v: _positive_int(n, v, 0),
     "n_classic": lambda n, v: _positive_int(n, v, 0),
     "trial": lambda n, v: _positive_int(n, v, 1),

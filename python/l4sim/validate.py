@@ -1,7 +1,8 @@
 """``l4sim validate``: the simulator against the testbed reference data, cell by cell.
 
-The reference (``testbed_prague_vs_cubic.csv``, a copy ships as
-``presets/anrw24_testbed.csv``) holds, per configuration (case, AQM, buffer, rate, RTT,
+The references (``testbed_prague_vs_cubic.csv`` and ``testbed_prague_vs_bbr.csv``, copies ship
+as ``presets/anrw24_testbed.csv`` and ``presets/pam25_bbr_testbed.csv``; both are used by
+default, 315 configurations) hold, per configuration (case, AQM, buffer, rate, RTT,
 threshold, fallback, receiver ECN settings, CCs), the mean and standard deviation over 10
 trials of 60 s of both flows' throughput and queueing delay, with the study's metric
 definitions (docs/study.md). Every configuration becomes a study point (factor names of
@@ -23,9 +24,10 @@ Comparison, per cell (simulated mean over the trials vs testbed mean):
 
 Summary figures: fraction of the cells with ``|share error| <= 0.05`` and ``<= 0.10``;
 fraction of **delay values** within tolerance, counting each flow of each cell separately
-(2 x 90 = 180 values: the L4S and the classic flow's queueing delay), also reported per
-flow; the study's verdict table (``analysis.verdict_table``) from the simulation and from the
-testbed means, and whether the rows that concern CUBIC agree.
+(2 per cell: the L4S and the classic flow's queueing delay), also reported per flow; the same
+per reference case (Prague vs CUBIC no-ECN / ECN, BBRv1, BBRv2 ECN / no-ECN, BBRv3 ECN /
+no-ECN); the study's verdict table (``analysis.verdict_table``) from the simulation and from
+the testbed means, and whether its columns vs CUBIC and vs BBRv2 (fallback off) agree by class.
 """
 
 from __future__ import annotations
@@ -44,6 +46,21 @@ from l4sim.analysis import VerdictRules, cells, verdict, verdict_table
 from l4sim.study import Study
 
 REFERENCE = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
+REFERENCE_BBR = Path(__file__).with_name("presets") / "pam25_bbr_testbed.csv"
+#: The default references: Prague vs CUBIC (90 cells) and vs the BBR family (225 cells).
+REFERENCES: tuple[Path, ...] = (REFERENCE, REFERENCE_BBR)
+#: Verdict-table columns compared with the testbed's (the ones the references cover).
+VERDICT_COLS = ("fallback off, vs CUBIC", "fallback off, vs BBRv2")
+#: Reference case -> the study's description of it, in report order.
+CASES = {
+    "cubic_noecn": "Prague vs CUBIC, no ECN",
+    "cubic_ecn": "Prague vs CUBIC, ECN",
+    "bbrv1_noecn": "Prague vs BBRv1, no ECN",
+    "bbrv2_ecn": "Prague vs BBRv2, ECN",
+    "bbrv2_noecn": "Prague vs BBRv2, no ECN",
+    "bbrv3_ecn": "Prague vs BBRv3, ECN",
+    "bbrv3_noecn": "Prague vs BBRv3, no ECN",
+}
 
 #: Tolerances of the summary figures.
 SHARE_TOLS = (0.05, 0.10)
@@ -56,7 +73,7 @@ FULL_TRIALS, FULL_DURATION = 10, 60.0
 QUICK_TRIALS, QUICK_DURATION = 2, 20.0
 
 _ECN = {0: "none", 1: "classic", 3: "accecn"}
-_KEYS = ["aqm", "n_bdp", "rx_classic_ecn"]
+_KEYS = ["aqm", "n_bdp", "rx_classic_ecn", "cc_classic"]
 # (our metric, the reference's mean column, the reference's std column)
 _METRICS = (
     ("l4s_tput_mbps", "l4s_tput_mean", "l4s_tput_std"),
@@ -66,9 +83,20 @@ _METRICS = (
 )
 
 
-def load_reference(path: str | Path = REFERENCE) -> pd.DataFrame:
-    """The reference CSV with the study's factor names added (one row per configuration)."""
-    ref = pd.read_csv(path)
+def load_reference(path: str | Path | Sequence[str | Path] = REFERENCES) -> pd.DataFrame:
+    """The reference CSV(s) with the study's factor names added (one row per configuration).
+
+    Several files are concatenated; the reference CC names are the study's factor names
+    (``bbr2`` = the study kernel's L4STeam build).
+    """
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    if not paths:
+        raise ValueError("no reference file given")
+    ref = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    dup = ref.duplicated(subset=["case", "aqm", "n_bdp"])
+    if dup.any():
+        r = ref[dup].iloc[0]
+        raise ValueError(f"reference cell given twice: case {r['case']!r}, {r['aqm']}, {r['n_bdp']} x BDP")
     return ref.assign(
         n_bdp=ref["n_bdp"].astype(float),
         btl_capacity=ref["btl_mbps"],
@@ -91,8 +119,8 @@ def reference_study(
     the others must be constant and go to ``[fixed]``. The L4S sender asks for AccECN and the
     classic sender for classic ECN (the receiver decides what is negotiated, docs/study.md).
     """
-    cols = ["aqm", "n_bdp", "rx_classic_ecn"]
-    fixed_cols = ["btl_capacity", "base_rtt", "ecn_threshold", "ecn_fallback", "rx_l4s_ecn", "cc_l4s", "cc_classic"]
+    cols = ["aqm", "n_bdp", "rx_classic_ecn", "cc_classic"]
+    fixed_cols = ["btl_capacity", "base_rtt", "ecn_threshold", "ecn_fallback", "rx_l4s_ecn", "cc_l4s"]
     fixed: dict[str, Any] = {}
     for c in fixed_cols:
         vals = ref[c].dropna().unique()
@@ -110,11 +138,11 @@ def reference_study(
         "fixed": fixed,
     }
     study = Study.from_dict(doc)
-    have = {(p["aqm"], float(p["n_bdp"]), p["rx_classic_ecn"]) for p in study.points()}
-    want = set(zip(ref["aqm"], ref["n_bdp"].astype(float), ref["rx_classic_ecn"], strict=True))
+    have = {(p["aqm"], float(p["n_bdp"]), p["rx_classic_ecn"], p["cc_classic"]) for p in study.points()}
+    want = set(zip(ref["aqm"], ref["n_bdp"].astype(float), ref["rx_classic_ecn"], ref["cc_classic"], strict=True))
     if have != want:  # not a full factorial: pin the reference's combinations
-        combos = ", ".join(f"({a!r}, {b!r}, {e!r})" for a, b, e in sorted(want))
-        doc["constraints"] = [f"(aqm, n_bdp, rx_classic_ecn) in [{combos}]"]
+        combos = ", ".join(f"({a!r}, {b!r}, {e!r}, {c!r})" for a, b, e, c in sorted(want))
+        doc["constraints"] = [f"(aqm, n_bdp, rx_classic_ecn, cc_classic) in [{combos}]"]
         study = Study.from_dict(doc)
     return study
 
@@ -137,7 +165,15 @@ def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = Verdict
     keep = _KEYS + ["n"] + [f"{m}_{s}" for m, _, _ in _METRICS for s in ("mean", "std")]
     sim = c[[k for k in keep if k in c.columns]] if not c.empty else pd.DataFrame(columns=keep)
     m = ref.merge(sim, on=_KEYS, how="left")
-    out = pd.DataFrame({"case": m["case"], "aqm": m["aqm"], "n_bdp": m["n_bdp"], "rx_classic_ecn": m["rx_classic_ecn"]})
+    out = pd.DataFrame(
+        {
+            "case": m["case"],
+            "aqm": m["aqm"],
+            "n_bdp": m["n_bdp"],
+            "rx_classic_ecn": m["rx_classic_ecn"],
+            "cc_classic": m["cc_classic"],
+        }
+    )
     out["trials"] = m["n"].fillna(0).astype(int) if "n" in m else 0
     for metric, tb_mean, tb_std in _METRICS:
         sm, ss = m.get(f"{metric}_mean"), m.get(f"{metric}_std")
@@ -203,7 +239,14 @@ class Summary:
     class_match: float
     verdicts_sim: pd.DataFrame
     verdicts_tb: pd.DataFrame
-    cubic_rows_match: bool
+    #: Verdict-table column -> whether every row matches by class (columns with testbed data).
+    columns_match: dict[str, bool]
+    #: One row per reference case: cells, share within +-0.10, delay values within tolerance.
+    per_case: pd.DataFrame
+
+    @property
+    def cubic_rows_match(self) -> bool:
+        return self.columns_match.get(VERDICT_COLS[0], False)
 
     def lines(self) -> list[str]:
         out = [
@@ -212,9 +255,18 @@ class Summary:
             f"delay values within max({DELAY_ABS_MS:g} ms, {DELAY_REL:.0%}): {self.delay_within:.1%} of "
             f"{self.delay_values} (L4S flow {self.delay_within_l4s:.1%}, classic flow {self.delay_within_classic:.1%})",
             f"verdict class (favourable/harmful) equal per cell: {self.class_match:.1%}",
-            f"study verdict table, rows vs CUBIC (class: yes / mostly yes / mostly no / no): "
-            f"{'match' if self.cubic_rows_match else 'DIFFER'}",
         ]
+        for _, r in self.per_case.iterrows():
+            out.append(
+                f"  {r['label']}: {r['cells']} cells, share within +-0.10 {r['share_within_0.10']:.0%}, "
+                f"delay within {r['delay_within']:.0%} (Prague {r['delay_within_l4s']:.0%}, "
+                f"classic {r['delay_within_classic']:.0%}), verdict class equal {r['class_match']:.0%}"
+            )
+        for col, ok in self.columns_match.items():
+            out.append(
+                f"study verdict table, column '{col}' (class: yes / mostly yes / mostly no / no): "
+                f"{'match' if ok else 'DIFFER'}"
+            )
         return out
 
 
@@ -224,8 +276,12 @@ def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: V
     dl, dc = cmp["l4s_qdelay_ok"], cmp["classic_qdelay_ok"]
     vt_sim = verdict_table(runs, rules) if not runs.empty else verdict_table(runs.iloc[:0], rules)
     vt_tb = verdict_table(_pseudo_runs(ref), rules)
-    col = "fallback off, vs CUBIC"
-    match = bool((vt_sim[col].map(verdict_class) == vt_tb[col].map(verdict_class)).all()) if not runs.empty else False
+    columns_match = {}
+    for col in VERDICT_COLS:
+        if (vt_tb[col] == "n/a").all():
+            continue  # the references do not cover this column
+        same = vt_sim[col].map(verdict_class) == vt_tb[col].map(verdict_class)
+        columns_match[col] = bool(same.all()) if not runs.empty else False
     return Summary(
         cells=len(cmp),
         simulated=int(sim_ok.sum()),
@@ -237,8 +293,32 @@ def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: V
         class_match=float(cmp["class_match"].mean()),
         verdicts_sim=vt_sim,
         verdicts_tb=vt_tb,
-        cubic_rows_match=match,
+        columns_match=columns_match,
+        per_case=per_case(cmp),
     )
+
+
+def per_case(cmp: pd.DataFrame) -> pd.DataFrame:
+    """Agreement figures per reference case (rows in the order of ``CASES``)."""
+    rows = []
+    present = list(dict.fromkeys(cmp["case"]))
+    cases = [c for c in CASES if c in present] + [c for c in present if c not in CASES]
+    for case in cases:
+        g = cmp[cmp["case"] == case]
+        dl, dc = g["l4s_qdelay_ok"], g["classic_qdelay_ok"]
+        rows.append(
+            {
+                "case": case,
+                "label": CASES.get(case, case),
+                "cells": len(g),
+                "share_within_0.10": float(g["share_within_0.10"].mean()),
+                "delay_within": float(pd.concat([dl, dc]).mean()),
+                "delay_within_l4s": float(dl.mean()),
+                "delay_within_classic": float(dc.mean()),
+                "class_match": float(g["class_match"].mean()),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- figures
@@ -286,7 +366,7 @@ def figures(cmp: pd.DataFrame, outdir: Path) -> dict[str, Path]:
     specs = (
         ("share_err", "Prague share error", 0.3, "{:+.2f}"),
         ("l4s_qdelay_ms_diff", "Prague queueing delay error, ms", 10.0, "{:+.1f}"),
-        ("classic_qdelay_ms_diff", "CUBIC queueing delay error, ms", 10.0, "{:+.1f}"),
+        ("classic_qdelay_ms_diff", "classic flow's queueing delay error, ms", 10.0, "{:+.1f}"),
         ("l4s_tput_mbps_diff", "Prague throughput error, Mbit/s", 30.0, "{:+.1f}"),
     )
     out = {}
@@ -333,16 +413,17 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
         "",
         "## Study verdict table (simulation | testbed)",
         "",
-        "| bottleneck | simulation | testbed | class match |",
-        "|---|---|---|---|",
+        "| column | bottleneck | simulation | testbed | class match |",
+        "|---|---|---|---|---|",
     ]
-    col = "fallback off, vs CUBIC"
-    for row in s.verdicts_sim.index:
-        a, b = s.verdicts_sim.loc[row, col], s.verdicts_tb.loc[row, col]
-        lines.append(f"| {row} | {a} | {b} | {'yes' if verdict_class(a) == verdict_class(b) else 'NO'} |")
+    for col in s.columns_match:
+        for row in s.verdicts_sim.index:
+            a, b = s.verdicts_sim.loc[row, col], s.verdicts_tb.loc[row, col]
+            same = "yes" if verdict_class(a) == verdict_class(b) else "NO"
+            lines.append(f"| {col} | {row} | {a} | {b} | {same} |")
     off = cmp[cmp["off"]]
     lines += ["", f"## Cells off ({len(off)}): |share error| > 0.10 or a delay outside max(1 ms, 25 %)", ""]
-    lines.append("| case | AQM | BDP | share sim | share tb | Q_l4s sim | Q_l4s tb | Q_cubic sim | Q_cubic tb |")
+    lines.append("| case | AQM | BDP | share sim | share tb | Q_l4s sim | Q_l4s tb | Q_classic sim | Q_classic tb |")
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for _, r in off.iterrows():
         lines.append(
@@ -356,14 +437,14 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
 def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
     from l4sim.report import CSS, _img, _table
 
-    col = "fallback off, vs CUBIC"
-    vt = pd.DataFrame({"simulation": s.verdicts_sim[col], "testbed": s.verdicts_tb[col]})
+    sides = (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))
+    vt = pd.DataFrame({f"{side}: {col}": v[col] for col in s.columns_match for side, v in sides})
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>l4sim validation</title><style>{CSS}</style>"
         f"</head><body><h1>l4sim validation against the testbed</h1>",
         f"<p>Generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M UTC}.</p>",
         "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in s.lines()) + "</ul>",
-        "<h2>Is it OK to turn on TCP Prague? (fallback off, vs CUBIC)</h2>" + _table(vt, index=True),
+        "<h2>Is it OK to turn on TCP Prague? (fallback off)</h2>" + _table(vt, index=True),
     ]
     for name, p in figs.items():
         parts.append(f"<h2>{html.escape(name)}</h2>{_img(Path(p))}")
@@ -390,13 +471,14 @@ def validate(
     duration: float | None = None,
     store: str | Path | None = None,
     jobs: int | None = None,
-    reference: str | Path = REFERENCE,
+    reference: str | Path | Sequence[str | Path] = REFERENCES,
     progress: bool = True,
-    cells_filter: Sequence[tuple[str, float, str]] | None = None,
+    cells_filter: Sequence[tuple[str, float, str] | tuple[str, float, str, str]] | None = None,
 ) -> Validation:
     """Run the reference's configurations (missing runs only) and write the report into ``out``.
 
-    ``cells_filter``: only these (aqm, n_bdp, rx_classic_ecn) configurations (the test subset).
+    ``cells_filter``: only these (aqm, n_bdp, rx_classic_ecn[, cc_classic]) configurations
+    (the test subset; without the CC, every classic CC of that configuration).
     """
     from l4sim.runner import engine_model_version, run_study
     from l4sim.store import Store
@@ -407,9 +489,12 @@ def validate(
     duration = duration or (QUICK_DURATION if quick else FULL_DURATION)
     ref = load_reference(reference)
     if cells_filter is not None:
-        want = {(a, float(b), e) for a, b, e in cells_filter}
-        ref = ref[[(a, float(b), e) in want for a, b, e in zip(ref["aqm"], ref["n_bdp"], ref["rx_classic_ecn"], strict=True)]]
-        ref = ref.reset_index(drop=True)
+        want = {(c[0], float(c[1]), c[2], c[3] if len(c) > 3 else None) for c in cells_filter}
+        keep = [
+            (a, float(b), e, c) in want or (a, float(b), e, None) in want
+            for a, b, e, c in zip(ref["aqm"], ref["n_bdp"], ref["rx_classic_ecn"], ref["cc_classic"], strict=True)
+        ]
+        ref = ref[keep].reset_index(drop=True)
     name = f"validate-{trials}x{duration:g}s" + ("" if cells_filter is None else f"-{len(ref)}cells")
     study = reference_study(ref, trials=trials, duration=duration, name=name)
     store_dir = Path(store) if store is not None else out / "store"
@@ -437,8 +522,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "validate",
         help="run the testbed reference configurations and compare (HTML + CSV + markdown report)",
-        description="Runs every configuration of the testbed reference data (Prague vs CUBIC with and "
-        "without ECN, nine AQMs, five buffers) through the study machinery and writes OUT/report.html, "
+        description="Runs every configuration of the testbed reference data (Prague vs CUBIC, BBRv1, BBRv2 "
+        "and BBRv3 with and without ECN, nine AQMs, five buffers: 315 cells) through the study machinery "
+        "and writes OUT/report.html, "
         "OUT/validation.csv and OUT/summary.md. Default 10 trials x 60 s (the testbed's); --quick: "
         f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s.",
     )
@@ -448,7 +534,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
     p.add_argument("--trials", type=int, help="override the number of trials")
     p.add_argument("--duration", type=float, help="override the run length, s")
-    p.add_argument("--reference", default=str(REFERENCE), metavar="CSV", help="reference data")
+    p.add_argument(
+        "--reference",
+        action="append",
+        metavar="CSV",
+        help="reference data (repeatable; default: both shipped references, Prague vs CUBIC and vs BBR)",
+    )
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_validate)
 
@@ -467,7 +558,7 @@ def cmd_validate(args: Any) -> int:
             duration=args.duration,
             store=args.store,
             jobs=args.jobs,
-            reference=args.reference,
+            reference=args.reference or REFERENCES,
             progress=not args.quiet,
         )
     except (StoreLockedError, StudyError, ValueError, FileNotFoundError) as e:

@@ -206,3 +206,56 @@ fn verdict_bbrv1_dominates_prague_in_a_half_bdp_fifo() {
     let s = share(&r);
     assert!(s < 0.25, "Prague share {s}");
 }
+
+// ---- The study kernel's BBRv2 (L4STeam tcp_bbr2.c, `variant = "l4s"`) as an L4S flow ----
+
+#[test]
+fn l4s_bbrv2_with_accecn_sends_ect1_and_gets_dualpi2s_l_queue() {
+    // L4STeam tcp_bbr2.c `bbr2_init`: with AccECN negotiated it sets TCP_ECN_ECT_1, so
+    // DualPI2 classifies it into the L queue (1 ms step): sub-millisecond queueing there.
+    let bbr2 = json!({"name": "l4s", "cc": {"name": "bbr2", "variant": "l4s"},
+                      "tcp": {"ecn": "accecn"},
+                      "receiver": {"cc": {"name": "bbr2", "variant": "l4s"}, "tcp": {"ecn": "accecn"}}});
+    let r = run(&dumbbell(
+        20.0,
+        MBPS,
+        RTT,
+        json!({"kind": "dualpi2", "target_ms": T_MS}),
+        vec![bbr2, classic(json!({"name": "cubic"}), "classic")],
+    ));
+    assert_eq!(r.flows[0].data_ecn, "ect1", "L4S BBRv2 codepoint");
+    let class = |name: &str| {
+        r.classes
+            .iter()
+            .find(|c| c.kind == "class" && c.name == name)
+            .unwrap_or_else(|| panic!("no {name} class"))
+    };
+    let flow = r
+        .classes
+        .iter()
+        .find(|c| c.kind == "flow" && c.name == "l4s")
+        .expect("per-flow stats of the BBRv2 flow");
+    let (l, c) = (class("l4s"), class("classic"));
+    // Every BBRv2 data packet went through the L queue (the Not-ECT SYN goes to C).
+    assert!(
+        l.deq_pkts + 1 >= flow.deq_pkts,
+        "L {} vs BBRv2 flow {}",
+        l.deq_pkts,
+        flow.deq_pkts
+    );
+    assert!(
+        flow.sojourn_mean_ms < 1.0,
+        "BBRv2 sojourn {} ms",
+        flow.sojourn_mean_ms
+    );
+    assert!(
+        c.sojourn_mean_ms > 2.0,
+        "classic sojourn {} ms",
+        c.sojourn_mean_ms
+    );
+    assert!(
+        r.flows[0].goodput_mbps > 10.0,
+        "BBRv2 goodput {}",
+        r.flows[0].goodput_mbps
+    );
+}

@@ -113,3 +113,16 @@ fn scalable_flows_keep_a_1ms_step_queue_full_where_cubic_cannot() {
         "CUBIC utilisation {u_cubic} vs Prague {u_prague}"
     );
 }
+
+#[test]
+fn dctcp_with_a_dctcp_receiver_starves_a_non_ecn_cubic_in_an_ecn_codel() {
+    // Single-queue ECN CoDel, 100 Mbit/s, 10 ms: CoDel marks DCTCP's ECT packets where it
+    // drops CUBIC's; DCTCP halves at most per alpha, CUBIC by 30% per drop. A real kernel
+    // (DCTCP receiver: `dctcp_ece_ack_update`'s precise echo) gives DCTCP ~94%.
+    let q = json!({"kind": "codel", "limit": packets(2.0), "target_ms": T_MS, "interval_ms": 100.0, "ecn": true});
+    let dctcp = json!({"name": "dctcp", "cc": {"name": "dctcp"}, "tcp": {"ecn": "classic"},
+                       "receiver": {"cc": {"name": "dctcp"}, "tcp": {"ecn": "classic"}}});
+    let (share, _, _, total) = pair(q, dctcp, cubic("none"), 20.0);
+    assert!(share > 0.85, "DCTCP share {share}");
+    assert!(total > 0.9 * max_goodput(MBPS), "total {total}");
+}

@@ -16,7 +16,8 @@
 //!   Open (`in_loss`);
 //! - RTT independence (modes 0-3) once `round >= rtt_transition` post-slow-start rounds;
 //! - classic-ECN detection (`detect.rs`) and, with `ecn_fallback = 1`, an alpha floor of
-//!   0.625*(min(c, 9) - 8) at CWR entry;
+//!   0.625*(min(c, 9) - 8) at CWR entry; `detect_refs` picks the 5.15 branch's unrescaled
+//!   reference constants (default, L4STeam/linux issue 38) or the intended ones;
 //! - pacing `MTU * max(cwnd, in_flight) / srtt`, 2x while cwnd < ssthresh/2;
 //!   `max_tso_burst` = rate/MTU >> burst_shift.
 //! - `init` with no ECN negotiated swaps to `prague-reno` (Reno ssthresh and cong_avoid with
@@ -39,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     reno::Reno, AckSample, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock,
 };
-pub use detect::ClassicEcnDetector;
+pub use detect::{ClassicEcnDetector, DetectRefs};
 
 /// Window fixed point (`CWND_UNIT`).
 const CWND_UNIT: u32 = 20;
@@ -99,6 +100,9 @@ pub struct PragueParams {
     pub rtt_transition: Option<u32>,
     /// `prague_ecn_fallback` (v0.6): 0 off, 1 detect and floor alpha, 2 detect only.
     pub ecn_fallback: u32,
+    /// Reference constants of the classic-ECN detection (v0.6): `unscaled` = the 5.15
+    /// branch the testbed ran (L4STeam/linux issue 38, default), `scaled` = as designed.
+    pub detect_refs: DetectRefs,
     /// `prague_burst_shift`: TSO burst = pacing_rate * 2^-burst_shift s.
     pub burst_shift: u32,
     /// `prague_max_tso_segs` (0 = no cap).
@@ -123,6 +127,7 @@ impl Default for PragueParams {
             rtt_target_us: 25_000,
             rtt_transition: None,
             ecn_fallback: 0,
+            detect_refs: DetectRefs::Unscaled,
             burst_shift: 12,
             max_tso_segs: 0,
             alpha_init: None,
@@ -213,7 +218,7 @@ impl Prague {
             saw_ce: false,
             in_loss: false,
             rtt_indep_active: false,
-            det: ClassicEcnDetector::new(0),
+            det: ClassicEcnDetector::new(0, DetectRefs::Scaled),
             p,
         };
         c.upscaled_alpha = c.initial_upscaled_alpha();
@@ -667,7 +672,7 @@ impl CongestionControl for Prague {
             RTT_CONTROL_NONE
         };
         self.saw_ce = sk.delivered_ce != 0;
-        self.det = ClassicEcnDetector::new(sk.srtt / 1000);
+        self.det = ClassicEcnDetector::new(sk.srtt / 1000, self.p.detect_refs);
         if self.v07 {
             let srtt8 = Self::srtt8(sk);
             let w = sk.snd_cwnd.max(sk.packets_in_flight()) as u64;
@@ -1104,6 +1109,60 @@ mod tests {
         c.set_state(&mut sk, CaState::Cwr);
         let red = -c.cwnd_cnt as f64 / ONE as f64;
         assert!((red - 31.25).abs() < 0.01, "reduction {red}");
+    }
+
+    /// Rounds of ACKs whose RTT is a steady `rtt` (an L4S queue's ~0.2 ms above min_rtt).
+    fn steady_rounds(c: &mut Prague, sk: &mut Sock, rounds: u32, rtt: u64) {
+        sk.snd_ssthresh = 100;
+        c.ssthresh(sk);
+        sk.snd_ssthresh = sk.snd_cwnd;
+        for _ in 0..rounds {
+            let n = sk.snd_cwnd;
+            for i in 0..n {
+                let s = AckSample {
+                    pkts_acked: 1,
+                    rtt: rtt as i64,
+                    in_flight: n,
+                };
+                c.pkts_acked(sk, &s);
+                sk.now += MS / 10;
+                ack(c, sk, 1, u32::from(i == 0));
+            }
+            c.set_state(sk, CaState::Open);
+            sk.ca_state = CaState::Open;
+            sk.snd_cwnd = 100;
+            sk.snd_ssthresh = 100;
+            c.cwnd_cnt = 0;
+        }
+    }
+
+    #[test]
+    fn fallback_on_an_l4s_queue_floors_alpha_only_with_the_515_unscaled_refs() {
+        // L4STeam/linux issue 38: the 5.15 branch (PRAGUE_ALPHA_BITS 24, V0_LG/D0_LG left
+        // at 2^20) falls back behind a 0.2 ms L4S queue; the intended detector does not.
+        for (refs, floored) in [(DetectRefs::Unscaled, true), (DetectRefs::Scaled, false)] {
+            let p = PragueParams {
+                ecn_fallback: 1,
+                rtt_scaling: 0,
+                detect_refs: refs,
+                ..p06()
+            };
+            let (mut c, mut sk) = setup(p, EcnMode::AccEcn, 100, 10 * MS);
+            sk.min_rtt = 10 * MS;
+            steady_rounds(&mut c, &mut sk, 30, 10 * MS + 200_000);
+            c.upscaled_alpha = (ONE / 100) << SHIFT_G;
+            c.cwnd_cnt = 0;
+            sk.snd_cwnd = 100;
+            c.set_state(&mut sk, CaState::Cwr);
+            let red = -c.cwnd_cnt as f64 / ONE as f64;
+            if floored {
+                assert!(c.classic_ecn() > 9.0, "{refs:?}: score {}", c.classic_ecn());
+                assert!((red - 31.25).abs() < 0.01, "{refs:?}: reduction {red}");
+            } else {
+                assert_eq!(c.classic_ecn(), 0.0, "{refs:?}");
+                assert!((red - 0.5).abs() < 0.01, "{refs:?}: reduction {red}");
+            }
+        }
     }
 
     #[test]

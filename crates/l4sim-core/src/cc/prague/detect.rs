@@ -6,13 +6,34 @@
 //! `classic_ecn` moves by
 //!   V = 1/2 log2(mdev / 750 us)  (may be negative), and
 //!   D = 1/2 max(0, log2((srtt_pace - min_rtt) / 2 ms))  (only when srtt_pace > min_rtt),
-//! clamped to [0, 17] (in 2^-20 units). The logs are integer logs of a product with the
-//! mantissa carried from the previous round, so they average to real log2 values.
+//! clamped to [0, 17] (in 2^-PRAGUE_ALPHA_BITS units). The logs are integer logs of a product
+//! with the mantissa carried from the previous round, so they average to real log2 values.
 //! gs is set from ssthresh at each `ssthresh` call: min(L + L/2 + 1, 18), L = ilog2(ssthresh).
+//!
+//! [`DetectRefs`] picks the reference constants (`prague_classic_ecn_detection`): the 5.15
+//! branch the testbed ran (5.15.72-prague-43) has `PRAGUE_ALPHA_BITS` 24 but kept `V0_LG` /
+//! `D0_LG` at their 2^20-scaled values (L4STeam/linux issue 38), so the references are 16x
+//! too small in log units: 750 us becomes 750^(1/16) = 1.5 us and 2 ms becomes 1.6 us, and
+//! any queue above ~2 us pushes the score toward "classic" (`Unscaled`, the default). `Scaled`
+//! is the intended detector (references consistent with the score unit, 2^20 here).
 
-/// Alpha and score unit (`PRAGUE_ALPHA_BITS` = 20).
+use serde::{Deserialize, Serialize};
+
+/// Which reference constants the detector uses (see the module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DetectRefs {
+    /// The 5.15 branch as built: score in 2^-24 units, `V0_LG`/`D0_LG` left in 2^-20 units.
+    #[default]
+    Unscaled,
+    /// As designed: references log2(750 us) and log2(2 ms) in the score's unit (2^-20).
+    Scaled,
+}
+
+/// Alpha unit of the v0.6 model (`PRAGUE_ALPHA_BITS` = 20 in the P06 file).
 const ALPHA_BITS: u32 = 20;
-const ONE: u64 = 1 << ALPHA_BITS;
+/// `PRAGUE_ALPHA_BITS` of the 5.15 branch (issue 38).
+const ALPHA_BITS_515: u32 = 24;
 /// Upper bound of the srtt gain shift; mdev uses one more bit.
 const MAX_SRTT_BITS: u32 = 18;
 const MAX_MDEV_BITS: u32 = MAX_SRTT_BITS + 1;
@@ -23,12 +44,16 @@ const INIT_ADJ_US: u64 = 262_144;
 /// Weights 2^-V and 2^-D of the two terms (both 1/2).
 const V_SHIFT: u32 = 1;
 const D_SHIFT: u32 = 1;
-/// round(log2(750 us) * 2^20) and round(log2(2000 us) * 2^20), weighted.
+/// round(log2(750 us) * 2^20) and round(log2(2000 us) * 2^20), weighted (`V0_LG`, `D0_LG`:
+/// the same literals in both branches).
 const V0_LG: u64 = 10_014_683 >> V_SHIFT;
 const D0_LG: u64 = 11_498_458 >> D_SHIFT;
-/// Score thresholds: <= 8 pure L4S, (8, 9] transition, clamp at 17.
-pub const L_STICKY: u64 = 16 << (ALPHA_BITS - V_SHIFT);
-pub const CLASSIC_ECN: u64 = L_STICKY + ONE;
+/// Score thresholds in units of one (the code's `L_STICKY` = 16 << (bits - V), i.e. 8.0):
+/// <= 8 pure L4S, (8, 9] transition, clamp at 17.
+const L_STICKY_ONES: u64 = 16 >> V_SHIFT;
+/// `L_STICKY`, `CLASSIC_ECN`, `C_STICKY` in the 2^-20 unit (the `Scaled` detector's).
+pub const L_STICKY: u64 = L_STICKY_ONES << ALPHA_BITS;
+pub const CLASSIC_ECN: u64 = L_STICKY + (1 << ALPHA_BITS);
 pub const C_STICKY: u64 = CLASSIC_ECN + L_STICKY;
 
 fn ilog2(x: u64) -> u32 {
@@ -44,16 +69,24 @@ pub struct ClassicEcnDetector {
     pub mrtt_pace: i64,
     pub g_srtt_shift: u32,
     pub g_mdev_shift: u32,
-    /// Score in 2^-20 units, 0 ..= C_STICKY.
+    /// Score in 2^-bits units, 0 ..= 17 << bits.
     pub classic_ecn: u64,
     rest_depth: u64,
     rest_mdev: u64,
+    /// Score unit (20 `Scaled`, 24 `Unscaled`) and the reference constants in it.
+    bits: u32,
+    v0_lg: u64,
+    d0_lg: u64,
 }
 
 impl ClassicEcnDetector {
     /// Connection start (`prague_init`): seed the EWMA with the current srtt (us).
-    pub fn new(srtt_us: u64) -> Self {
+    pub fn new(srtt_us: u64, refs: DetectRefs) -> Self {
         let gs = MAX_SRTT_BITS;
+        let bits = match refs {
+            DetectRefs::Scaled => ALPHA_BITS,
+            DetectRefs::Unscaled => ALPHA_BITS_515,
+        };
         ClassicEcnDetector {
             srtt_pace: srtt_us << gs,
             mdev_pace: 1 << MAX_MDEV_BITS,
@@ -63,12 +96,22 @@ impl ClassicEcnDetector {
             classic_ecn: 0,
             rest_depth: INIT_MDEV_CARRY >> 1,
             rest_mdev: INIT_MDEV_CARRY,
+            bits,
+            v0_lg: V0_LG,
+            d0_lg: D0_LG,
         }
+    }
+
+    fn l_sticky(&self) -> u64 {
+        L_STICKY_ONES << self.bits
+    }
+    fn c_sticky(&self) -> u64 {
+        2 * self.l_sticky() + (1 << self.bits)
     }
 
     /// Score as a real number in [0, 17].
     pub fn score(&self) -> f64 {
-        self.classic_ecn as f64 / ONE as f64
+        self.classic_ecn as f64 / (1u64 << self.bits) as f64
     }
     pub fn srtt_us(&self) -> u64 {
         self.srtt_pace >> self.g_srtt_shift
@@ -136,30 +179,31 @@ impl ClassicEcnDetector {
         let prod = mdev * self.rest_mdev + adj;
         let mdev_lg = ilog2(prod).max(gm) - gm;
         self.rest_mdev = prod >> mdev_lg;
-        let mdev_lg = (mdev_lg as u64) << (ALPHA_BITS - V_SHIFT);
-        score += mdev_lg as i64 - V0_LG as i64;
+        let mdev_lg = (mdev_lg as u64) << (self.bits - V_SHIFT);
+        score += mdev_lg as i64 - self.v0_lg as i64;
 
         // D-term: queue depth above the min RTT, only pushes toward classic.
         if srtt > min_rtt {
             let prod = (srtt - min_rtt) * self.rest_depth + (adj >> 1);
             let depth_lg = ilog2(prod).max(gs) - gs;
             self.rest_depth = prod >> depth_lg;
-            let depth_lg = (depth_lg as u64) << (ALPHA_BITS - D_SHIFT);
-            if depth_lg > D0_LG {
-                score += (depth_lg - D0_LG) as i64;
+            let depth_lg = (depth_lg as u64) << (self.bits - D_SHIFT);
+            if depth_lg > self.d0_lg {
+                score += (depth_lg - self.d0_lg) as i64;
             }
         }
-        self.classic_ecn = (score.max(0) as u64).min(C_STICKY);
+        self.classic_ecn = (score.max(0) as u64).min(self.c_sticky());
     }
 
-    /// `prague_classic_ecn_fallback`: floor alpha (2^-20 units) at 0.625 * (min(c, 9) - 8)
-    /// when the score is above L_STICKY.
+    /// `prague_classic_ecn_fallback`: floor alpha (2^-20 units, the v0.6 model's) at
+    /// 0.625 * (min(c, 9) - 8) when the score is above L_STICKY.
     pub fn floor_alpha(&self, alpha: u64) -> u64 {
-        if self.classic_ecn <= L_STICKY {
+        let l = self.l_sticky();
+        if self.classic_ecn <= l {
             return alpha;
         }
-        let c = self.classic_ecn.min(CLASSIC_ECN) - L_STICKY;
-        alpha.max((c >> 1) + (c >> 3))
+        let c = self.classic_ecn.min(l + (1 << self.bits)) - l;
+        alpha.max(((c >> 1) + (c >> 3)) >> (self.bits - ALPHA_BITS))
     }
 }
 
@@ -169,7 +213,7 @@ mod tests {
 
     #[test]
     fn gain_shift_follows_log2_of_ssthresh() {
-        let mut d = ClassicEcnDetector::new(10_000);
+        let mut d = ClassicEcnDetector::new(10_000, DetectRefs::Scaled);
         d.update_rtt_scaling(100);
         assert_eq!(d.g_srtt_shift, 10);
         assert_eq!(d.srtt_us(), 10_000);
@@ -180,7 +224,7 @@ mod tests {
 
     #[test]
     fn steady_rtt_keeps_score_at_zero_and_floor_inactive() {
-        let mut d = ClassicEcnDetector::new(10_000);
+        let mut d = ClassicEcnDetector::new(10_000, DetectRefs::Scaled);
         d.update_rtt_scaling(100);
         for _ in 0..50 {
             for _ in 0..100 {
@@ -190,5 +234,57 @@ mod tests {
         }
         assert_eq!(d.classic_ecn, 0);
         assert_eq!(d.floor_alpha(1000), 1000);
+    }
+
+    /// One round per call: `n` RTT samples of `rtt_us`, then the round's score update.
+    fn run(d: &mut ClassicEcnDetector, rounds: usize, rtt_us: i64, min_rtt_us: u64) {
+        for _ in 0..rounds {
+            for _ in 0..100 {
+                d.rtt_sample(rtt_us);
+            }
+            d.detect(Some(min_rtt_us));
+        }
+    }
+
+    #[test]
+    fn unscaled_refs_call_a_100us_queue_classic_scaled_refs_do_not() {
+        // L4STeam/linux issue 38: with PRAGUE_ALPHA_BITS 24 and the 2^20 references, a
+        // steady 100 us standing queue (an L4S AQM's) adds 1/2 (log2(100) - log2(2000)/16)
+        // ~ 3 per round: the score passes L_STICKY (8) in a few rounds and clamps at 17.
+        let mut d = ClassicEcnDetector::new(10_000, DetectRefs::Unscaled);
+        d.update_rtt_scaling(100);
+        run(&mut d, 3, 10_100, 10_000);
+        assert!(
+            d.score() > 8.0 && d.score() < 17.0,
+            "after 3 rounds {}",
+            d.score()
+        );
+        run(&mut d, 20, 10_100, 10_000);
+        assert_eq!(d.score(), 17.0);
+        // Floor = 0.625 x (min(c, 9) - 8) = 0.625 in the 2^-20 alpha unit.
+        assert_eq!(d.floor_alpha(0), (1 << 19) + (1 << 17));
+        assert_eq!(d.floor_alpha(1 << 20), 1 << 20);
+
+        let mut s = ClassicEcnDetector::new(10_000, DetectRefs::Scaled);
+        s.update_rtt_scaling(100);
+        run(&mut s, 23, 10_100, 10_000);
+        assert_eq!(s.score(), 0.0);
+        assert_eq!(s.floor_alpha(1000), 1000);
+    }
+
+    #[test]
+    fn both_refs_call_a_deep_jittery_queue_classic() {
+        // A classic AQM's 8 ms standing queue with 2 ms jitter: both detectors move up.
+        for refs in [DetectRefs::Scaled, DetectRefs::Unscaled] {
+            let mut d = ClassicEcnDetector::new(18_000, refs);
+            d.update_rtt_scaling(100);
+            for _ in 0..40 {
+                for i in 0..100 {
+                    d.rtt_sample(if i % 2 == 0 { 16_000 } else { 20_000 });
+                }
+                d.detect(Some(10_000));
+            }
+            assert_eq!(d.score(), 17.0, "{refs:?}");
+        }
     }
 }
