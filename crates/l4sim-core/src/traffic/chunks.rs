@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{positive, stop_time, Source, Transfer};
+use super::{before_stop, positive, stop_time, Source, Transfer};
 use crate::rng::Rng;
-use crate::time::{secs, SimTime, NEVER};
+use crate::time::{secs, SimTime};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,11 +58,7 @@ impl Chunks {
 
 impl Source for Chunks {
     fn next_wake(&self) -> SimTime {
-        if self.next >= self.stop {
-            NEVER
-        } else {
-            self.next
-        }
+        before_stop(self.next, self.stop)
     }
 
     fn wake(&mut self, now: SimTime, _rng: &mut Rng, out: &mut Vec<Transfer>) {

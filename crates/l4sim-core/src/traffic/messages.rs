@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{positive, stop_time, Source, Transfer};
+use super::{before_stop, positive, stop_time, Source, Transfer};
 use crate::rng::Rng;
 use crate::time::{secs, SimTime, NEVER};
 
@@ -95,11 +95,7 @@ impl Messages {
 
 impl Source for Messages {
     fn next_wake(&self) -> SimTime {
-        if self.next >= self.stop {
-            NEVER
-        } else {
-            self.next
-        }
+        before_stop(self.next, self.stop)
     }
 
     fn wake(&mut self, now: SimTime, rng: &mut Rng, out: &mut Vec<Transfer>) {

@@ -104,6 +104,15 @@ impl SourceSpec {
     }
 }
 
+/// `next`, or `NEVER` once it reaches the source's `stop` time.
+pub(crate) fn before_stop(next: SimTime, stop: SimTime) -> SimTime {
+    if next >= stop {
+        crate::time::NEVER
+    } else {
+        next
+    }
+}
+
 /// Seconds to `SimTime`, with `None` (no stop) as `NEVER`.
 pub(crate) fn stop_time(stop: Option<f64>) -> SimTime {
     stop.map_or(crate::time::NEVER, crate::time::secs)

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::dist::SizeDist;
-use super::{positive, stop_time, Source, Transfer};
+use super::{before_stop, positive, stop_time, Source, Transfer};
 use crate::rng::Rng;
 use crate::time::{secs, SimTime, NEVER};
 
@@ -117,11 +117,7 @@ impl Web {
 
 impl Source for Web {
     fn next_wake(&self) -> SimTime {
-        if self.next >= self.stop {
-            NEVER
-        } else {
-            self.next
-        }
+        before_stop(self.next, self.stop)
     }
 
     fn wake(&mut self, now: SimTime, rng: &mut Rng, out: &mut Vec<Transfer>) {

@@ -51,10 +51,6 @@ const D0_LG: u64 = 11_498_458 >> D_SHIFT;
 /// Score thresholds in units of one (the code's `L_STICKY` = 16 << (bits - V), i.e. 8.0):
 /// <= 8 pure L4S, (8, 9] transition, clamp at 17.
 const L_STICKY_ONES: u64 = 16 >> V_SHIFT;
-/// `L_STICKY`, `CLASSIC_ECN`, `C_STICKY` in the 2^-20 unit (the `Scaled` detector's).
-pub const L_STICKY: u64 = L_STICKY_ONES << ALPHA_BITS;
-pub const CLASSIC_ECN: u64 = L_STICKY + (1 << ALPHA_BITS);
-pub const C_STICKY: u64 = CLASSIC_ECN + L_STICKY;
 
 fn ilog2(x: u64) -> u32 {
     63 - x.max(1).leading_zeros()
