@@ -161,6 +161,23 @@ impl Simulation {
     }
 }
 
+/// The names the core accepts, from its enums (one registry for Python and Rust):
+/// `cc` (congestion controls), `qdisc` (qdisc kinds), `source` (traffic source kinds),
+/// `topology` (topology kinds) and `ecn_sysctl` (values of net.ipv4.tcp_ecn).
+#[pyfunction]
+fn registry() -> std::collections::BTreeMap<&'static str, Vec<String>> {
+    use l4sim_core::registry as r;
+    [
+        ("cc", r::cc_names()),
+        ("qdisc", r::qdisc_kinds()),
+        ("source", r::source_kinds()),
+        ("topology", r::topology_kinds()),
+        ("ecn_sysctl", r::ecn_sysctls()),
+    ]
+    .into_iter()
+    .collect()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -169,5 +186,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(registry, m)?)?;
     Ok(())
 }
