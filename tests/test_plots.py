@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from l4sim import plots
-from l4sim.analysis import cells
+from l4sim.studies import plots
+from l4sim.studies.analysis import cells
 
 
 def _runs(aqms=("FIFO", "Codel", "DualPI2"), bufs=(0.5, 1, 2), ecn=("none", "classic")):
@@ -128,7 +128,7 @@ def test_study_figures_split_extra_factors_into_separate_files(tmp_path):
 
 def test_cli_plots_a_stored_runs_time_series(tmp_path):
     from l4sim.cli_study import main
-    from l4sim.store import Store
+    from l4sim.sweep.store import Store
     from test_store import fake_result
 
     with Store(tmp_path / "st", write=True) as st:

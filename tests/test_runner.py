@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from l4sim import presets
-from l4sim.runner import run_study
-from l4sim.store import Store
-from l4sim.study import Study
+from l4sim.studies import presets
+from l4sim.studies.study import Study
+from l4sim.sweep.runner import run_study
+from l4sim.sweep.store import Store
 
 STUDY = """
 name = "t"
@@ -157,8 +157,8 @@ SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_runner import slow_fake_run, fake_builder
-from l4sim.runner import run_study
-from l4sim.study import Study
+from l4sim.sweep.runner import run_study
+from l4sim.studies.study import Study
 study = Study.from_toml({study!r})
 run_study(study, {store!r}, jobs=2, run_fn=slow_fake_run, builder=fake_builder,
           model_version="fake", progress=False)
@@ -166,13 +166,13 @@ run_study(study, {store!r}, jobs=2, run_fn=slow_fake_run, builder=fake_builder,
 
 
 def test_study_killed_with_sigkill_resumes_with_every_run_exactly_once(tmp_path):
-    import l4sim.study
+    import l4sim.studies.study
 
     store = tmp_path / "store"
     study = STUDY.replace("trials = 2", "trials = 6")  # 36 runs of 0.15 s on 2 workers
     script = SCRIPT.format(tests=str(Path(__file__).parent), study=study, store=str(store))
     env = dict(os.environ)
-    pkg_root = str(Path(l4sim.study.__file__).resolve().parent.parent)
+    pkg_root = str(Path(l4sim.studies.study.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
     deadline = time.time() + 30
@@ -215,13 +215,14 @@ sys.exit(130 if out.interrupted else 0)
 
 
 def test_ctrl_c_stops_cleanly_and_leaves_a_consistent_store(tmp_path):
-    import l4sim.study
+    import l4sim.studies.study
 
     store = tmp_path / "store"
     study = STUDY.replace("trials = 2", "trials = 8")  # 48 runs of 0.15 s on 2 workers
     script = SIGINT_SCRIPT.format(tests=str(Path(__file__).parent), study=study, store=str(store))
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(l4sim.study.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    pkg_root = Path(l4sim.studies.study.__file__).resolve().parents[2]
+    env["PYTHONPATH"] = str(pkg_root) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen(
         [sys.executable, "-c", script], env=env, start_new_session=True, stdout=subprocess.PIPE, text=True
     )
@@ -297,10 +298,11 @@ duration = 2
 
 @pytest.fixture
 def fake_engine(monkeypatch):
-    import l4sim.runner as r
+    import l4sim.sweep.runner as r
+    from l4sim.studies.study import Study
 
     monkeypatch.setattr(r, "core_run", fake_run)
-    monkeypatch.setattr(r, "default_builder", fake_builder)
+    monkeypatch.setattr(Study, "build", lambda self, point, seed: fake_builder(point, seed))
     monkeypatch.setattr(r, "engine_model_version", lambda: "fake")
 
 

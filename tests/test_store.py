@@ -5,7 +5,7 @@ import multiprocessing as mp
 
 import pytest
 
-from l4sim.store import Store, StoreLockedError, run_key
+from l4sim.sweep.store import Store, StoreLockedError, run_key
 
 
 def fake_result(l4s=60.0, classic=40.0, ql=1.0, qc=10.0, n=5):
@@ -141,7 +141,7 @@ def test_summary_keeps_the_result_without_series(tmp_path):
 def test_export_columns_are_factors_then_study_metrics_then_the_rest(tmp_path):
     import pandas as pd
 
-    from l4sim.report import export_csv
+    from l4sim.studies.report import export_csv
 
     with Store(tmp_path, write=True) as st:
         f = {
@@ -169,7 +169,7 @@ def test_export_columns_are_factors_then_study_metrics_then_the_rest(tmp_path):
 
 
 def test_series_fall_back_to_npz_without_pyarrow(tmp_path, monkeypatch):
-    import l4sim.store as store_mod
+    import l4sim.sweep.store as store_mod
 
     monkeypatch.setattr(store_mod, "_have_pyarrow", lambda: False)
     with Store(tmp_path, write=True) as st:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from l4sim import presets
-from l4sim.study import Constraint, Study, StudyError, seed_for
+from l4sim.studies import presets
+from l4sim.studies.study import Constraint, Study, StudyError, seed_for
 
 
 def test_full_factorial_preset_expands_to_exactly_28320_runs():
@@ -153,7 +153,7 @@ def test_invalid_toml_is_a_study_error():
 
 
 def test_load_takes_a_file_or_a_preset_even_with_a_directory_of_that_name(tmp_path, monkeypatch):
-    from l4sim.study import load
+    from l4sim.studies.presets import load
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "anrw24").mkdir()  # e.g. an output directory named like the preset

@@ -15,8 +15,8 @@ import math
 import pytest
 
 import l4sim
-from l4sim.factors import scenario_from_factors
-from l4sim.validate import DELAY_ABS_MS, DELAY_REL, load_reference
+from l4sim.studies.factors import scenario_from_factors
+from l4sim.studies.validate import DELAY_ABS_MS, DELAY_REL, load_reference
 
 SEEDS = (1, 2, 3)
 DURATION = 20.0

@@ -19,8 +19,8 @@ from typing import Any
 
 from l4sim import __version__
 from l4sim._core import ScenarioError
-from l4sim.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
 from l4sim.scenario import CC_NAMES, Scenario
+from l4sim.studies.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
 
 try:
     from l4sim import cli_study  # type: ignore[attr-defined,unused-ignore]
@@ -39,7 +39,12 @@ _FACTOR_OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--ecn-fallback", "ecn_fallback", int, "Prague classic-ECN fallback: 0 off (default), 1 on"),
     ("--tx-l4s-ecn", "tx_l4s_ecn", str, f"L4S sender ECN: {', '.join(L4S_SENDER_ECN)} (default accecn)"),
     ("--rx-l4s-ecn", "rx_l4s_ecn", str, f"L4S receiver ECN: {', '.join(L4S_RECEIVER_ECN)} (default accecn)"),
-    ("--tx-classic-ecn", "tx_classic_ecn", str, f"classic sender ECN: {', '.join(CLASSIC_ECN)} (default none)"),
+    (
+        "--tx-classic-ecn",
+        "tx_classic_ecn",
+        str,
+        f"classic sender ECN: {', '.join(CLASSIC_ECN)} (default classic, as in the study)",
+    ),
     ("--rx-classic-ecn", "rx_classic_ecn", str, f"classic receiver ECN: {', '.join(CLASSIC_ECN)} (default none)"),
     ("--cc-l4s", "cc_l4s", str, f"L4S sender CC: {', '.join(CC_NAMES)} (default prague)"),
     ("--cc-classic", "cc_classic", str, "classic sender CC (default cubic)"),
@@ -83,7 +88,7 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
     missing = [n for n in _REQUIRED_FACTORS if n not in factors]
     if missing:
         raise _UsageError("a study point needs " + ", ".join("--" + n.replace("_", "-") for n in missing))
-    from l4sim.factors import scenario_from_factors
+    from l4sim.studies.factors import scenario_from_factors
 
     if args.duration is not None:
         factors["duration"] = args.duration

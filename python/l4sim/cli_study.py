@@ -11,7 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from l4sim.study import StudyError
+from l4sim.studies.study import StudyError
+from l4sim.sweep.designs import DesignError
 
 ANRW24_DEFAULT_TRIALS = 10
 ANRW24_DEFAULT_DURATION = 60.0
@@ -93,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_reproduce_anrw24)
 
-    from l4sim import validate
+    from l4sim.studies import validate
 
     validate.register(subparsers)
 
@@ -104,20 +105,20 @@ def _err(msg: str) -> int:
 
 
 def _load(spec: str):
-    from l4sim.study import load
+    from l4sim.studies.presets import load
 
     return load(spec)
 
 
 def _run_and_report(study, store: Path, args) -> int:
-    from l4sim.runner import run_study
-    from l4sim.store import StoreLockedError
+    from l4sim.sweep.runner import run_study
+    from l4sim.sweep.store import StoreLockedError
 
     try:
         out = run_study(
             study, store, jobs=args.jobs, dask=args.dask, limit=args.limit, progress=not getattr(args, "quiet", False)
         )
-    except (StoreLockedError, StudyError) as e:
+    except (StoreLockedError, DesignError) as e:
         return _err(str(e))
     print(
         f"{study.name}: {out.done} runs done now, {out.already_done} already in the store, "
@@ -162,8 +163,8 @@ def cmd_plan(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from l4sim.report import status_lines
-    from l4sim.store import StoreError
+    from l4sim.studies.report import status_lines
+    from l4sim.sweep.store import StoreError
 
     try:
         print("\n".join(status_lines(args.store)))
@@ -173,8 +174,8 @@ def cmd_status(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from l4sim.report import export_csv
-    from l4sim.store import StoreError
+    from l4sim.studies.report import export_csv
+    from l4sim.sweep.store import StoreError
 
     try:
         n = export_csv(args.store, args.csv, design=args.design)
@@ -185,7 +186,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    from l4sim import presets
+    from l4sim.studies import presets
 
     rows = presets.table()
     w = max(len(r[0]) for r in rows)
@@ -198,8 +199,8 @@ def cmd_presets(args) -> int:
 def cmd_verdicts(args) -> int:
     import pandas as pd
 
-    from l4sim.analysis import add_verdicts, cells, verdict_table
-    from l4sim.store import Store, StoreError
+    from l4sim.studies.analysis import add_verdicts, cells, verdict_table
+    from l4sim.sweep.store import Store, StoreError
 
     try:
         with Store(args.store) as st:
@@ -217,9 +218,9 @@ def cmd_verdicts(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from l4sim import plots
-    from l4sim.analysis import cells
-    from l4sim.store import Store, StoreError
+    from l4sim.studies import plots
+    from l4sim.studies.analysis import cells
+    from l4sim.sweep.store import Store, StoreError
 
     formats = tuple(args.formats or ("png", "pdf"))
     out = Path(args.out)
@@ -246,7 +247,7 @@ def cmd_plot(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from l4sim.report import write_report
+    from l4sim.studies.report import write_report
 
     p = write_report(args.store, args.out, design=args.design)
     print(f"wrote {p}")
@@ -254,10 +255,10 @@ def cmd_report(args) -> int:
 
 
 def cmd_reproduce_anrw24(args) -> int:
-    from l4sim import plots, presets
-    from l4sim.analysis import cells, verdict_table
-    from l4sim.report import export_csv, reference_cells, write_report
-    from l4sim.store import Store
+    from l4sim.studies import plots, presets
+    from l4sim.studies.analysis import cells, verdict_table
+    from l4sim.studies.report import export_csv, reference_cells, write_report
+    from l4sim.sweep.store import Store
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ import dataclasses
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict, Union
 
@@ -34,6 +34,7 @@ __all__ = [
     "ECN_SYSCTL",
     "QDISC_KINDS",
     "SOURCE_KINDS",
+    "TOPOLOGY_KINDS",
     "Dumbbell",
     "Flow",
     "Scenario",
@@ -41,15 +42,39 @@ __all__ = [
     "ScenarioError",
     "ScenarioLike",
     "load",
+    "canonical_name",
+    "cc_name",
+    "register_document_form",
     "scenario_error",
 ]
 
+# Every name comes from ONE registry, the core's own enums (``l4sim._core.registry()``), so
+# Python never rejects what the core accepts and never has to be edited when the core grows.
+_REGISTRY = _core.registry()
 #: Congestion controls the core implements (``CcSpec`` names).
-CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3")
+CC_NAMES: tuple[str, ...] = tuple(_REGISTRY["cc"])
 #: Qdisc kinds the core implements (``QdiscSpec`` kinds).
-QDISC_KINDS = ("bfifo", "pfifo", "fq", "codel", "fq_codel", "pie", "dualpi2", "red")
-#: ``net.ipv4.tcp_ecn`` values by number, as the core names them (``TcpSpec.ecn``).
-ECN_SYSCTL = ("none", "classic", "passive", "accecn", "accecn_classic_out", "accecn_passive")
+QDISC_KINDS: tuple[str, ...] = tuple(_REGISTRY["qdisc"])
+#: Traffic source kinds (``SourceSpec`` kinds).
+SOURCE_KINDS: tuple[str, ...] = tuple(_REGISTRY["source"])
+#: Topology kinds (``TopologySpec`` kinds).
+TOPOLOGY_KINDS: tuple[str, ...] = tuple(_REGISTRY["topology"])
+#: ``net.ipv4.tcp_ecn`` values in the order of their numbers 0..5 (``EcnSysctl``).
+ECN_SYSCTL: tuple[str, ...] = tuple(_REGISTRY["ecn_sysctl"])
+#: Other spellings of congestion-control names (Linux module names, common usage).
+CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3", "newreno": "reno"}
+
+
+def canonical_name(value: str) -> str:
+    """The one rule for names everywhere: case-insensitive, ``-`` same as ``_``
+    ("DualPI2" == "dualpi2", "udp-prague" == "udp_prague", "FQ-CoDel" == "fq_codel")."""
+    return value.strip().lower().replace("-", "_")
+
+
+def cc_name(value: str) -> str:
+    """A congestion-control name in the core's spelling (aliases resolved), or as given."""
+    v = canonical_name(value)
+    return CC_ALIASES.get(v, v)
 
 
 # --- the JSON contract, as typed dicts (for type checkers; the core is the authority) ---
@@ -204,11 +229,13 @@ def _norm_cc(value: Any, field: str) -> Any:
     name = value.get("name")
     if not isinstance(name, str):
         raise scenario_error(f"{field}.name", f"expected a congestion control name, got {name!r}")
+    name = cc_name(name)
     if name not in CC_NAMES:
         raise scenario_error(
-            f"{field}.name", f"unknown congestion control {name!r}; expected one of {', '.join(CC_NAMES)}"
+            f"{field}.name",
+            f"unknown congestion control {value['name']!r}; expected one of {', '.join(CC_NAMES)}",
         )
-    return value
+    return {**value, "name": name}
 
 
 def _norm_qdisc(value: Any, field: str) -> Any:
@@ -219,9 +246,9 @@ def _norm_qdisc(value: Any, field: str) -> Any:
     kind = value.get("kind")
     if not isinstance(kind, str):
         raise scenario_error(f"{field}.kind", f"expected a qdisc kind, got {kind!r}")
-    if kind not in QDISC_KINDS:
+    if canonical_name(kind) not in QDISC_KINDS:
         raise scenario_error(f"{field}.kind", f"unknown qdisc {kind!r}; expected one of {', '.join(QDISC_KINDS)}")
-    return value
+    return {**value, "kind": canonical_name(kind)}
 
 
 def _norm_tcp(value: Any, field: str) -> Any:
@@ -234,6 +261,12 @@ def _norm_tcp(value: Any, field: str) -> Any:
         if not 0 <= ecn < len(ECN_SYSCTL):
             raise scenario_error(f"{field}.ecn", f"net.ipv4.tcp_ecn must be 0..{len(ECN_SYSCTL) - 1}, got {ecn}")
         value["ecn"] = ECN_SYSCTL[ecn]
+    elif isinstance(ecn, str):
+        if canonical_name(ecn) not in ECN_SYSCTL:
+            raise scenario_error(
+                f"{field}.ecn", f"unknown net.ipv4.tcp_ecn value {ecn!r}; expected 0..5 or one of {', '.join(ECN_SYSCTL)}"
+            )
+        value["ecn"] = canonical_name(ecn)
     return value
 
 
@@ -243,10 +276,6 @@ def _norm_bottleneck(b: Any, field: str) -> Any:
     if "qdisc" in b:
         b["qdisc"] = _norm_qdisc(b["qdisc"], f"{field}.qdisc")
     return b
-
-
-#: Traffic source kinds (``SourceSpec`` kinds; ``udp-prague`` is accepted for ``udp_prague``).
-SOURCE_KINDS = ("bulk", "web", "messages", "chunks", "udp", "udp_prague")
 
 
 def _read_cdf(path: Path, field: str) -> list[list[float]]:
@@ -290,7 +319,7 @@ def _norm_source(value: Any, field: str, base_dir: Path | None) -> Any:
         raise scenario_error(field, f'expected a source kind such as "web" or a table with a "kind", got {value!r}')
     kind = value.get("kind")
     if isinstance(kind, str):
-        kind = value["kind"] = kind.replace("-", "_")
+        kind = value["kind"] = canonical_name(kind)
     if kind not in SOURCE_KINDS:
         raise scenario_error(f"{field}.kind", f"unknown traffic source {kind!r}; expected one of {', '.join(SOURCE_KINDS)}")
     if "size" in value:
@@ -304,11 +333,15 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
     d = _plain(data)
     if not isinstance(d, dict):
         raise scenario_error("", f"a scenario must be a table (dict), got {type(data).__name__}")
-    if "factors" in d:
-        d = _from_factors_table(d)
+    for key, to_scenario in _DOCUMENT_FORMS.items():
+        if key in d:
+            d = to_scenario(d)
+            break
     topo = d.get("topology")
     if isinstance(topo, dict):
         topo.setdefault("kind", "dumbbell")
+        if isinstance(topo["kind"], str):
+            topo["kind"] = canonical_name(topo["kind"])
         if "bottleneck" in topo:
             topo["bottleneck"] = _norm_bottleneck(topo["bottleneck"], "topology.bottleneck")
         if isinstance(topo.get("bottlenecks"), list):
@@ -350,36 +383,17 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
     return d
 
 
-def _from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
-    """A scenario given as one point of the study's design: a ``[factors]`` table with the
-    study's factor names (see ``l4sim.factors``), plus optional ``name``, ``seed``,
-    ``duration`` and ``sample_interval`` at the top level."""
-    from l4sim.factors import scenario_from_factors
+# Other forms a scenario document may take instead of topology/flows: a top-level key and the
+# function that turns such a document into a plain scenario dict. A higher layer registers them
+# (``l4sim.studies`` registers "factors": one point of the study's design), so this generic
+# module knows nothing of any study.
+_DOCUMENT_FORMS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
-    factors = d["factors"]
-    if not isinstance(factors, dict):
-        raise scenario_error("factors", f"expected a table of study factors, got {factors!r}")
-    clash = [k for k in ("topology", "flows") if k in d]
-    if clash:
-        raise scenario_error(clash[0], "give either [factors] or topology/flows, not both")
-    top = {k: v for k, v in d.items() if k != "factors"}
-    unknown = sorted(set(top) - {"name", "seed", "duration", "sample_interval"})
-    if unknown:
-        raise scenario_error(unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)")
-    args = dict(factors)
-    for k in ("seed", "duration", "sample_interval"):
-        if k in top:
-            args[k] = top[k]
-    try:
-        out = scenario_from_factors(**args)
-    except ScenarioError as e:
-        field = getattr(e, "field", "")
-        if field in factors:
-            raise scenario_error(f"factors.{field}", getattr(e, "message", str(e))) from None
-        raise
-    if "name" in top:
-        out["name"] = top["name"]
-    return out
+
+def register_document_form(key: str, to_scenario: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Accept documents with a top-level ``key`` table, turned into a scenario by ``to_scenario``
+    (which raises ScenarioError naming the field at fault)."""
+    _DOCUMENT_FORMS[key] = to_scenario
 
 
 def _from_core(e: ScenarioError, source: str | None, data: dict[str, Any] | None = None) -> ScenarioError:

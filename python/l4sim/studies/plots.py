@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
-from l4sim.study import AQMS  # noqa: E402
+from l4sim.studies.study import AQMS  # noqa: E402
 
 # value -> (title, colorbar label, per-flow pair columns or None, norm builder, cmap)
 VARIANTS: dict[str, dict[str, Any]] = {

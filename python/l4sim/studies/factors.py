@@ -13,22 +13,32 @@ the dumbbell scenario the testbed ran:
   the testbed's ``tcp_congestion_control=prague`` + ``tcp_ecn=3`` receiver did; classic-ECN and
   no-ECN receivers run cubic with ``tcp_ecn`` 1 or 0).
 
-Names of values are the study's and case-sensitive, except AQM names, which are matched
-case-insensitively (spaces and hyphens count as underscores: "single queue FQ" works).
+Names follow the package's one rule (``l4sim.scenario.canonical_name``): case-insensitive,
+hyphens count as underscores, and for AQM names spaces too ("single queue FQ" works).
+``qdisc_for`` is the one place where the study's AQM names map to qdisc kinds.
+
+Defaults are the study's: both senders ask for ECN (``tx_l4s_ecn="accecn"``,
+``tx_classic_ecn="classic"``), as in its presets. A combination that cannot negotiate what a
+receiver setting names (a sender that never asks for ECN with an ECN receiver) warns
+(:class:`FactorWarning`): ECN is negotiated only when the sender asks.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
-from l4sim.scenario import CC_NAMES, scenario_error
+from l4sim._core import ScenarioError
+from l4sim.scenario import CC_NAMES, canonical_name, cc_name, scenario_error
 
 __all__ = [
     "AQMS",
     "FACTOR_NAMES",
+    "FactorWarning",
     "RUN_PARAMS",
     "buffer_bytes",
+    "canonical_aqm",
     "buffer_packets",
     "qdisc_for",
     "scenario_from_factors",
@@ -86,13 +96,17 @@ L4S_CE_THRESHOLD_MS = 1.0
 L4S_CE_SELECTOR = 0x01
 L4S_CE_MASK = 0x03
 
-_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3"}
-_AQM_LOOKUP = {a.lower(): a for a in AQMS}
+_AQM_LOOKUP = {canonical_name(a): a for a in AQMS}
 
 
-def _canonical_aqm(aqm: Any) -> str:
+class FactorWarning(UserWarning):
+    """A factor combination that runs but cannot do what one of its values names."""
+
+
+def canonical_aqm(aqm: Any) -> str:
+    """The study's spelling of an AQM name ("dualpi2" -> "DualPI2"); ScenarioError if unknown."""
     if isinstance(aqm, str):
-        key = aqm.strip().lower().replace(" ", "_").replace("-", "_")
+        key = canonical_name(aqm).replace(" ", "_")
         if key in _AQM_LOOKUP:
             return _AQM_LOOKUP[key]
     raise scenario_error("aqm", f"unknown AQM {aqm!r}; expected one of {', '.join(AQMS)}")
@@ -111,15 +125,15 @@ def _count(name: str, v: Any) -> int:
 
 
 def _choice(name: str, v: Any, allowed: tuple[str, ...]) -> str:
-    if v not in allowed:
+    if not isinstance(v, str) or canonical_name(v) not in allowed:
         raise scenario_error(name, f"unknown value {v!r}; expected one of {', '.join(allowed)}")
-    return str(v)
+    return canonical_name(v)
 
 
 def _cc_name(name: str, v: Any) -> str:
-    if isinstance(v, str) and v in _CC_ALIASES:
-        v = _CC_ALIASES[v]
-    return _choice(name, v, CC_NAMES)
+    if not isinstance(v, str) or cc_name(v) not in CC_NAMES:
+        raise scenario_error(name, f"unknown value {v!r}; expected one of {', '.join(CC_NAMES)}")
+    return cc_name(v)
 
 
 def buffer_bytes(n_bdp: float, btl_capacity: float, base_rtt: float) -> int:
@@ -136,7 +150,7 @@ def qdisc_for(
     aqm: str, *, n_bdp: float, btl_capacity: float, base_rtt: float, ecn_threshold: float = 5
 ) -> dict[str, Any]:
     """The bottleneck qdisc spec of one AQM configuration of the study (threshold T in ms)."""
-    aqm = _canonical_aqm(aqm)
+    aqm = canonical_aqm(aqm)
     nbytes = buffer_bytes(n_bdp, btl_capacity, base_rtt)
     pkts = buffer_packets(nbytes)
     t = float(ecn_threshold)
@@ -170,7 +184,7 @@ def qdisc_for(
     if aqm == "DualPI2":
         # Classic target T; everything else (limit 10000 packets, step 1 ms, ...) default.
         return {"kind": "dualpi2", "target_ms": t}
-    raise AssertionError(aqm)  # pragma: no cover - _canonical_aqm covers every name
+    raise AssertionError(aqm)  # pragma: no cover - canonical_aqm covers every name
 
 
 def seed_for_trial(trial: int) -> int:
@@ -195,7 +209,7 @@ def scenario_from_factors(
     ecn_fallback: int = 0,
     tx_l4s_ecn: str = "accecn",
     rx_l4s_ecn: str = "accecn",
-    tx_classic_ecn: str = "none",
+    tx_classic_ecn: str = "classic",
     rx_classic_ecn: str = "none",
     cc_l4s: str = "prague",
     cc_classic: str = "cubic",
@@ -220,7 +234,7 @@ def scenario_from_factors(
         raise scenario_error(
             k, f"unknown factor {k!r} (= {extra[k]!r}); known: {', '.join(FACTOR_NAMES + RUN_PARAMS + EXTRA_KEYS)}"
         )
-    aqm = _canonical_aqm(aqm)
+    aqm = canonical_aqm(aqm)
     n_bdp = _positive("n_bdp", n_bdp)
     btl_capacity = _positive("btl_capacity", btl_capacity)
     base_rtt = _positive("base_rtt", base_rtt)
@@ -246,6 +260,15 @@ def scenario_from_factors(
             "ecn_fallback",
             f"the classic-ECN fallback is a TCP Prague switch; got ecn_fallback={ecn_fallback} with cc_l4s={cc_l4s!r}",
         )
+    for side, tx, rx in (("l4s", tx_l4s_ecn, rx_l4s_ecn), ("classic", tx_classic_ecn, rx_classic_ecn)):
+        n = n_l4s if side == "l4s" else n_classic
+        if n and tx == "none" and rx != "none":
+            warnings.warn(
+                f"rx_{side}_ecn={rx!r} has no effect: tx_{side}_ecn='none' never asks for ECN, "
+                f"so the {side} flow runs without ECN (set tx_{side}_ecn to use it)",
+                FactorWarning,
+                stacklevel=2,
+            )
     if seed is None:
         seed = seed_for_trial(trial) if trial is not None else 1
     elif isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -300,3 +323,41 @@ def scenario_from_factors(
         "topology": topology,
         "flows": flows,
     }
+
+
+def scenario_from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
+    """A scenario given as one point of the study's design: a ``[factors]`` table with the
+    study's factor names (see ``l4sim.studies.factors``), plus optional ``name``, ``seed``,
+    ``duration`` and ``sample_interval`` at the top level."""
+    factors = d["factors"]
+    if not isinstance(factors, dict):
+        raise scenario_error("factors", f"expected a table of study factors, got {factors!r}")
+    clash = [k for k in ("topology", "flows") if k in d]
+    if clash:
+        raise scenario_error(clash[0], "give either [factors] or topology/flows, not both")
+    top = {k: v for k, v in d.items() if k != "factors"}
+    unknown = sorted(set(top) - {"name", "seed", "duration", "sample_interval"})
+    if unknown:
+        raise scenario_error(unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)")
+    args = dict(factors)
+    for k in ("seed", "duration", "sample_interval"):
+        if k in top:
+            args[k] = top[k]
+    try:
+        out = scenario_from_factors(**args)
+    except ScenarioError as e:
+        field = getattr(e, "field", "")
+        if field in factors:
+            raise scenario_error(f"factors.{field}", getattr(e, "message", str(e))) from None
+        raise
+    if "name" in top:
+        out["name"] = top["name"]
+    return out
+
+
+def run_factors(**factors: Any) -> Any:
+    """Run one point of the study's design (see :func:`scenario_from_factors`); a RunResult."""
+    from l4sim.api import run
+    from l4sim.scenario import Scenario
+
+    return run(Scenario.from_dict(scenario_from_factors(**factors)))

@@ -23,13 +23,31 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from l4sim.study import canonical_json
+from l4sim.sweep.designs import canonical_json
 
 SCHEMA_VERSION = "1"
+#: Which backend produced a run when its result does not say (the packet-level simulator).
+DEFAULT_BACKEND = "l4sim-sim"
+
+# What a study adds to the generic store (registered by ``l4sim.studies`` when imported): the
+# per-run metric columns computed from a result, and the order of factor columns in
+# ``Store.runs()``. The store itself knows nothing of any study's factors or metrics.
+_metrics_fn: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+_factor_order: tuple[str, ...] = ()
+
+
+def register_study_columns(
+    factor_order: Iterable[str], metrics: Callable[[Mapping[str, Any]], Mapping[str, Any]]
+) -> None:
+    """Set the factor column order and the per-run metrics function (the studies layer)."""
+    global _metrics_fn, _factor_order
+    _factor_order = tuple(factor_order)
+    _metrics_fn = metrics
+
 
 METRIC_COLUMNS = ("l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms", "classic_qdelay_ms")
 EXTRA_COLUMNS = ("jain_index", "utilisation", "sim_seconds", "wall_seconds", "events")
@@ -70,6 +88,7 @@ CREATE TABLE IF NOT EXISTS runs (
     cell TEXT NOT NULL,
     seed INTEGER NOT NULL,
     model_version TEXT NOT NULL,
+    backend TEXT,
     status TEXT NOT NULL,
     error TEXT,
     started REAL, finished REAL,
@@ -165,6 +184,9 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
+            if "backend" not in {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}:
+                # stores written before runs recorded their backend: all were the simulator's
+                self.db.execute(f"ALTER TABLE runs ADD COLUMN backend TEXT DEFAULT '{DEFAULT_BACKEND}'")
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             self._cleanup()
         else:
@@ -261,8 +283,6 @@ class Store:
         finished: float | None = None,
     ) -> None:
         """Commit one finished run (or its error): series file first, then one transaction."""
-        from l4sim.analysis import run_metrics
-
         if not self.write:
             raise StoreError("store opened read-only")
         cell = {k: v for k, v in factors.items() if k != "trial"}
@@ -272,10 +292,11 @@ class Store:
         summary = None
         if result is not None:
             series_name = self._write_series(key, result)
-            metrics = run_metrics(result)
+            metrics = dict(_metrics_fn(result)) if _metrics_fn is not None else {}
             flows = result.get("flows") or []
             summary = json.dumps({k: v for k, v in result.items() if k not in ("series", "rtt_samples")})
         status = "done" if result is not None else "error"
+        backend = str((result or {}).get("backend") or DEFAULT_BACKEND)
         cols = [
             "key",
             "design",
@@ -283,6 +304,7 @@ class Store:
             "cell",
             "seed",
             "model_version",
+            "backend",
             "status",
             "error",
             "started",
@@ -299,6 +321,7 @@ class Store:
             canonical_json(cell),
             int(seed),
             model_version,
+            backend,
             status,
             error,
             started,
@@ -364,8 +387,6 @@ class Store:
         """One row per run: factor columns (study order), the study metrics, then the rest."""
         import pandas as pd
 
-        from l4sim.study import EXTRA_SETTINGS, FACTOR_ORDER
-
         q = "SELECT r.* FROM runs r"
         args: list[Any] = []
         conds = []
@@ -381,7 +402,7 @@ class Store:
         q += " ORDER BY r.rowid"
         rows = [dict(r) for r in self.db.execute(q, args)]
         facs = [json.loads(r["factors"]) for r in rows]
-        names = [k for k in FACTOR_ORDER + EXTRA_SETTINGS if any(k in f for f in facs)]
+        names = [k for k in _factor_order if any(k in f for f in facs)]
         names += sorted({k for f in facs for k in f} - set(names))
         data = []
         for r, f in zip(rows, facs, strict=True):
@@ -392,6 +413,7 @@ class Store:
             d["key"] = r["key"]
             d["design"] = r["design"]
             d["model_version"] = r["model_version"]
+            d["backend"] = r["backend"]
             d["status"] = r["status"]
             for c in EXTRA_COLUMNS:
                 d[c] = r[c]
@@ -408,6 +430,7 @@ class Store:
                 "key",
                 "design",
                 "model_version",
+                "backend",
                 "status",
                 *EXTRA_COLUMNS,
                 "started",

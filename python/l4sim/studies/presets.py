@@ -26,7 +26,9 @@ a study file also takes a preset name. Each preset's TOML text is stored with it
 
 from __future__ import annotations
 
-from l4sim.study import Study, StudyError
+from pathlib import Path
+
+from l4sim.studies.study import Study, StudyError
 
 NINE_AQMS = (
     '["FIFO", "single_queue_FQ", "Codel", "FQ", "FQ_Codel", "FQ_Codel_L4S", "pie_drop", "Codel_drop", "DualPI2"]'
@@ -166,3 +168,15 @@ def table() -> list[tuple[str, int, int, str]]:
         s = get(n)
         out.append((n, len(s), s.trials, s.description))
     return out
+
+
+def load(file_or_preset: str) -> Study:
+    """A study from a TOML file path or a preset name (a file wins over a preset)."""
+    p = Path(file_or_preset)
+    if p.is_file():
+        return Study.from_file(p)
+    if file_or_preset in PRESETS:
+        return get(file_or_preset)
+    if p.suffix == ".toml" or p.exists():
+        raise StudyError(f"study file {file_or_preset!r} not found (or not a file)")
+    return get(file_or_preset)  # StudyError listing the presets

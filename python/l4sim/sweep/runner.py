@@ -7,7 +7,8 @@ key has no ``done`` row. Ctrl-C cancels the pending runs and leaves the store co
 The function that executes one run is injectable (``run_fn``: ``str -> str``, must be
 picklable, i.e. a module-level function); the default is the engine, ``l4sim._core.run``.
 The scenario builder (``point, seed -> scenario dict``) is injectable too; the default is
-``l4sim.factors.scenario_from_factors``.
+the design's own ``build`` (see :mod:`l4sim.sweep.designs`; a study's is
+``l4sim.studies.factors.scenario_from_factors``). The runner knows nothing of any study.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from l4sim.store import Store, run_key
-from l4sim.study import RunSpec, Study
+from l4sim.sweep.designs import Design, DesignError, RunSpec
+from l4sim.sweep.store import Store, run_key
 
 RunFn = Callable[[str], str]
 Builder = Callable[[Mapping[str, Any], int], dict]
@@ -40,17 +41,6 @@ def engine_model_version() -> str:
     from l4sim._core import MODEL_VERSION
 
     return str(MODEL_VERSION)
-
-
-def default_builder(point: Mapping[str, Any], seed: int) -> dict:
-    """The scenario of one design point (study factor names) via l4sim.factors."""
-    from l4sim.factors import scenario_from_factors
-
-    kw = dict(point)
-    if kw.get("ecn_threshold") is None:
-        kw.pop("ecn_threshold", None)  # FIFO: no threshold
-    kw["seed"] = seed
-    return scenario_from_factors(**kw)
 
 
 def execute(run_fn: RunFn, scenario_json: str) -> tuple[str | None, str | None, float, float]:
@@ -89,21 +79,20 @@ class Outcome:
         return self.planned - self.already_done - self.done
 
 
-def plan(study: Study, *, builder: Builder = default_builder, model_version: str) -> list[PlannedRun]:
+def plan(study: Design, *, builder: Builder | None = None, model_version: str) -> list[PlannedRun]:
+    builder = builder or study.build
     out = []
     for spec in study.runs():
         try:
             scen = builder(spec.point, spec.seed)
         except ValueError as e:  # ScenarioError: name the point, stop before running anything
-            from l4sim.study import StudyError
-
-            raise StudyError(f"run {spec.point} cannot be built: {e}") from e
+            raise DesignError(f"run {spec.point} cannot be built: {e}") from e
         out.append(PlannedRun(spec, run_key(scen, spec.seed, model_version), json.dumps(scen, sort_keys=True)))
     return out
 
 
 def run_study(
-    study: Study,
+    study: Design,
     store: str | os.PathLike | Store,
     *,
     jobs: int | None = None,
@@ -121,7 +110,7 @@ def run_study(
     ("tcp://host:port") or a ``distributed.Client``. limit: do at most this many runs.
     """
     run_fn = run_fn or core_run
-    builder = builder or default_builder
+    builder = builder or study.build
     if model_version is None:
         model_version = engine_model_version()
     own_store = not isinstance(store, Store)

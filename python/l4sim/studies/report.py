@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from l4sim.analysis import VerdictRules, add_verdicts, cells, verdict_table
-from l4sim.store import FLOW_COLUMNS, METRIC_COLUMNS, Store
+from l4sim.studies.analysis import VerdictRules, add_verdicts, cells, verdict_table
+from l4sim.sweep.store import FLOW_COLUMNS, METRIC_COLUMNS, Store
 
 REFERENCE_ANRW24 = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
 _QDISC_FIELDS = (
@@ -175,7 +175,7 @@ def write_report(
     max_embedded: int = 16,
 ) -> Path:
     """Write ``out`` (an .html file) from the store: status, verdicts, figures, cell table."""
-    from l4sim import plots
+    from l4sim.studies import plots
 
     out = Path(out)
     rules = rules or VerdictRules()
