@@ -357,6 +357,39 @@ def test_reproduce_anrw24_writes_store_csv_figures_verdicts_and_report(tmp_path,
     assert _run(study, out / "store", jobs=1).already_done == 90
 
 
+def test_reproduce_into_an_out_with_another_design_refuses_in_one_line(tmp_path, fake_engine, capsys):
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "-j", "1", "--quiet", "--duration", "2"]
+    assert main([*args, "--trials", "1"]) == 0
+    before = (out / "store" / "index.sqlite").read_bytes()
+    capsys.readouterr()
+    assert main([*args, "--trials", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "1 trials x 2 s" in err and "2 trials x 2 s" in err and "--out" in err
+    assert (out / "store" / "index.sqlite").read_bytes() == before  # nothing touched
+    assert main([*args, "--trials", "1"]) == 0  # the same design resumes
+
+
+def test_reproduce_with_limit_says_partial_and_gives_no_verdicts(tmp_path, fake_engine, capsys):
+    from l4sim.cli_study import main
+    from l4sim.studies.report import write_report
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]
+    assert main([*args, "--limit", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "partial: 5 of 90 runs" in text and "no verdicts" in text
+    assert not (out / "verdicts.csv").exists() and not (out / "report.html").exists()
+    html = write_report(out / "store", tmp_path / "r.html").read_text()
+    assert "Partial results: 5 of 90" in html and "No verdicts from a partial grid" in html
+    assert main(args) == 0  # completing it gives the verdicts
+    assert (out / "verdicts.csv").exists()
+    assert "Partial" not in (out / "report.html").read_text()
+
+
 def test_real_engine_reproduce_anrw24_limited(tmp_path):
     from l4sim.cli_study import main
 
@@ -381,7 +414,8 @@ def test_real_engine_reproduce_anrw24_limited(tmp_path):
         )
         == 0
     )
-    assert (out / "report.html").exists()
+    assert (out / "results.csv").exists()
+    assert not (out / "report.html").exists()  # a partial grid gets no report and no verdicts
 
 
 def test_cli_run_on_a_locked_store_is_a_clear_error(tmp_path, fake_engine, capsys):

@@ -110,7 +110,7 @@ def _load(spec: str):
     return load(spec)
 
 
-def _run_and_report(study, store: Path, args) -> int:
+def _run_and_report(study, store: Path, args, outcome: list | None = None) -> int:
     from l4sim.sweep.runner import run_study
     from l4sim.sweep.store import StoreLockedError
 
@@ -120,6 +120,8 @@ def _run_and_report(study, store: Path, args) -> int:
         )
     except (StoreLockedError, DesignError) as e:
         return _err(str(e))
+    if outcome is not None:
+        outcome.append(out)
     print(
         f"{study.name}: {out.done} runs done now, {out.already_done} already in the store, "
         f"{out.errors} failed, {out.missing} missing of {out.planned}"
@@ -261,11 +263,29 @@ def cmd_reproduce_anrw24(args) -> int:
     from l4sim.sweep.store import Store
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if args.trials < 1:
+        return _err(f"--trials must be at least 1, got {args.trials}")
+    if not args.duration > 0:
+        return _err(f"--duration must be a positive number of seconds, got {args.duration:g}")
     study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
+    clash = _design_clash(out / "store", study)
+    if clash:
+        return _err(clash)
+    out.mkdir(parents=True, exist_ok=True)
     print(f"ANRW'24 grid: {len(study)} runs ({args.trials} trials x {args.duration:g} s) into {out / 'store'}")
-    rc = _run_and_report(study, out / "store", args)
+    outcome: list = []
+    rc = _run_and_report(study, out / "store", args, outcome)
     if rc in (2, 130):
+        return rc
+    missing = outcome[0].missing if outcome else 0
+    if missing:
+        # A partial grid is never presented as complete: no verdicts, figures or report from it.
+        print(
+            f"partial: {outcome[0].planned - missing} of {outcome[0].planned} runs are in {out / 'store'}; "
+            "no verdicts or report from a partial grid (run the same command again to complete it)"
+        )
+        n = export_csv(out / "store", out / "results.csv", design=study.name)
+        print(f"wrote {out / 'results.csv'} ({n} runs, partial)")
         return rc
     n = export_csv(out / "store", out / "results.csv", design=study.name)
     with Store(out / "store") as st:
@@ -290,6 +310,38 @@ def cmd_reproduce_anrw24(args) -> int:
     print(vt.to_string())
     print(f"wrote {out / 'results.csv'} ({n} runs), {len(figs)} figures in {out / 'figures'}, {rep}")
     return rc
+
+
+def _design_clash(store: Path, study) -> str | None:
+    """One line if ``store`` already holds a design of this name defined differently (other
+    trials or duration): reusing it would silently redefine what the store's results mean."""
+    import tomllib
+
+    from l4sim.sweep.store import Store, StoreError
+
+    if not (store / "index.sqlite").exists():
+        return None
+    try:
+        with Store(store) as st:
+            old = {d["name"]: d["content"] for d in st.designs()}.get(study.name)
+    except StoreError:
+        return None
+    if old is None or old == study.to_toml():
+        return None
+
+    def shape(text: str) -> str:
+        try:
+            d = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return "another definition"
+        trials = d.get("trials") or len(d.get("factors", {}).get("trial", [])) or 1
+        dur = d.get("fixed", {}).get("duration", "?")
+        return f"{trials} trials x {dur:g} s" if isinstance(dur, (int, float)) else f"{trials} trials"
+
+    return (
+        f"{store} holds the {study.name} design with {shape(old)}, not {shape(study.to_toml())}: "
+        "use another --out, or the same --trials/--duration to resume it"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -196,13 +196,28 @@ def write_report(
     ]
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
+    # A partial grid is never presented as complete: say what is missing, give no verdicts.
+    shown = status if design is None or status.empty else status[status["design"] == design]
+    partial = not shown.empty and bool((shown["missing"] > 0).any())
+    if partial:
+        have, total = int(shown["done"].sum()), int(shown["total"].sum())
+        parts.append(
+            f"<p class='partial'><b>Partial results: {have} of {total} planned runs are done.</b> "
+            "Figures and the cell table show only the finished runs; no verdicts are given "
+            "until the design is complete.</p>"
+        )
     parts.append("<h2>Status</h2>" + (_table(status) if not status.empty else "<p>empty</p>"))
     parts.append("<h2>Is it OK to turn on TCP Prague?</h2>")
-    parts.append(
-        "<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
-        "harmful to the classic flow (rules: " + html.escape(repr(rules)) + "); n/a = the design has no such cells.</p>"
-    )
-    parts.append(_table(verdict_table(runs, rules), index=True))
+    if partial:
+        parts.append("<p>No verdicts from a partial grid: finish the design (run the same command again).</p>")
+    else:
+        parts.append(
+            "<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
+            "harmful to the classic flow (rules: "
+            + html.escape(repr(rules))
+            + "); n/a = the design has no such cells.</p>"
+        )
+        parts.append(_table(verdict_table(runs, rules), index=True))
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:
         parts.append(f"<h2>{html.escape(name.replace('_', ' '))}</h2>{_img(Path(p))}")
