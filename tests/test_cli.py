@@ -63,7 +63,7 @@ def test_unknown_aqm_option_exits_2_naming_the_value(capsys):
     rc = main(["run", "--aqm", "REDish", "--n-bdp", "2", "--btl-capacity", "100", "--base-rtt", "10"])
     assert rc == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: aqm: ") and "REDish" in err
+    assert err.startswith("error: --aqm: ") and "REDish" in err
 
 
 def test_study_point_needs_the_buffer_capacity_and_rtt(capsys):

@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -43,6 +44,9 @@ __all__ = [
     "ScenarioLike",
     "load",
     "canonical_name",
+    "check_scale",
+    "one_line",
+    "plain_words",
     "cc_name",
     "register_document_form",
     "scenario_error",
@@ -396,12 +400,83 @@ def register_document_form(key: str, to_scenario: Callable[[dict[str, Any]], dic
     _DOCUMENT_FORMS[key] = to_scenario
 
 
+# serde's words for types, in the user's vocabulary (no "expected f64" in a message).
+_PLAIN_WORDS = (
+    (re.compile(r"\bexpected (?:f32|f64)\b"), "expected a number"),
+    (re.compile(r"\bexpected (?:u8|u16|u32|u64|usize)\b"), "expected a whole number (0 or more)"),
+    (re.compile(r"\bexpected (?:i8|i16|i32|i64|isize)\b"), "expected a whole number"),
+    (re.compile(r"\bexpected a borrowed string\b"), "expected a string"),
+    (re.compile(r"\binvalid type: floating point `([^`]*)`"), r"got the number \1"),
+    (re.compile(r"\binvalid type: integer `([^`]*)`"), r"got the number \1"),
+    (re.compile(r"\binvalid type: string \"([^\"]*)\""), r'got the text "\1"'),
+    (re.compile(r"\binvalid type: (map|sequence|boolean `[^`]*`)"), r"got a \1"),
+    (re.compile(r"\binvalid value: integer `([^`]*)`"), r"got \1"),
+    (re.compile(r"\bmap\b"), "table"),
+    (re.compile(r"\bsequence\b"), "list"),
+    (re.compile(r" at line \d+ column \d+$"), ""),
+    (re.compile(r"\bunknown variant `([^`]*)`, expected"), r"unknown value '\1'; expected"),
+    (re.compile(r"\bunknown field `([^`]*)`, expected"), r"unknown key '\1'; expected"),
+    (re.compile(r"`([^`]*)`"), r"\1"),
+)
+
+
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def one_line(message: str) -> str:
+    """A message on one line: line breaks inside a value the user gave are shown escaped."""
+    return "".join(repr(c)[1:-1] if c in _LINE_BREAKS else c for c in message.strip())
+
+
+def plain_words(message: str) -> str:
+    """The core's message with Rust/serde type names replaced by what a user calls them."""
+    for pat, repl in _PLAIN_WORDS:
+        message = pat.sub(repl, message)
+    return message
+
+
 def _from_core(e: ScenarioError, source: str | None, data: dict[str, Any] | None = None) -> ScenarioError:
     """Re-raise the core's error, noting the file it came from."""
-    err = scenario_error(getattr(e, "field", ""), getattr(e, "message", str(e)), source)
+    err = scenario_error(getattr(e, "field", ""), plain_words(getattr(e, "message", str(e))), source)
     if source:
         err.add_note(f"in {source}")
     return err
+
+
+#: Beyond these the simulator's results mean nothing (1 ns clock: a 1500-byte packet takes
+#: 12 ns at 1 Tbit/s) or the run cannot finish in useful time: surely a mistake.
+MAX_RATE_MBPS = 1e6
+MAX_DURATION_S = 86_400.0
+MAX_RTT_MS = 60_000.0
+
+
+def check_scale(d: Mapping[str, Any], source: str | None) -> None:
+    """Reject absurd magnitudes (a 1e9 Mbit/s link, a 1e7 s run) the core would accept."""
+
+    def bad(field: str, msg: str) -> ScenarioError:
+        return scenario_error(field, msg, source)
+
+    dur = d.get("duration")
+    if isinstance(dur, (int, float)) and dur > MAX_DURATION_S:
+        raise bad("duration", f"{dur:g} s is more than a day of simulated time (at most {MAX_DURATION_S:g} s)")
+    topo = d.get("topology") or {}
+    rates = [("topology.nic_rate", topo.get("nic_rate"))]
+    if isinstance(topo.get("bottleneck"), dict):
+        rates.append(("topology.bottleneck.rate", topo["bottleneck"].get("rate")))
+    for i, b in enumerate(topo.get("bottlenecks") or []):
+        if isinstance(b, dict):
+            rates.append((f"topology.bottlenecks[{i}].rate", b.get("rate")))
+    for field, r in rates:
+        if isinstance(r, (int, float)) and r > MAX_RATE_MBPS:
+            raise bad(
+                field,
+                f"{r:g} Mbit/s is beyond what the simulator models (at most {MAX_RATE_MBPS:g} Mbit/s = 1 Tbit/s)",
+            )
+    rtts = [("topology.base_rtt", topo.get("base_rtt"))]
+    rtts += [(f"flows[{i}].base_rtt", f.get("base_rtt")) for i, f in enumerate(d.get("flows") or []) if isinstance(f, dict)]
+    for field, v in rtts:
+        if isinstance(v, (int, float)) and v > MAX_RTT_MS:
+            raise bad(field, f"{v:g} ms is a base RTT of more than a minute (at most {MAX_RTT_MS:g} ms)")
 
 
 # --- the scenario object ---
@@ -503,6 +578,7 @@ class Scenario:
             _core.validate(self.to_json())
         except ScenarioError as e:
             raise _from_core(e, self.source, self.data) from None
+        check_scale(self.data, self.source)
         return self
 
     def with_overrides(self, **overrides: Any) -> Scenario:

@@ -43,12 +43,13 @@ fn run(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
         .map_err(|e| to_py_err(py, e))
 }
 
-/// Parse and validate a scenario given as JSON without running it.
+/// Parse and validate a scenario given as JSON without running it: every check a run makes
+/// before its first event, including building the network (tree links, flow pairs), so that
+/// a scenario that validates never fails when it runs.
 #[pyfunction]
 fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<()> {
-    Scenario::from_json(scenario_json)
-        .map(|_| ())
-        .map_err(|e| to_py_err(py, e))
+    let sc = Scenario::from_json(scenario_json).map_err(|e| to_py_err(py, e))?;
+    World::new(&sc).map(|_| ()).map_err(|e| to_py_err(py, e))
 }
 
 /// A simulation you can step: built from a scenario (core JSON), advanced with `run_until`,

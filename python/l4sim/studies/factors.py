@@ -25,12 +25,14 @@ receiver setting names (a sender that never asks for ECN with an ECN receiver) w
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from typing import Any
 
+from l4sim import _core
 from l4sim._core import ScenarioError
-from l4sim.scenario import CC_NAMES, canonical_name, cc_name, scenario_error
+from l4sim.scenario import CC_NAMES, canonical_name, cc_name, check_scale, plain_words, scenario_error
 
 __all__ = [
     "AQMS",
@@ -325,6 +327,22 @@ def scenario_from_factors(
     }
 
 
+#: Factors a study point cannot do without.
+REQUIRED_FACTORS = ("aqm", "n_bdp", "btl_capacity", "base_rtt")
+
+#: The scenario field each factor becomes: a core error about the field is about the factor.
+_FACTOR_OF_FIELD = {
+    "topology.bottleneck.qdisc.limit": "n_bdp",
+    "topology.bottleneck.qdisc.flow_limit": "n_bdp",
+    "topology.bottleneck.rate": "btl_capacity",
+    "duration": "duration",
+    "topology.base_rtt": "base_rtt",
+    "topology.bottleneck.qdisc.target_ms": "ecn_threshold",
+    "topology.bottleneck.qdisc.ce_threshold_ms": "ecn_threshold",
+    "flows[0].streams": "n_l4s",
+}
+
+
 def scenario_from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
     """A scenario given as one point of the study's design: a ``[factors]`` table with the
     study's factor names (see ``l4sim.studies.factors``), plus optional ``name``, ``seed``,
@@ -339,16 +357,27 @@ def scenario_from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(top) - {"name", "seed", "duration", "sample_interval"})
     if unknown:
         raise scenario_error(unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)")
+    missing = [k for k in REQUIRED_FACTORS if k not in factors]
+    if missing:
+        raise scenario_error(
+            f"factors.{missing[0]}", f"missing: a study point needs {', '.join(REQUIRED_FACTORS)} in [factors]"
+        )
     args = dict(factors)
     for k in ("seed", "duration", "sample_interval"):
         if k in top:
             args[k] = top[k]
     try:
         out = scenario_from_factors(**args)
+        _core.validate(json.dumps(out))
+        check_scale(out, None)
     except ScenarioError as e:
         field = getattr(e, "field", "")
+        field = _FACTOR_OF_FIELD.get(field, field)
+        msg = plain_words(getattr(e, "message", str(e)))
         if field in factors:
-            raise scenario_error(f"factors.{field}", getattr(e, "message", str(e))) from None
+            raise scenario_error(f"factors.{field}", msg) from None
+        if field:
+            raise scenario_error(field, msg) from None
         raise
     if "name" in top:
         out["name"] = top["name"]
