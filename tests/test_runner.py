@@ -172,7 +172,7 @@ def test_study_killed_with_sigkill_resumes_with_every_run_exactly_once(tmp_path)
     study = STUDY.replace("trials = 2", "trials = 6")  # 36 runs of 0.15 s on 2 workers
     script = SCRIPT.format(tests=str(Path(__file__).parent), study=study, store=str(store))
     env = dict(os.environ)
-    pkg_root = str(Path(l4sim.studies.study.__file__).resolve().parent.parent)
+    pkg_root = str(Path(l4sim.studies.study.__file__).resolve().parents[2])
     env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
     deadline = time.time() + 30
@@ -203,6 +203,55 @@ def test_study_killed_with_sigkill_resumes_with_every_run_exactly_once(tmp_path)
     assert flows.groupby("run_key").size().eq(2).all() and flows["run_key"].nunique() == len(s)
     files = sorted(f.name for f in (store / "series").iterdir())
     assert files == sorted(df["series"])
+
+
+LONG_STUDY = """
+name = "long"
+trials = 4
+[factors]
+aqm = ["FIFO", "DualPI2"]
+[fixed]
+n_bdp = 2
+btl_capacity = 100
+base_rtt = 10
+duration = 600
+"""
+
+
+def test_sigkill_of_study_run_leaves_no_process_behind(tmp_path):
+    """SIGKILL of `l4sim study run` (the parent only, as the OOM killer or `kill -9` would):
+    its fork server, resource tracker and workers (busy in long runs) must all exit."""
+    import psutil
+
+    import l4sim.studies.study
+
+    f = tmp_path / "long.toml"
+    f.write_text(LONG_STUDY)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(l4sim.studies.study.__file__).resolve().parents[2]) + os.pathsep + env.get(
+        "PYTHONPATH", ""
+    )
+    cmd = [sys.executable, "-m", "l4sim", "study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "2", "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    parent = psutil.Process(proc.pid)
+    kids: list = []
+    deadline = time.time() + 60
+    while time.time() < deadline:  # wait until the two workers are busy
+        kids = parent.children(recursive=True)
+        busy = [k for k in kids if k.cpu_percent(interval=0.2) > 10]
+        if len(kids) >= 4 and busy:
+            break
+    assert len(kids) >= 3, kids  # fork server, resource tracker, workers
+    os.kill(proc.pid, signal.SIGKILL)  # the parent alone: no cleanup, no signal to the group
+    proc.wait()
+    deadline = time.time() + 20  # generous: the machine is shared; normally ~1 s
+    alive = kids
+    while alive and time.time() < deadline:
+        alive = [k for k in alive if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.2)
+    for k in alive:  # clean up before failing, so a failure leaves nothing running
+        k.kill()
+    assert not alive, [(k.pid, k.cmdline()) for k in alive]
 
 
 SIGINT_SCRIPT = (

@@ -196,6 +196,50 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """A worker never outlives the study that started it (even after SIGKILL of the parent,
+    which runs no cleanup). Linux: PR_SET_PDEATHSIG kills the worker when its parent (the fork
+    server) exits, and the fork server exits when the study's process is gone. Everywhere: a
+    watchdog thread checks once a second that the study's process is alive and ends the
+    worker if not (the simulation releases the GIL, so the check runs during a long run)."""
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the watchdog still works
+            pass
+
+    def alive() -> bool:
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # exists, owned by someone else (pid reused): treat as gone
+            return False
+        return True
+
+    def watch() -> None:
+        while alive():
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="l4sim-parent-watchdog", daemon=True).start()
+
+
+def _init_worker(parent_pid: int) -> None:
+    _ignore_sigint()
+    _die_with_parent(parent_pid)
+
+
 class _Stop:
     """Ctrl-C sets a flag that the loops check between commits, so an interrupt never lands
     inside a store transaction; a second Ctrl-C interrupts at once."""
@@ -239,7 +283,10 @@ def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None, 
     # descriptors, so after the parent is killed they could keep the store locked until they
     # notice; workers started by the fork server hold nothing of the parent's.
     ex = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=multiprocessing.get_context("forkserver"), initializer=_ignore_sigint
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("forkserver"),
+        initializer=_init_worker,
+        initargs=(os.getpid(),),
     )
     pending: dict[Any, PlannedRun] = {}
     it = iter(todo)
