@@ -19,7 +19,7 @@ from typing import Any
 
 from l4sim import __version__
 from l4sim._core import ScenarioError
-from l4sim.scenario import CC_NAMES, Scenario
+from l4sim.scenario import CC_NAMES, Scenario, one_line
 from l4sim.studies.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
 
 try:
@@ -60,7 +60,7 @@ class _UsageError(Exception):
 
 
 def _error(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
+    print(f"error: {one_line(msg)}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -88,13 +88,20 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
     missing = [n for n in _REQUIRED_FACTORS if n not in factors]
     if missing:
         raise _UsageError("a study point needs " + ", ".join("--" + n.replace("_", "-") for n in missing))
-    from l4sim.studies.factors import scenario_from_factors
-
+    # The [factors] form of a scenario (registered by l4sim.studies): errors name the factor.
+    doc: dict[str, Any] = {"factors": factors}
     if args.duration is not None:
-        factors["duration"] = args.duration
+        doc["duration"] = args.duration
     if args.seed is not None:
-        factors["seed"] = args.seed
-    return Scenario.from_dict(scenario_from_factors(**factors))
+        doc["seed"] = args.seed
+    try:
+        return Scenario.from_dict(doc)
+    except ScenarioError as e:
+        field = getattr(e, "field", "")
+        if field.startswith("factors."):  # say it with the option the user typed
+            opt = "--" + field.removeprefix("factors.").replace("_", "-")
+            raise _UsageError(f"{opt}: {getattr(e, 'message', e)}") from None
+        raise
 
 
 def _json_summary(r: Any) -> dict[str, Any]:
@@ -145,11 +152,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         sc = _scenario_from_args(args).validate()
+        if args.flent and not Path(args.flent).resolve().parent.is_dir():
+            raise _UsageError(f"--flent: directory {str(Path(args.flent).parent)!r} does not exist")
     except _UsageError as e:
         return _error(str(e))
     except ScenarioError as e:
         return _scenario_error(e)
     r = run(sc)
+    if args.flent:
+        from l4sim import flentfile
+
+        flentfile.write(args.flent, flentfile.from_result(r.raw))
     if args.save_series:
         _save_series(r, args.save_series)
     if args.json:
@@ -186,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", metavar="FILE", help="scenario file (.toml or .json)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--save-series", metavar="DIR", help="write time series and tables (CSV) and the raw result to DIR")
+    p.add_argument(
+        "--flent",
+        metavar="FILE.flent.gz",
+        help="also write the run in flent's data format (per-flow throughput and RTT, qdisc delay): "
+        "flent -i FILE -p tcp_delivery_with_rtt plots it",
+    )
     p.add_argument("--duration", type=float, help="simulated seconds (overrides the scenario; study default 60)")
     p.add_argument("--seed", type=int, help="random seed (overrides the scenario)")
     g = p.add_argument_group("study point (instead of FILE)")
@@ -202,7 +221,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message: Any, category: type, *args: Any, **kwargs: Any) -> str:
+    return f"warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

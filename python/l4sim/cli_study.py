@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from l4sim.scenario import one_line
 from l4sim.studies.study import StudyError
 from l4sim.sweep.designs import DesignError
 
@@ -44,9 +45,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("store", metavar="DIR")
     p.set_defaults(func=cmd_status)
 
-    p = ss.add_parser("export", help="export one row per run to CSV")
-    p.add_argument("store", metavar="DIR")
-    p.add_argument("--csv", required=True, metavar="FILE")
+    p = ss.add_parser(
+        "export",
+        help="export one row per run (CSV to a file or stdout, Parquet) and/or flent files",
+        description="One row per run: --csv FILE (or --csv - for stdout), --parquet FILE. "
+        "--flent DIR writes one flent data file per finished run (DIR/KEY.flent.gz). "
+        "With none of them, CSV goes to stdout.",
+    )
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
+    p.add_argument("--csv", metavar="FILE", help="CSV file, or - for stdout")
+    p.add_argument("--parquet", metavar="FILE", help="Parquet file (pyarrow)")
+    p.add_argument("--flent", metavar="DIR", help="one flent data file per finished run (KEY.flent.gz)")
     p.add_argument("--design", help="only this design's runs")
     p.set_defaults(func=cmd_export)
 
@@ -100,7 +109,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _err(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
+    print(f"error: {one_line(msg)}", file=sys.stderr)
     return 2
 
 
@@ -176,15 +185,51 @@ def cmd_status(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from l4sim.studies.report import export_csv
-    from l4sim.sweep.store import StoreError
+    from l4sim.studies.report import results_frame
+    from l4sim.sweep.store import Store, StoreError
 
+    to_stdout = args.csv == "-" or not (args.csv or args.parquet or args.flent)
+    for flag, f in (("--csv", None if args.csv == "-" else args.csv), ("--parquet", args.parquet)):
+        if f and not Path(f).resolve().parent.is_dir():
+            return _err(f"{flag}: directory {str(Path(f).parent)!r} does not exist")
     try:
-        n = export_csv(args.store, args.csv, design=args.design)
+        with Store(args.store) as st:
+            df = results_frame(st, args.design)
+            if args.flent:
+                n = _export_flent(st, Path(args.flent), args.design)
+                print(f"wrote {n} flent files to {args.flent}", file=sys.stderr if to_stdout else sys.stdout)
     except StoreError as e:
         return _err(str(e))
-    print(f"wrote {n} runs to {args.csv}")
+    if to_stdout:
+        df.to_csv(sys.stdout, index=False)
+    elif args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"wrote {len(df)} runs to {args.csv}")
+    if args.parquet:
+        df.to_parquet(args.parquet, index=False)
+        print(f"wrote {len(df)} runs to {args.parquet}", file=sys.stderr if to_stdout else sys.stdout)
     return 0
+
+
+def _export_flent(st, out: Path, design: str | None) -> int:
+    """One flent data file per finished run with a stored series: OUT/KEY.flent.gz."""
+    from l4sim import flentfile
+
+    out.mkdir(parents=True, exist_ok=True)
+    runs = st.runs(design=design)
+    n = 0
+    for key, name in zip(runs["key"], runs["design"], strict=True):
+        try:
+            series = st.series(key)
+            summary = st.summary(key)
+        except KeyError:
+            continue
+        params = {"design": name, "key": key, "seed": summary.get("seed", ""), "scenario": summary.get("name", "")}
+        data = flentfile.from_series_frame(series, title=str(summary.get("name", key)), params=params)
+        if data["x_values"]:
+            flentfile.write(out / f"{key}.flent.gz", data)
+            n += 1
+    return n
 
 
 def cmd_presets(args) -> int:
