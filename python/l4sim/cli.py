@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     v = subparsers.add_parser("validate-scenario", help="check a scenario file without running it")
-    v.add_argument("file", metavar="FILE")
+    v.add_argument("file", metavar="FILE", help="scenario file (.toml or .json)")
     v.set_defaults(func=cmd_validate)
 
     if cli_study is not None:

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     study.set_defaults(func=lambda a: (study.print_help(), 2)[1])
 
     p = ss.add_parser("run", help="run a study (file or preset) into a results store")
-    p.add_argument("study", metavar="FILE_OR_PRESET")
+    p.add_argument("study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)")
     p.add_argument("--store", required=True, metavar="DIR", help="results directory")
     p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
     p.add_argument("--dask", metavar="tcp://host:port", help="run on a Dask scheduler")
@@ -36,13 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
     p = ss.add_parser("plan", help="show a study's factors and run count")
-    p.add_argument("study", metavar="FILE_OR_PRESET")
+    p.add_argument("study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)")
     p.add_argument("--toml", action="store_true", help="print the study file")
     p.add_argument("--runs", action="store_true", help="list every run with its seed")
     p.set_defaults(func=cmd_plan)
 
     p = ss.add_parser("status", help="done / total / missing runs per design in a store")
-    p.add_argument("store", metavar="DIR")
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
     p.set_defaults(func=cmd_status)
 
     p = ss.add_parser(
@@ -63,23 +63,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_presets)
 
     p = ss.add_parser("verdicts", help='the "Is it OK to turn on TCP Prague?" table')
-    p.add_argument("store", metavar="DIR")
-    p.add_argument("--design")
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
+    p.add_argument("--design", help="only this design's runs (default: every run in the store)")
     p.add_argument("--cells", action="store_true", help="also print per-cell verdicts")
     p.set_defaults(func=cmd_verdicts)
 
     p = ss.add_parser("plot", help="heatmaps / bar plots of a store; time series of a run")
-    p.add_argument("store", metavar="DIR")
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--design")
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory for the figures")
+    p.add_argument("--design", help="only this design's runs (default: every run in the store)")
     p.add_argument("--run", metavar="KEY", help="plot this run's time series (key prefix ok)")
     p.add_argument("--format", action="append", dest="formats", help="png, pdf, svg (repeatable; default png + pdf)")
     p.set_defaults(func=cmd_plot)
 
     p = ss.add_parser("report", help="write an HTML report of a store")
-    p.add_argument("store", metavar="DIR")
-    p.add_argument("--out", required=True, metavar="FILE.html")
-    p.add_argument("--design")
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="the report file (figures go beside it)")
+    p.add_argument("--design", help="only this design's runs (default: every run in the store)")
     p.set_defaults(func=cmd_report)
 
     r = subparsers.add_parser("reproduce", help="reproduce a published result end to end")
@@ -94,13 +94,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"the paper's {ANRW24_DEFAULT_TRIALS} trials x {ANRW24_DEFAULT_DURATION:g} s (900 runs, "
         f"about 2 minutes on 2 cores); --trials 2 --duration 20 gives a quick look.",
     )
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("-j", "--jobs", type=int, default=None)
-    p.add_argument("--dask", metavar="tcp://host:port")
-    p.add_argument("--trials", type=int, default=ANRW24_DEFAULT_TRIALS)
-    p.add_argument("--duration", type=float, default=ANRW24_DEFAULT_DURATION)
-    p.add_argument("--limit", type=int, metavar="N")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (store/, results.csv, figures/, report)")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
+    p.add_argument("--dask", metavar="tcp://host:port", help="run on a Dask scheduler instead of local workers")
+    p.add_argument(
+        "--trials", type=int, default=ANRW24_DEFAULT_TRIALS, help=f"trials per cell (default {ANRW24_DEFAULT_TRIALS})"
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=ANRW24_DEFAULT_DURATION,
+        help=f"simulated seconds per run (default {ANRW24_DEFAULT_DURATION:g})",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="do at most N runs now (a partial grid gets no verdicts)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reproduce_anrw24)
 
     from l4sim.studies import validate
