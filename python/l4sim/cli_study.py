@@ -39,6 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)")
     p.add_argument("--toml", action="store_true", help="print the study file")
     p.add_argument("--runs", action="store_true", help="list every run with its seed")
+    p.add_argument(
+        "-j", "--jobs", type=int, default=None, help="cores for the wall-time estimate (default: all of this machine's)"
+    )
+    p.add_argument(
+        "--no-estimate", action="store_true", help="skip the CPU/wall time estimate (it measures one run the first time)"
+    )
+    p.add_argument(
+        "--measure", action="store_true", help="measure the per-packet cost again (e.g. after the machine was busy)"
+    )
     p.set_defaults(func=cmd_plan)
 
     p = ss.add_parser("status", help="done / total / missing runs per design in a store")
@@ -174,6 +183,18 @@ def cmd_plan(args) -> int:
         print(study.to_toml(), end="")
         return 0
     print(study.describe())
+    if not args.no_estimate:
+        from l4sim.studies import cost
+
+        if args.measure:
+            cost.packet_cost(refresh=True)
+        e = cost.estimate((r.point for r in study.runs()), jobs=args.jobs)
+        print(
+            f"  expected time on this machine: {cost.human(e['cpu_seconds'])} of CPU, about "
+            f"{cost.human(e['wall_seconds'])} wall on {e['jobs']} core(s) "
+            f"({e['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {e['measured']}; "
+            "fully used bottlenecks assumed, a busy machine is slower)"
+        )
     if args.runs:
         for r in study.runs():
             print(f"  seed {r.seed:>18d}  " + ", ".join(f"{k}={v}" for k, v in r.point.items()))
