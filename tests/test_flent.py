@@ -30,9 +30,7 @@ def test_run_writes_a_flent_file_flent_reads_and_plots(tmp_path, capsys):
     rs = flent_resultset.load(str(f))
     assert rs.meta("NAME") == "tcp_nup"
     assert rs.meta("TEST_PARAMETERS")["flow_1"] == "l4s" and rs.meta("TEST_PARAMETERS")["flow_2"] == "classic"
-    assert {"TCP upload::1", "TCP upload::2", "TCP upload sum", "Qdisc delay (ms)::bottleneck"} <= set(
-        rs.series_names
-    )
+    assert {"TCP upload::1", "TCP upload::2", "TCP upload sum", "Qdisc delay (ms)::bottleneck"} <= set(rs.series_names)
     rtt = [v for _, v in rs.raw_series("TCP upload::1", raw_key="tcp_rtt") if v is not None]
     tput = [v for _, v in rs.raw_series("TCP upload::2", raw_key="tcp_delivery_rate") if v is not None]
     assert len(rtt) >= 15 and min(rtt) >= 10.0  # srtt is at least the 10 ms base RTT

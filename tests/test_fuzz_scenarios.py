@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import tomllib
 from pathlib import Path
 from typing import Any

@@ -25,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     study.set_defaults(func=lambda a: (study.print_help(), 2)[1])
 
     p = ss.add_parser("run", help="run a study (file or preset) into a results store")
-    p.add_argument("study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)")
+    p.add_argument(
+        "study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)"
+    )
     p.add_argument("--store", required=True, metavar="DIR", help="results directory")
     p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
     p.add_argument("--dask", metavar="tcp://host:port", help="run on a Dask scheduler")
@@ -36,14 +38,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
     p = ss.add_parser("plan", help="show a study's factors and run count")
-    p.add_argument("study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)")
+    p.add_argument(
+        "study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)"
+    )
     p.add_argument("--toml", action="store_true", help="print the study file")
     p.add_argument("--runs", action="store_true", help="list every run with its seed")
     p.add_argument(
         "-j", "--jobs", type=int, default=None, help="cores for the wall-time estimate (default: all of this machine's)"
     )
     p.add_argument(
-        "--no-estimate", action="store_true", help="skip the CPU/wall time estimate (it measures one run the first time)"
+        "--no-estimate",
+        action="store_true",
+        help="skip the CPU/wall time estimate (it measures one run the first time)",
     )
     p.add_argument(
         "--measure", action="store_true", help="measure the per-packet cost again (e.g. after the machine was busy)"
@@ -103,7 +109,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"the paper's {ANRW24_DEFAULT_TRIALS} trials x {ANRW24_DEFAULT_DURATION:g} s (900 runs, "
         f"about 2 minutes on 2 cores); --trials 2 --duration 20 gives a quick look.",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (store/, results.csv, figures/, report)")
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory (store/, results.csv, figures/, report)"
+    )
     p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
     p.add_argument("--dask", metavar="tcp://host:port", help="run on a Dask scheduler instead of local workers")
     p.add_argument(

@@ -268,7 +268,8 @@ def _norm_tcp(value: Any, field: str) -> Any:
     elif isinstance(ecn, str):
         if canonical_name(ecn) not in ECN_SYSCTL:
             raise scenario_error(
-                f"{field}.ecn", f"unknown net.ipv4.tcp_ecn value {ecn!r}; expected 0..5 or one of {', '.join(ECN_SYSCTL)}"
+                f"{field}.ecn",
+                f"unknown net.ipv4.tcp_ecn value {ecn!r}; expected 0..5 or one of {', '.join(ECN_SYSCTL)}",
             )
         value["ecn"] = canonical_name(ecn)
     return value
@@ -473,7 +474,8 @@ def check_scale(d: Mapping[str, Any], source: str | None) -> None:
                 f"{r:g} Mbit/s is beyond what the simulator models (at most {MAX_RATE_MBPS:g} Mbit/s = 1 Tbit/s)",
             )
     rtts = [("topology.base_rtt", topo.get("base_rtt"))]
-    rtts += [(f"flows[{i}].base_rtt", f.get("base_rtt")) for i, f in enumerate(d.get("flows") or []) if isinstance(f, dict)]
+    flows = list(enumerate(d.get("flows") or []))
+    rtts += [(f"flows[{i}].base_rtt", f.get("base_rtt")) for i, f in flows if isinstance(f, dict)]
     for field, v in rtts:
         if isinstance(v, (int, float)) and v > MAX_RTT_MS:
             raise bad(field, f"{v:g} ms is a base RTT of more than a minute (at most {MAX_RTT_MS:g} ms)")

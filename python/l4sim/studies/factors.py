@@ -356,7 +356,9 @@ def scenario_from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
     top = {k: v for k, v in d.items() if k != "factors"}
     unknown = sorted(set(top) - {"name", "seed", "duration", "sample_interval"})
     if unknown:
-        raise scenario_error(unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)")
+        raise scenario_error(
+            unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)"
+        )
     missing = [k for k in REQUIRED_FACTORS if k not in factors]
     if missing:
         raise scenario_error(
