@@ -476,3 +476,14 @@ def test_cli_run_on_a_locked_store_is_a_clear_error(tmp_path, fake_engine, capsy
         assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "being written by another process" in err and str(os.getpid()) in err
+
+
+def test_report_states_the_verdict_rules_in_words_not_as_a_python_repr(tmp_path, fake_engine):
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]
+    assert main(args) == 0
+    html = (out / "report.html").read_text()
+    assert "VerdictRules(" not in html and "share_tol=" not in html
+    assert "favourable if the L4S share is at least the fair share minus 0.1" in html

@@ -162,6 +162,17 @@ border-bottom:1px solid #ddd;text-align:right}img{max-width:100%}pre{background:
 padding:.5em;font-size:12px;overflow:auto}h2{border-bottom:1px solid #ccc}"""
 
 
+def rules_text(r: VerdictRules) -> str:
+    """The verdict rules in words, with their thresholds (no Python repr in a report)."""
+    return (
+        f"favourable if the L4S share is at least the fair share minus {r.share_tol:g}, or at least "
+        f"fair minus {r.share_tol_with_delay:g} with a relative delay of {r.delay_benefit:g} or more; "
+        f"harmful if the classic share falls more than {r.harm_tol:g} below its fair share, or the "
+        f"classic queueing delay rises above the baseline by more than {r.delay_rise_rel:.0%} + "
+        f"{r.delay_rise_ms:g} ms"
+    )
+
+
 def write_report(
     store_dir: str | Path,
     out: str | Path,
@@ -213,9 +224,9 @@ def write_report(
     else:
         parts.append(
             "<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
-            "harmful to the classic flow (rules: "
-            + html.escape(repr(rules))
-            + "); n/a = the design has no such cells.</p>"
+            "harmful to the classic flow; n/a = the design has no such cells. Rules: "
+            + html.escape(rules_text(rules))
+            + " (docs/study-workflow.md in the l4sim repository).</p>"
         )
         parts.append(_table(verdict_table(runs, rules), index=True))
     items = list((figures or {}).items())
