@@ -189,3 +189,26 @@ def test_null_values_from_the_core_become_nan(tmp_path):
         df = st.runs()
     assert ser["flow.l4s.srtt_ms"].isna().sum() == 3 and ser["flow.l4s.srtt_ms"].dtype == float
     assert df["classic_qdelay_ms"].isna().all()
+
+
+def test_qdisc_statistics_are_stored_generically_one_row_per_run_and_qdisc(tmp_path):
+    r = fake_result()
+    r["qdiscs"] = [
+        {
+            "name": "bottleneck",
+            "kind": "dualpi2",
+            "drops": 3,
+            "sojourn_p99_ms": 4.5,
+            "drops_by_reason": {"aqm": 2, "overlimit": 1},
+            "extra": {"step_marks": 7},
+        },
+        {"name": "other", "kind": "fq_codel", "marks": 9},
+    ]
+    with Store(tmp_path, write=True) as st:
+        st.record("k", design="d", factors={}, seed=1, model_version="f", result=r)
+    q = Store(tmp_path).qdiscs().set_index("name")
+    assert list(q.index) == ["bottleneck", "other"]
+    b = q.loc["bottleneck"]
+    assert (b["kind"], b["drops"], b["sojourn_p99_ms"]) == ("dualpi2", 3, 4.5)
+    assert (b["drops_by_reason.aqm"], b["extra.step_marks"]) == (2, 7)
+    assert q.loc["other", "marks"] == 9 and q.loc["other", "kind"] == "fq_codel"

@@ -2,13 +2,14 @@
 
 Layout::
 
-    DIR/index.sqlite        SQLite (WAL): tables meta, designs, plan, runs, flows
+    DIR/index.sqlite        SQLite (WAL): tables meta, designs, plan, runs, flows, qdisc_stats
     DIR/series/KEY.parquet  time series of one run (pandas + pyarrow; ``.npz`` if no pyarrow)
     DIR/lock                held with fcntl.flock by the one writer; holds its pid
 
 A run's key is sha256(canonical scenario JSON, seed, model version). A finished run is
-committed in ONE transaction (its ``runs`` row and its ``flows`` rows), after its series file
-was written under a temporary name and renamed into place. So killing the writer at any moment
+committed in ONE transaction (its ``runs`` row, its ``flows`` rows and its ``qdisc_stats``
+rows: every numeric statistic of each qdisc, generic), after its series file was written
+under a temporary name and renamed into place. So killing the writer at any moment
 loses at most the runs in flight; a series file without a row (killed between rename and
 commit) is removed when the next writer opens the store, and the run is simply done again.
 Readers open the index read-only and can read while a study runs (WAL).
@@ -95,6 +96,10 @@ CREATE TABLE IF NOT EXISTS runs (
     {", ".join(c + " REAL" for c in METRIC_COLUMNS + EXTRA_COLUMNS)},
     series TEXT,
     summary TEXT);
+CREATE TABLE IF NOT EXISTS qdisc_stats (
+    run_key TEXT NOT NULL REFERENCES runs(key),
+    name TEXT NOT NULL, kind TEXT, metric TEXT NOT NULL, value REAL,
+    PRIMARY KEY (run_key, name, metric));
 CREATE TABLE IF NOT EXISTS flows (
     run_key TEXT NOT NULL REFERENCES runs(key),
     {", ".join(c + (" TEXT" if c in ("name", "cc", "ecn_mode", "data_ecn") else " REAL") for c in FLOW_COLUMNS)},
@@ -123,6 +128,29 @@ def run_key(scenario: Mapping[str, Any], seed: int, model_version: str) -> str:
     h.update(canonical_json(scenario).encode())
     h.update(b"\0" + str(int(seed)).encode() + b"\0" + str(model_version).encode())
     return h.hexdigest()
+
+
+def qdisc_rows(result: Mapping[str, Any]) -> list[tuple[str, str | None, str, float]]:
+    """(name, kind, metric, value) for every numeric statistic of every qdisc of a result;
+    nested tables flatten to dotted metric names (``drops_by_reason.aqm``)."""
+    rows: list[tuple[str, str | None, str, float]] = []
+
+    def walk(name: str, kind: str | None, prefix: str, obj: Mapping[str, Any]) -> None:
+        for k, v in obj.items():
+            if isinstance(v, bool):
+                v = int(v)
+            if isinstance(v, (int, float)):
+                rows.append((name, kind, prefix + k, float(v)))
+            elif isinstance(v, Mapping):
+                walk(name, kind, f"{prefix}{k}.", v)
+
+    for q in result.get("qdiscs") or []:
+        name = str(q.get("name", ""))
+        kind = q.get("kind")
+        walk(
+            name, str(kind) if kind is not None else None, "", {k: v for k, v in q.items() if k not in ("name", "kind")}
+        )
+    return rows
 
 
 def _have_pyarrow() -> bool:
@@ -342,6 +370,10 @@ class Store:
                 f"VALUES (?, {', '.join('?' * len(FLOW_COLUMNS))})",
                 [(key, *[f.get(c) for c in FLOW_COLUMNS]) for f in flows],
             )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO qdisc_stats VALUES (?, ?, ?, ?, ?)",
+                [(key, *row) for row in qdisc_rows(result)] if result is not None else [],
+            )
 
     def _write_series(self, key: str, result: Mapping[str, Any]) -> str | None:
         if not (result.get("series") or {}).get("t"):
@@ -440,6 +472,18 @@ class Store:
             ]
         )
         return pd.DataFrame(data, columns=cols)
+
+    def qdiscs(self):
+        """One row per run and qdisc: every numeric statistic the run reported for it
+        (generic: whatever the backend's qdiscs report, e.g. drops, marks, sojourn_p99_ms,
+        drops_by_reason.aqm, extra.step_marks), wide."""
+        import pandas as pd
+
+        long = pd.read_sql_query("SELECT * FROM qdisc_stats ORDER BY run_key, name, metric", self.db)
+        if long.empty:
+            return pd.DataFrame(columns=["run_key", "name", "kind"])
+        wide = long.pivot_table(index=["run_key", "name", "kind"], columns="metric", values="value", aggfunc="first")
+        return wide.reset_index().rename_axis(columns=None)
 
     def flows(self):
         import pandas as pd
