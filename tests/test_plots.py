@@ -136,3 +136,15 @@ def test_cli_plots_a_stored_runs_time_series(tmp_path):
     assert main(["study", "plot", str(tmp_path / "st"), "--out", str(tmp_path / "f"), "--run", "abcdef"]) == 0
     assert (tmp_path / "f" / "run_abcdef123456.png").exists()
     assert (tmp_path / "f" / "run_abcdef123456.pdf").exists()
+
+
+def test_delay_heatmap_colours_tell_1_ms_from_10_ms_when_100_ms_is_present():
+    import matplotlib.colors
+
+    df = _runs(aqms=("FIFO", "Codel", "DualPI2"), bufs=(1,), ecn=("none",))
+    df["l4s_qdelay_ms"] = df["aqm"].map({"FIFO": 100.0, "Codel": 10.0, "DualPI2": 1.0})
+    fig = plots.heatmap(cells(df), "qdelay")
+    im = fig.axes[0].images[0]
+    assert isinstance(im.norm, matplotlib.colors.LogNorm)
+    n1, n10, n100 = (float(im.norm(v)) for v in (1.0, 10.0, 100.0))
+    assert abs((n10 - n1) - (n100 - n10)) < 1e-9 and n10 - n1 > 0.4  # a decade is half the scale
