@@ -447,12 +447,14 @@ def _from_core(e: ScenarioError, source: str | None, data: dict[str, Any] | None
 #: Beyond these the simulator's results mean nothing (1 ns clock: a 1500-byte packet takes
 #: 12 ns at 1 Tbit/s) or the run cannot finish in useful time: surely a mistake.
 MAX_RATE_MBPS = 1e6
+MIN_RATE_MBPS = 1e-3
 MAX_DURATION_S = 86_400.0
 MAX_RTT_MS = 60_000.0
 
 
 def check_scale(d: Mapping[str, Any], source: str | None) -> None:
-    """Reject absurd magnitudes (a 1e9 Mbit/s link, a 1e7 s run) the core would accept."""
+    """Reject absurd magnitudes (a 1e9 Mbit/s link, a 1e7 s run, a link slower than 1 kbit/s)
+    the core would accept or trip over; runs before the core sees the scenario."""
 
     def bad(field: str, msg: str) -> ScenarioError:
         return scenario_error(field, msg, source)
@@ -460,21 +462,24 @@ def check_scale(d: Mapping[str, Any], source: str | None) -> None:
     dur = d.get("duration")
     if isinstance(dur, (int, float)) and dur > MAX_DURATION_S:
         raise bad("duration", f"{dur:g} s is more than a day of simulated time (at most {MAX_DURATION_S:g} s)")
-    topo = d.get("topology") or {}
+    topo = d.get("topology") if isinstance(d.get("topology"), dict) else {}
     rates = [("topology.nic_rate", topo.get("nic_rate"))]
     if isinstance(topo.get("bottleneck"), dict):
         rates.append(("topology.bottleneck.rate", topo["bottleneck"].get("rate")))
-    for i, b in enumerate(topo.get("bottlenecks") or []):
+    bottlenecks = topo.get("bottlenecks")
+    for i, b in enumerate(bottlenecks if isinstance(bottlenecks, list) else []):
         if isinstance(b, dict):
             rates.append((f"topology.bottlenecks[{i}].rate", b.get("rate")))
     for field, r in rates:
+        if isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r < MIN_RATE_MBPS:
+            raise bad(field, f"{r:g} Mbit/s is below {MIN_RATE_MBPS * 1000:g} kbit/s (one packet would take over 10 s)")
         if isinstance(r, (int, float)) and r > MAX_RATE_MBPS:
             raise bad(
                 field,
                 f"{r:g} Mbit/s is beyond what the simulator models (at most {MAX_RATE_MBPS:g} Mbit/s = 1 Tbit/s)",
             )
     rtts = [("topology.base_rtt", topo.get("base_rtt"))]
-    flows = list(enumerate(d.get("flows") or []))
+    flows = list(enumerate(d["flows"])) if isinstance(d.get("flows"), list) else []
     rtts += [(f"flows[{i}].base_rtt", f.get("base_rtt")) for i, f in flows if isinstance(f, dict)]
     for field, v in rtts:
         if isinstance(v, (int, float)) and v > MAX_RTT_MS:
@@ -576,11 +581,11 @@ class Scenario:
 
     def validate(self) -> Scenario:
         """Check the whole scenario with the core's validator; returns ``self``."""
+        check_scale(self.data, self.source)
         try:
             _core.validate(self.to_json())
         except ScenarioError as e:
             raise _from_core(e, self.source, self.data) from None
-        check_scale(self.data, self.source)
         return self
 
     def with_overrides(self, **overrides: Any) -> Scenario:
