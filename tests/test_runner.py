@@ -487,3 +487,23 @@ def test_report_states_the_verdict_rules_in_words_not_as_a_python_repr(tmp_path,
     html = (out / "report.html").read_text()
     assert "VerdictRules(" not in html and "share_tol=" not in html
     assert "favourable if the L4S share is at least the fair share minus 0.1" in html
+
+
+def test_reproduce_report_compares_share_and_relative_delay_with_the_testbed(tmp_path, fake_engine):
+    from l4sim.cli_study import main
+    from l4sim.studies.analysis import cells
+    from l4sim.studies.report import SHARE_TOLERANCE, reference_comparison
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]
+    assert main(args) == 0
+    with Store(out / "store") as st:
+        ref = reference_comparison(cells(st.runs()))
+    assert ref is not None and len(ref) == 90
+    for col in ("share sim", "share testbed", "share diff", "rel delay sim", "rel delay testbed", "rel delay diff"):
+        assert col in ref and ref[col].notna().any(), col
+    flagged = ref["share within tolerance"] == "NO"
+    assert (ref.loc[flagged, "share diff"].abs() > SHARE_TOLERANCE).all()
+    assert (ref.loc[~flagged, "share diff"].abs() <= SHARE_TOLERANCE).all()
+    html = (out / "report.html").read_text()
+    assert "rel delay testbed" in html and "flagged NO" in html and "docs/validation.md" in html

@@ -82,6 +82,11 @@ def _open(store_dir: str | Path) -> Store:
     return Store(store_dir)
 
 
+#: |share sim - share testbed| beyond this is flagged in the comparison (the verdicts' share
+#: tolerance, VerdictRules.share_tol: a difference the verdicts would notice).
+SHARE_TOLERANCE = 0.1
+
+
 def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
     """Simulated vs testbed (ANRW'24 reference CSV) share and queueing delays per cell."""
     p = Path(reference)
@@ -115,6 +120,12 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
         }
     )
     out["share diff"] = out["share sim"] - out["share testbed"]
+    # relative delay (Q_c - Q_l) / Q_c, as the study's heatmaps, side by side
+    qc, ql = out["classic qdelay testbed"], out["L4S qdelay testbed"]
+    out["rel delay sim"] = m["rel_delay"] if "rel_delay" in m else float("nan")
+    out["rel delay testbed"] = ((qc - ql) / qc).where(qc > 0)
+    out["rel delay diff"] = out["rel delay sim"] - out["rel delay testbed"]
+    out["share within tolerance"] = out["share diff"].abs().le(SHARE_TOLERANCE).map({True: "yes", False: "NO"})
     return out
 
 
@@ -246,7 +257,9 @@ def write_report(
         parts.append(
             "<h2>Simulation vs testbed (ANRW'24 reference data)</h2>"
             f"<p>Mean |share difference| = {ref['share diff'].abs().mean():.3f} "
-            f"over {len(ref)} cells.</p>" + _table(ref)
+            f"over {len(ref)} cells; {int((ref['share within tolerance'] == 'NO').sum())} cells differ by more "
+            f"than {SHARE_TOLERANCE:g} (flagged NO). How close the model is, metric by metric: "
+            "docs/validation.md in the l4sim repository.</p>" + _table(ref)
         )
     if not c.empty:
         cols = [x for x in c.columns if not x.endswith("_std")]
