@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import l4sim
-from l4sim.factors import scenario_from_factors
+from l4sim.studies.factors import scenario_from_factors
 
 COMMON = dict(n_bdp=2, base_rtt=10, ecn_threshold=5)
 CUBIC_VS_CUBIC = dict(aqm="FIFO", cc_l4s="cubic", cc_classic="cubic", tx_l4s_ecn="none", rx_l4s_ecn="none")
@@ -144,8 +144,8 @@ def bench_other(python: str, key: str, duration: float, repeat: int) -> dict[str
 
 def bench_study(duration: float) -> dict[str, Any]:
     """Runs per wall-minute for one trial of the ANRW'24 grid on all local cores."""
-    from l4sim import presets
-    from l4sim.runner import run_study
+    from l4sim.studies import presets
+    from l4sim.sweep.runner import run_study
 
     study = presets.get("anrw24").with_overrides(trials=1, duration=duration)
     with tempfile.TemporaryDirectory() as d:

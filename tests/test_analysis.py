@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from l4sim.analysis import (
+from l4sim.studies.analysis import (
     VerdictRules,
     cells,
     mean_ci,
@@ -171,7 +171,7 @@ def test_verdict_rules_on_the_testbed_data_give_the_study_table_vs_cubic():
     """The ANRW'24 testbed means (fallback off, vs CUBIC) through the verdict rules give the
     study's column: FIFO yes, single queue + ECN no (but at a buffer equal to the threshold),
     FQ yes, DualPI2 yes."""
-    from l4sim.report import reference_cells
+    from l4sim.studies.report import reference_cells
 
     ref = reference_cells()
     runs = pd.DataFrame(
@@ -222,7 +222,7 @@ def test_jain_index_counts_every_stream_of_n_vs_m_cells():
 
 
 def test_verdicts_use_the_n_vs_m_fair_share():
-    from l4sim.analysis import add_verdicts
+    from l4sim.studies.analysis import add_verdicts
 
     df = pd.DataFrame(
         [

@@ -63,7 +63,7 @@ def test_unknown_aqm_option_exits_2_naming_the_value(capsys):
     rc = main(["run", "--aqm", "REDish", "--n-bdp", "2", "--btl-capacity", "100", "--base-rtt", "10"])
     assert rc == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: aqm: ") and "REDish" in err
+    assert err.startswith("error: --aqm: ") and "REDish" in err
 
 
 def test_study_point_needs_the_buffer_capacity_and_rtt(capsys):
@@ -162,3 +162,24 @@ def test_run_table_with_a_stand_in_engine(fake_engine, minimal_toml: Path, capsy
     out = capsys.readouterr().out
     assert "goodput" in out and "utilisation" in out and "Jain" in out
     assert "simulated 1 s" in out
+
+
+def test_every_option_of_every_command_has_help_text():
+    import argparse
+
+    from l4sim.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    walk(sub, f"{path} {name}")
+            elif not isinstance(a, (argparse._HelpAction, argparse._VersionAction)) and not a.help:
+                missing.append(f"{path} {'/'.join(a.option_strings) or a.dest}")
+
+    walk(build_parser(), "l4sim")
+    # studies/validate.py is being changed on the BBR branch; its --quiet gets its help there
+    missing = [m for m in missing if m != "l4sim validate --quiet"]
+    assert not missing, missing

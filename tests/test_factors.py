@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 import l4sim
-from l4sim.factors import (
+from l4sim.scenario import Scenario
+from l4sim.studies.factors import (
     AQMS,
     FACTOR_NAMES,
     buffer_bytes,
@@ -14,7 +15,6 @@ from l4sim.factors import (
     qdisc_for,
     scenario_from_factors,
 )
-from l4sim.scenario import Scenario
 
 BASE = dict(n_bdp=2, btl_capacity=100, base_rtt=10)
 
@@ -130,15 +130,47 @@ def test_bottleneck_rate_and_base_rtt_come_from_the_factors():
     assert sc["topology"]["bottleneck"]["rate"] == 1000
 
 
-def test_defaults_are_prague_accecn_against_cubic_without_ecn():
+def test_defaults_are_the_studys_prague_accecn_against_cubic_asking_for_ecn():
     f = flows()
     assert list(f) == ["l4s", "classic"]
     assert f["l4s"]["cc"] == {"name": "prague", "ecn_fallback": 0}
     assert f["l4s"]["tcp"] == {"ecn": "accecn"}
     assert f["l4s"]["receiver"] == {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}}
     assert f["classic"]["cc"] == {"name": "cubic"}
-    assert f["classic"]["tcp"] == {"ecn": "none"}
+    # the study's CUBIC sender asks for ECN (tcp_ecn=1); its receiver decides (none by default)
+    assert f["classic"]["tcp"] == {"ecn": "classic"}
     assert f["classic"]["receiver"] == {"cc": {"name": "cubic"}, "tcp": {"ecn": "none"}}
+
+
+def test_an_ecn_receiver_named_with_a_sender_that_never_asks_warns():
+    from l4sim.studies.factors import FactorWarning
+
+    with pytest.warns(FactorWarning, match="rx_classic_ecn='classic' has no effect"):
+        flows(tx_classic_ecn="none", rx_classic_ecn="classic")
+    with pytest.warns(FactorWarning, match="rx_l4s_ecn"):
+        flows(tx_l4s_ecn="none")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flows(rx_classic_ecn="classic")  # the study's sender asks: no warning
+
+
+@pytest.mark.parametrize(
+    "kw,field,value",
+    [
+        (dict(aqm="dualpi2"), "aqm", "DualPI2"),
+        (dict(aqm="fq-codel"), "aqm", "FQ_Codel"),
+        (dict(tx_l4s_ecn="AccECN"), "tx_l4s_ecn", "accecn"),
+        (dict(cc_l4s="Prague"), "cc_l4s", "prague"),
+        (dict(cc_classic="BBRv3"), "cc_classic", "bbr3"),
+    ],
+)
+def test_one_name_rule_case_and_hyphens_do_not_matter(kw, field, value):
+    from l4sim.studies.study import VALIDATORS
+
+    assert VALIDATORS[field](field, kw[field]) == value
+    scenario_from_factors(**{**dict(aqm="FIFO", n_bdp=1, btl_capacity=10, base_rtt=10), **kw})
 
 
 @pytest.mark.parametrize(
@@ -238,12 +270,12 @@ def test_scenario_names_differ_between_design_points():
     "kw,field,value",
     [
         (dict(aqm="RED-ish"), "aqm", "RED-ish"),
-        (dict(tx_l4s_ecn="AccECN"), "tx_l4s_ecn", "AccECN"),
+        (dict(tx_l4s_ecn="AccECN!"), "tx_l4s_ecn", "AccECN!"),
         (dict(rx_l4s_ecn="ecn"), "rx_l4s_ecn", "ecn"),
         (dict(tx_classic_ecn="accecn"), "tx_classic_ecn", "accecn"),
         (dict(rx_classic_ecn=1), "rx_classic_ecn", "1"),
         (dict(cc_classic="vegas"), "cc_classic", "vegas"),
-        (dict(cc_l4s="Prague"), "cc_l4s", "Prague"),
+        (dict(cc_l4s="Prague2"), "cc_l4s", "Prague2"),
         (dict(ecn_fallback=3), "ecn_fallback", "3"),
         (dict(n_bdp=-1), "n_bdp", "-1"),
         (dict(btl_capacity=0), "btl_capacity", "0"),

@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from l4sim import plots
-from l4sim.analysis import cells
+from l4sim.studies import plots
+from l4sim.studies.analysis import cells
 
 
 def _runs(aqms=("FIFO", "Codel", "DualPI2"), bufs=(0.5, 1, 2), ecn=("none", "classic")):
@@ -128,7 +128,7 @@ def test_study_figures_split_extra_factors_into_separate_files(tmp_path):
 
 def test_cli_plots_a_stored_runs_time_series(tmp_path):
     from l4sim.cli_study import main
-    from l4sim.store import Store
+    from l4sim.sweep.store import Store
     from test_store import fake_result
 
     with Store(tmp_path / "st", write=True) as st:
@@ -136,3 +136,15 @@ def test_cli_plots_a_stored_runs_time_series(tmp_path):
     assert main(["study", "plot", str(tmp_path / "st"), "--out", str(tmp_path / "f"), "--run", "abcdef"]) == 0
     assert (tmp_path / "f" / "run_abcdef123456.png").exists()
     assert (tmp_path / "f" / "run_abcdef123456.pdf").exists()
+
+
+def test_delay_heatmap_colours_tell_1_ms_from_10_ms_when_100_ms_is_present():
+    import matplotlib.colors
+
+    df = _runs(aqms=("FIFO", "Codel", "DualPI2"), bufs=(1,), ecn=("none",))
+    df["l4s_qdelay_ms"] = df["aqm"].map({"FIFO": 100.0, "Codel": 10.0, "DualPI2": 1.0})
+    fig = plots.heatmap(cells(df), "qdelay")
+    im = fig.axes[0].images[0]
+    assert isinstance(im.norm, matplotlib.colors.LogNorm)
+    n1, n10, n100 = (float(im.norm(v)) for v in (1.0, 10.0, 100.0))
+    assert abs((n10 - n1) - (n100 - n10)) < 1e-9 and n10 - n1 > 0.4  # a decade is half the scale

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from l4sim import presets
-from l4sim.runner import run_study
-from l4sim.store import Store
-from l4sim.study import Study
+from l4sim.studies import presets
+from l4sim.studies.study import Study
+from l4sim.sweep.runner import run_study
+from l4sim.sweep.store import Store
 
 STUDY = """
 name = "t"
@@ -157,8 +157,8 @@ SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_runner import slow_fake_run, fake_builder
-from l4sim.runner import run_study
-from l4sim.study import Study
+from l4sim.sweep.runner import run_study
+from l4sim.studies.study import Study
 study = Study.from_toml({study!r})
 run_study(study, {store!r}, jobs=2, run_fn=slow_fake_run, builder=fake_builder,
           model_version="fake", progress=False)
@@ -166,13 +166,13 @@ run_study(study, {store!r}, jobs=2, run_fn=slow_fake_run, builder=fake_builder,
 
 
 def test_study_killed_with_sigkill_resumes_with_every_run_exactly_once(tmp_path):
-    import l4sim.study
+    import l4sim.studies.study
 
     store = tmp_path / "store"
     study = STUDY.replace("trials = 2", "trials = 6")  # 36 runs of 0.15 s on 2 workers
     script = SCRIPT.format(tests=str(Path(__file__).parent), study=study, store=str(store))
     env = dict(os.environ)
-    pkg_root = str(Path(l4sim.study.__file__).resolve().parent.parent)
+    pkg_root = str(Path(l4sim.studies.study.__file__).resolve().parents[2])
     env["PYTHONPATH"] = pkg_root + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
     deadline = time.time() + 30
@@ -205,6 +205,55 @@ def test_study_killed_with_sigkill_resumes_with_every_run_exactly_once(tmp_path)
     assert files == sorted(df["series"])
 
 
+LONG_STUDY = """
+name = "long"
+trials = 4
+[factors]
+aqm = ["FIFO", "DualPI2"]
+[fixed]
+n_bdp = 2
+btl_capacity = 100
+base_rtt = 10
+duration = 600
+"""
+
+
+def test_sigkill_of_study_run_leaves_no_process_behind(tmp_path):
+    """SIGKILL of `l4sim study run` (the parent only, as the OOM killer or `kill -9` would):
+    its fork server, resource tracker and workers (busy in long runs) must all exit."""
+    import psutil
+
+    import l4sim.studies.study
+
+    f = tmp_path / "long.toml"
+    f.write_text(LONG_STUDY)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(l4sim.studies.study.__file__).resolve().parents[2]) + os.pathsep + env.get(
+        "PYTHONPATH", ""
+    )
+    cmd = [sys.executable, "-m", "l4sim", "study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "2", "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    parent = psutil.Process(proc.pid)
+    kids: list = []
+    deadline = time.time() + 60
+    while time.time() < deadline:  # wait until the two workers are busy
+        kids = parent.children(recursive=True)
+        busy = [k for k in kids if k.cpu_percent(interval=0.2) > 10]
+        if len(kids) >= 4 and busy:
+            break
+    assert len(kids) >= 3, kids  # fork server, resource tracker, workers
+    os.kill(proc.pid, signal.SIGKILL)  # the parent alone: no cleanup, no signal to the group
+    proc.wait()
+    deadline = time.time() + 20  # generous: the machine is shared; normally ~1 s
+    alive = kids
+    while alive and time.time() < deadline:
+        alive = [k for k in alive if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.2)
+    for k in alive:  # clean up before failing, so a failure leaves nothing running
+        k.kill()
+    assert not alive, [(k.pid, k.cmdline()) for k in alive]
+
+
 SIGINT_SCRIPT = (
     SCRIPT.replace("run_study(study,", "out = run_study(study,")
     + """
@@ -215,13 +264,14 @@ sys.exit(130 if out.interrupted else 0)
 
 
 def test_ctrl_c_stops_cleanly_and_leaves_a_consistent_store(tmp_path):
-    import l4sim.study
+    import l4sim.studies.study
 
     store = tmp_path / "store"
     study = STUDY.replace("trials = 2", "trials = 8")  # 48 runs of 0.15 s on 2 workers
     script = SIGINT_SCRIPT.format(tests=str(Path(__file__).parent), study=study, store=str(store))
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(l4sim.study.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    pkg_root = Path(l4sim.studies.study.__file__).resolve().parents[2]
+    env["PYTHONPATH"] = str(pkg_root) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen(
         [sys.executable, "-c", script], env=env, start_new_session=True, stdout=subprocess.PIPE, text=True
     )
@@ -297,10 +347,11 @@ duration = 2
 
 @pytest.fixture
 def fake_engine(monkeypatch):
-    import l4sim.runner as r
+    import l4sim.sweep.runner as r
+    from l4sim.studies.study import Study
 
     monkeypatch.setattr(r, "core_run", fake_run)
-    monkeypatch.setattr(r, "default_builder", fake_builder)
+    monkeypatch.setattr(Study, "build", lambda self, point, seed: fake_builder(point, seed))
     monkeypatch.setattr(r, "engine_model_version", lambda: "fake")
 
 
@@ -355,6 +406,39 @@ def test_reproduce_anrw24_writes_store_csv_figures_verdicts_and_report(tmp_path,
     assert _run(study, out / "store", jobs=1).already_done == 90
 
 
+def test_reproduce_into_an_out_with_another_design_refuses_in_one_line(tmp_path, fake_engine, capsys):
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "-j", "1", "--quiet", "--duration", "2"]
+    assert main([*args, "--trials", "1"]) == 0
+    before = (out / "store" / "index.sqlite").read_bytes()
+    capsys.readouterr()
+    assert main([*args, "--trials", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "1 trials x 2 s" in err and "2 trials x 2 s" in err and "--out" in err
+    assert (out / "store" / "index.sqlite").read_bytes() == before  # nothing touched
+    assert main([*args, "--trials", "1"]) == 0  # the same design resumes
+
+
+def test_reproduce_with_limit_says_partial_and_gives_no_verdicts(tmp_path, fake_engine, capsys):
+    from l4sim.cli_study import main
+    from l4sim.studies.report import write_report
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]
+    assert main([*args, "--limit", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "partial: 5 of 90 runs" in text and "no verdicts" in text
+    assert not (out / "verdicts.csv").exists() and not (out / "report.html").exists()
+    html = write_report(out / "store", tmp_path / "r.html").read_text()
+    assert "Partial results: 5 of 90" in html and "No verdicts from a partial grid" in html
+    assert main(args) == 0  # completing it gives the verdicts
+    assert (out / "verdicts.csv").exists()
+    assert "Partial" not in (out / "report.html").read_text()
+
+
 def test_real_engine_reproduce_anrw24_limited(tmp_path):
     from l4sim.cli_study import main
 
@@ -379,7 +463,8 @@ def test_real_engine_reproduce_anrw24_limited(tmp_path):
         )
         == 0
     )
-    assert (out / "report.html").exists()
+    assert (out / "results.csv").exists()
+    assert not (out / "report.html").exists()  # a partial grid gets no report and no verdicts
 
 
 def test_cli_run_on_a_locked_store_is_a_clear_error(tmp_path, fake_engine, capsys):
@@ -391,3 +476,34 @@ def test_cli_run_on_a_locked_store_is_a_clear_error(tmp_path, fake_engine, capsy
         assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "being written by another process" in err and str(os.getpid()) in err
+
+
+def test_report_states_the_verdict_rules_in_words_not_as_a_python_repr(tmp_path, fake_engine):
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]
+    assert main(args) == 0
+    html = (out / "report.html").read_text()
+    assert "VerdictRules(" not in html and "share_tol=" not in html
+    assert "favourable if the L4S share is at least the fair share minus 0.1" in html
+
+
+def test_reproduce_report_compares_share_and_relative_delay_with_the_testbed(tmp_path, fake_engine):
+    from l4sim.cli_study import main
+    from l4sim.studies.analysis import cells
+    from l4sim.studies.report import SHARE_TOLERANCE, reference_comparison
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]
+    assert main(args) == 0
+    with Store(out / "store") as st:
+        ref = reference_comparison(cells(st.runs()))
+    assert ref is not None and len(ref) == 90
+    for col in ("share sim", "share testbed", "share diff", "rel delay sim", "rel delay testbed", "rel delay diff"):
+        assert col in ref and ref[col].notna().any(), col
+    flagged = ref["share within tolerance"] == "NO"
+    assert (ref.loc[flagged, "share diff"].abs() > SHARE_TOLERANCE).all()
+    assert (ref.loc[~flagged, "share diff"].abs() <= SHARE_TOLERANCE).all()
+    html = (out / "report.html").read_text()
+    assert "rel delay testbed" in html and "flagged NO" in html and "docs/validation.md" in html

@@ -5,7 +5,7 @@ import multiprocessing as mp
 
 import pytest
 
-from l4sim.store import Store, StoreLockedError, run_key
+from l4sim.sweep.store import Store, StoreLockedError, run_key
 
 
 def fake_result(l4s=60.0, classic=40.0, ql=1.0, qc=10.0, n=5):
@@ -141,7 +141,7 @@ def test_summary_keeps_the_result_without_series(tmp_path):
 def test_export_columns_are_factors_then_study_metrics_then_the_rest(tmp_path):
     import pandas as pd
 
-    from l4sim.report import export_csv
+    from l4sim.studies.report import export_csv
 
     with Store(tmp_path, write=True) as st:
         f = {
@@ -169,7 +169,7 @@ def test_export_columns_are_factors_then_study_metrics_then_the_rest(tmp_path):
 
 
 def test_series_fall_back_to_npz_without_pyarrow(tmp_path, monkeypatch):
-    import l4sim.store as store_mod
+    import l4sim.sweep.store as store_mod
 
     monkeypatch.setattr(store_mod, "_have_pyarrow", lambda: False)
     with Store(tmp_path, write=True) as st:
@@ -189,3 +189,26 @@ def test_null_values_from_the_core_become_nan(tmp_path):
         df = st.runs()
     assert ser["flow.l4s.srtt_ms"].isna().sum() == 3 and ser["flow.l4s.srtt_ms"].dtype == float
     assert df["classic_qdelay_ms"].isna().all()
+
+
+def test_qdisc_statistics_are_stored_generically_one_row_per_run_and_qdisc(tmp_path):
+    r = fake_result()
+    r["qdiscs"] = [
+        {
+            "name": "bottleneck",
+            "kind": "dualpi2",
+            "drops": 3,
+            "sojourn_p99_ms": 4.5,
+            "drops_by_reason": {"aqm": 2, "overlimit": 1},
+            "extra": {"step_marks": 7},
+        },
+        {"name": "other", "kind": "fq_codel", "marks": 9},
+    ]
+    with Store(tmp_path, write=True) as st:
+        st.record("k", design="d", factors={}, seed=1, model_version="f", result=r)
+    q = Store(tmp_path).qdiscs().set_index("name")
+    assert list(q.index) == ["bottleneck", "other"]
+    b = q.loc["bottleneck"]
+    assert (b["kind"], b["drops"], b["sojourn_p99_ms"]) == ("dualpi2", 3, 4.5)
+    assert (b["drops_by_reason.aqm"], b["extra.step_marks"]) == (2, 7)
+    assert q.loc["other", "marks"] == 9 and q.loc["other", "kind"] == "fq_codel"

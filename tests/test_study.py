@@ -2,8 +2,8 @@
 
 import pytest
 
-from l4sim import presets
-from l4sim.study import Constraint, Study, StudyError, seed_for
+from l4sim.studies import presets
+from l4sim.studies.study import Constraint, Study, StudyError, seed_for
 
 
 def test_full_factorial_preset_expands_to_exactly_28320_runs():
@@ -153,7 +153,7 @@ def test_invalid_toml_is_a_study_error():
 
 
 def test_load_takes_a_file_or_a_preset_even_with_a_directory_of_that_name(tmp_path, monkeypatch):
-    from l4sim.study import load
+    from l4sim.studies.presets import load
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "anrw24").mkdir()  # e.g. an output directory named like the preset
@@ -165,3 +165,28 @@ def test_load_takes_a_file_or_a_preset_even_with_a_directory_of_that_name(tmp_pa
         load("anrw25")
     with pytest.raises(StudyError, match="not found"):
         load("missing.toml")
+
+
+def test_plan_prints_cpu_and_wall_time_from_a_per_packet_cost_measured_once(tmp_path, monkeypatch, capsys):
+    from l4sim.cli_study import main
+    from l4sim.studies import cost
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert main(["study", "plan", "anrw24", "-j", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "of CPU" in out and "wall on 2 core(s)" in out and "ns per bottleneck packet" in out
+    cache = next((tmp_path / "l4sim").glob("packet-cost-*.json"))
+    first = cache.read_text()
+    calls = []
+    monkeypatch.setattr("l4sim.api.run", lambda *a, **k: calls.append(1))  # a re-measure would call it
+    assert main(["study", "plan", "anrw24"]) == 0
+    assert calls == [] and cache.read_text() == first  # measured once, then reused
+    capsys.readouterr()
+    # the estimate scales with the design: twice the trials, twice the CPU time
+    c = cost.packet_cost()["seconds_per_packet"]
+    one = cost.estimate([{"btl_capacity": 100, "duration": 60}], jobs=1)
+    two = cost.estimate([{"btl_capacity": 100, "duration": 60}] * 2, jobs=1)
+    assert two["cpu_seconds"] == pytest.approx(2 * one["cpu_seconds"])
+    assert one["cpu_seconds"] == pytest.approx(c * 100e6 / 8 / 1514 * 60)
+    assert main(["study", "plan", "anrw24", "--no-estimate"]) == 0
+    assert "of CPU" not in capsys.readouterr().out

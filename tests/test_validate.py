@@ -16,8 +16,8 @@ import math
 import pytest
 
 import l4sim
-from l4sim.factors import scenario_from_factors
-from l4sim.validate import DELAY_ABS_MS, DELAY_REL, load_reference
+from l4sim.studies.factors import scenario_from_factors
+from l4sim.studies.validate import DELAY_ABS_MS, DELAY_REL, load_reference
 
 SEEDS = (1, 2, 3)
 DURATION = 20.0
@@ -111,7 +111,7 @@ def test_both_references_load_as_315_cells_with_the_study_cc_names(reference):
 
 
 def test_a_reference_given_twice_is_one_clear_error():
-    from l4sim.validate import REFERENCE
+    from l4sim.studies.validate import REFERENCE
 
     with pytest.raises(ValueError, match="reference cell given twice: case 'cubic_"):
         load_reference([REFERENCE, REFERENCE])
@@ -119,7 +119,7 @@ def test_a_reference_given_twice_is_one_clear_error():
 
 def test_validate_reports_per_case_lines_and_both_verdict_columns(tmp_path):
     """The machinery on a tiny subset (1 trial x 2 s): not a fidelity check."""
-    from l4sim.validate import validate
+    from l4sim.studies.validate import validate
 
     v = validate(
         tmp_path / "out",

@@ -15,10 +15,10 @@ Quick start::
 """
 
 from l4sim._core import MODEL_VERSION, ScenarioError, __version__
-from l4sim.api import RunResult, run, run_factors
-from l4sim.factors import AQMS, FACTOR_NAMES, scenario_from_factors
+from l4sim.api import RunResult, run
 from l4sim.scenario import Dumbbell, Flow, Scenario, load
 from l4sim.simulation import Samples, Simulation
+from l4sim.studies.factors import AQMS, FACTOR_NAMES, run_factors, scenario_from_factors
 
 __all__ = [
     "AQMS",

@@ -23,7 +23,7 @@ from l4sim import _core
 from l4sim._core import ScenarioError
 from l4sim.scenario import Scenario, ScenarioLike, load
 
-__all__ = ["SIZE_BINS", "RunResult", "connections_frame", "run", "run_factors", "run_scenario_json"]
+__all__ = ["SIZE_BINS", "RunResult", "connections_frame", "run", "run_scenario_json"]
 
 #: Transfer-size bins of the completion-time summaries (bytes; lower bound inclusive), as in
 #: the IETF L4S evaluations' FCT plots.
@@ -105,6 +105,11 @@ def _long(t: list[float], items: list[Mapping[str, Any]], fixed: tuple[str, ...]
     return pd.concat(parts, ignore_index=True)
 
 
+#: The backend that produces results in this package: the packet-level simulator (a
+#: real-kernel backend would name itself differently; stores and results record it).
+BACKEND = "l4sim-sim"
+
+
 class RunResult:
     """The result of one run. ``raw`` is the core's result as a dict."""
 
@@ -125,6 +130,11 @@ class RunResult:
     @property
     def model_version(self) -> str:
         return str(self.raw.get("model_version", ""))
+
+    @property
+    def backend(self) -> str:
+        """Which backend produced this result (``"l4sim-sim"``: the simulator)."""
+        return str(self.raw.get("backend") or BACKEND)
 
     @property
     def sim_seconds(self) -> float:
@@ -360,10 +370,3 @@ def run(scenario: ScenarioLike, /, **overrides: Any) -> RunResult:
         sc.validate()  # re-raise with the cleaned-up message and the source file
         raise
     return RunResult(json.loads(out), sc)
-
-
-def run_factors(**factors: Any) -> RunResult:
-    """Run one point of the study's design (see :func:`l4sim.factors.scenario_from_factors`)."""
-    from l4sim.factors import scenario_from_factors
-
-    return run(Scenario.from_dict(scenario_from_factors(**factors)))

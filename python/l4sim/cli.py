@@ -21,8 +21,8 @@ from typing import Any
 
 from l4sim import __version__, demo
 from l4sim._core import ScenarioError
-from l4sim.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
-from l4sim.scenario import CC_NAMES, Scenario
+from l4sim.scenario import CC_NAMES, Scenario, one_line
+from l4sim.studies.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
 
 try:
     from l4sim import cli_study  # type: ignore[attr-defined,unused-ignore]
@@ -41,7 +41,12 @@ _FACTOR_OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--ecn-fallback", "ecn_fallback", int, "Prague classic-ECN fallback: 0 off (default), 1 on"),
     ("--tx-l4s-ecn", "tx_l4s_ecn", str, f"L4S sender ECN: {', '.join(L4S_SENDER_ECN)} (default accecn)"),
     ("--rx-l4s-ecn", "rx_l4s_ecn", str, f"L4S receiver ECN: {', '.join(L4S_RECEIVER_ECN)} (default accecn)"),
-    ("--tx-classic-ecn", "tx_classic_ecn", str, f"classic sender ECN: {', '.join(CLASSIC_ECN)} (default none)"),
+    (
+        "--tx-classic-ecn",
+        "tx_classic_ecn",
+        str,
+        f"classic sender ECN: {', '.join(CLASSIC_ECN)} (default classic, as in the study)",
+    ),
     ("--rx-classic-ecn", "rx_classic_ecn", str, f"classic receiver ECN: {', '.join(CLASSIC_ECN)} (default none)"),
     ("--cc-l4s", "cc_l4s", str, f"L4S sender CC: {', '.join(CC_NAMES)} (default prague)"),
     ("--cc-classic", "cc_classic", str, "classic sender CC (default cubic)"),
@@ -57,7 +62,7 @@ class _UsageError(Exception):
 
 
 def _error(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
+    print(f"error: {one_line(msg)}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -78,13 +83,20 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
     missing = [n for n in _REQUIRED_FACTORS if n not in factors]
     if missing:
         raise _UsageError("a study point needs " + ", ".join("--" + n.replace("_", "-") for n in missing))
-    from l4sim.factors import scenario_from_factors
-
+    # The [factors] form of a scenario (registered by l4sim.studies): errors name the factor.
+    doc: dict[str, Any] = {"factors": factors}
     if args.duration is not None:
-        factors["duration"] = args.duration
+        doc["duration"] = args.duration
     if args.seed is not None:
-        factors["seed"] = args.seed
-    return Scenario.from_dict(scenario_from_factors(**factors))
+        doc["seed"] = args.seed
+    try:
+        return Scenario.from_dict(doc)
+    except ScenarioError as e:
+        field = getattr(e, "field", "")
+        if field.startswith("factors."):  # say it with the option the user typed
+            opt = "--" + field.removeprefix("factors.").replace("_", "-")
+            raise _UsageError(f"{opt}: {getattr(e, 'message', e)}") from None
+        raise
 
 
 def _scenarios_from_args(args: argparse.Namespace) -> list[Scenario]:
@@ -191,6 +203,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         scenarios = _scenarios_from_args(args)
         scenarios = [sc.validate() for sc in scenarios]
+        flent_dir = Path(args.flent) if args.flent and len(scenarios) > 1 else None
+        if args.flent and flent_dir is None and not Path(args.flent).resolve().parent.is_dir():
+            raise _UsageError(f"--flent: directory {str(Path(args.flent).parent)!r} does not exist")
     except _UsageError as e:
         return _error(str(e))
     except ScenarioError as e:
@@ -199,6 +214,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     for sc in scenarios:
         r = run(sc)
         results.append(r)
+        if args.flent:
+            from l4sim import flentfile
+
+            target = flent_dir / f"{r.name or 'run'}.flent.gz" if flent_dir else Path(args.flent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            flentfile.write(str(target), flentfile.from_result(r.raw))
         if args.save_series:
             _save_series(r, args.save_series if len(scenarios) == 1 else str(Path(args.save_series) / r.name))
         if args.json:
@@ -246,6 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--save-series", metavar="DIR", help="write time series and tables (CSV) and the raw result to DIR")
+    p.add_argument(
+        "--flent",
+        metavar="FILE.flent.gz",
+        help="also write the run in flent's data format (per-flow throughput and RTT, qdisc delay): "
+        "flent -i FILE -p tcp_delivery_with_rtt plots it; with several scenario files a directory that "
+        "receives NAME.flent.gz per run",
+    )
     p.add_argument("--duration", type=float, help="simulated seconds (overrides the scenario; study default 60)")
     p.add_argument("--seed", type=int, help="random seed (overrides the scenario)")
     g = p.add_argument_group("study point (instead of FILE)")
@@ -254,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     v = subparsers.add_parser("validate-scenario", help="check a scenario file without running it")
-    v.add_argument("file", metavar="FILE")
+    v.add_argument("file", metavar="FILE", help="scenario file (.toml or .json)")
     v.set_defaults(func=cmd_validate)
 
     demo.register(subparsers)
@@ -263,7 +291,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message: Any, category: type, *args: Any, **kwargs: Any) -> str:
+    return f"warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

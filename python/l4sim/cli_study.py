@@ -11,7 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from l4sim.study import StudyError
+from l4sim.scenario import one_line
+from l4sim.studies.study import StudyError
+from l4sim.sweep.designs import DesignError
 
 ANRW24_DEFAULT_TRIALS = 10
 ANRW24_DEFAULT_DURATION = 60.0
@@ -23,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     study.set_defaults(func=lambda a: (study.print_help(), 2)[1])
 
     p = ss.add_parser("run", help="run a study (file or preset) into a results store")
-    p.add_argument("study", metavar="FILE_OR_PRESET")
+    p.add_argument(
+        "study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)"
+    )
     p.add_argument("--store", required=True, metavar="DIR", help="results directory")
     p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
     p.add_argument("--dask", metavar="tcp://host:port", help="run on a Dask scheduler")
@@ -34,18 +38,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
     p = ss.add_parser("plan", help="show a study's factors and run count")
-    p.add_argument("study", metavar="FILE_OR_PRESET")
+    p.add_argument(
+        "study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)"
+    )
     p.add_argument("--toml", action="store_true", help="print the study file")
     p.add_argument("--runs", action="store_true", help="list every run with its seed")
+    p.add_argument(
+        "-j", "--jobs", type=int, default=None, help="cores for the wall-time estimate (default: all of this machine's)"
+    )
+    p.add_argument(
+        "--no-estimate",
+        action="store_true",
+        help="skip the CPU/wall time estimate (it measures one run the first time)",
+    )
+    p.add_argument(
+        "--measure", action="store_true", help="measure the per-packet cost again (e.g. after the machine was busy)"
+    )
     p.set_defaults(func=cmd_plan)
 
     p = ss.add_parser("status", help="done / total / missing runs per design in a store")
-    p.add_argument("store", metavar="DIR")
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
     p.set_defaults(func=cmd_status)
 
-    p = ss.add_parser("export", help="export one row per run to CSV")
-    p.add_argument("store", metavar="DIR")
-    p.add_argument("--csv", required=True, metavar="FILE")
+    p = ss.add_parser(
+        "export",
+        help="export one row per run (CSV to a file or stdout, Parquet) and/or flent files",
+        description="One row per run: --csv FILE (or --csv - for stdout), --parquet FILE. "
+        "--flent DIR writes one flent data file per finished run (DIR/KEY.flent.gz). "
+        "With none of them, CSV goes to stdout.",
+    )
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
+    p.add_argument("--csv", metavar="FILE", help="CSV file, or - for stdout")
+    p.add_argument("--parquet", metavar="FILE", help="Parquet file (pyarrow)")
+    p.add_argument("--flent", metavar="DIR", help="one flent data file per finished run (KEY.flent.gz)")
     p.add_argument("--design", help="only this design's runs")
     p.set_defaults(func=cmd_export)
 
@@ -53,23 +78,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_presets)
 
     p = ss.add_parser("verdicts", help='the "Is it OK to turn on TCP Prague?" table')
-    p.add_argument("store", metavar="DIR")
-    p.add_argument("--design")
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
+    p.add_argument("--design", help="only this design's runs (default: every run in the store)")
     p.add_argument("--cells", action="store_true", help="also print per-cell verdicts")
     p.set_defaults(func=cmd_verdicts)
 
     p = ss.add_parser("plot", help="heatmaps / bar plots of a store; time series of a run")
-    p.add_argument("store", metavar="DIR")
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--design")
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory for the figures")
+    p.add_argument("--design", help="only this design's runs (default: every run in the store)")
     p.add_argument("--run", metavar="KEY", help="plot this run's time series (key prefix ok)")
     p.add_argument("--format", action="append", dest="formats", help="png, pdf, svg (repeatable; default png + pdf)")
     p.set_defaults(func=cmd_plot)
 
     p = ss.add_parser("report", help="write an HTML report of a store")
-    p.add_argument("store", metavar="DIR")
-    p.add_argument("--out", required=True, metavar="FILE.html")
-    p.add_argument("--design")
+    p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="the report file (figures go beside it)")
+    p.add_argument("--design", help="only this design's runs (default: every run in the store)")
     p.set_defaults(func=cmd_report)
 
     r = subparsers.add_parser("reproduce", help="reproduce a published result end to end")
@@ -84,41 +109,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"the paper's {ANRW24_DEFAULT_TRIALS} trials x {ANRW24_DEFAULT_DURATION:g} s (900 runs, "
         f"about 2 minutes on 2 cores); --trials 2 --duration 20 gives a quick look.",
     )
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("-j", "--jobs", type=int, default=None)
-    p.add_argument("--dask", metavar="tcp://host:port")
-    p.add_argument("--trials", type=int, default=ANRW24_DEFAULT_TRIALS)
-    p.add_argument("--duration", type=float, default=ANRW24_DEFAULT_DURATION)
-    p.add_argument("--limit", type=int, metavar="N")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory (store/, results.csv, figures/, report)"
+    )
+    p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
+    p.add_argument("--dask", metavar="tcp://host:port", help="run on a Dask scheduler instead of local workers")
+    p.add_argument(
+        "--trials", type=int, default=ANRW24_DEFAULT_TRIALS, help=f"trials per cell (default {ANRW24_DEFAULT_TRIALS})"
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=ANRW24_DEFAULT_DURATION,
+        help=f"simulated seconds per run (default {ANRW24_DEFAULT_DURATION:g})",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="do at most N runs now (a partial grid gets no verdicts)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reproduce_anrw24)
 
-    from l4sim import validate
+    from l4sim.studies import validate
 
     validate.register(subparsers)
 
 
 def _err(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
+    print(f"error: {one_line(msg)}", file=sys.stderr)
     return 2
 
 
 def _load(spec: str):
-    from l4sim.study import load
+    from l4sim.studies.presets import load
 
     return load(spec)
 
 
-def _run_and_report(study, store: Path, args) -> int:
-    from l4sim.runner import run_study
-    from l4sim.store import StoreLockedError
+def _run_and_report(study, store: Path, args, outcome: list | None = None) -> int:
+    from l4sim.sweep.runner import run_study
+    from l4sim.sweep.store import StoreLockedError
 
     try:
         out = run_study(
             study, store, jobs=args.jobs, dask=args.dask, limit=args.limit, progress=not getattr(args, "quiet", False)
         )
-    except (StoreLockedError, StudyError) as e:
+    except (StoreLockedError, DesignError) as e:
         return _err(str(e))
+    if outcome is not None:
+        outcome.append(out)
     print(
         f"{study.name}: {out.done} runs done now, {out.already_done} already in the store, "
         f"{out.errors} failed, {out.missing} missing of {out.planned}"
@@ -155,6 +191,18 @@ def cmd_plan(args) -> int:
         print(study.to_toml(), end="")
         return 0
     print(study.describe())
+    if not args.no_estimate:
+        from l4sim.studies import cost
+
+        if args.measure:
+            cost.packet_cost(refresh=True)
+        e = cost.estimate((r.point for r in study.runs()), jobs=args.jobs)
+        print(
+            f"  expected time on this machine: {cost.human(e['cpu_seconds'])} of CPU, about "
+            f"{cost.human(e['wall_seconds'])} wall on {e['jobs']} core(s) "
+            f"({e['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {e['measured']}; "
+            "fully used bottlenecks assumed, a busy machine is slower)"
+        )
     if args.runs:
         for r in study.runs():
             print(f"  seed {r.seed:>18d}  " + ", ".join(f"{k}={v}" for k, v in r.point.items()))
@@ -162,8 +210,8 @@ def cmd_plan(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from l4sim.report import status_lines
-    from l4sim.store import StoreError
+    from l4sim.studies.report import status_lines
+    from l4sim.sweep.store import StoreError
 
     try:
         print("\n".join(status_lines(args.store)))
@@ -173,19 +221,55 @@ def cmd_status(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from l4sim.report import export_csv
-    from l4sim.store import StoreError
+    from l4sim.studies.report import results_frame
+    from l4sim.sweep.store import Store, StoreError
 
+    to_stdout = args.csv == "-" or not (args.csv or args.parquet or args.flent)
+    for flag, f in (("--csv", None if args.csv == "-" else args.csv), ("--parquet", args.parquet)):
+        if f and not Path(f).resolve().parent.is_dir():
+            return _err(f"{flag}: directory {str(Path(f).parent)!r} does not exist")
     try:
-        n = export_csv(args.store, args.csv, design=args.design)
+        with Store(args.store) as st:
+            df = results_frame(st, args.design)
+            if args.flent:
+                n = _export_flent(st, Path(args.flent), args.design)
+                print(f"wrote {n} flent files to {args.flent}", file=sys.stderr if to_stdout else sys.stdout)
     except StoreError as e:
         return _err(str(e))
-    print(f"wrote {n} runs to {args.csv}")
+    if to_stdout:
+        df.to_csv(sys.stdout, index=False)
+    elif args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"wrote {len(df)} runs to {args.csv}")
+    if args.parquet:
+        df.to_parquet(args.parquet, index=False)
+        print(f"wrote {len(df)} runs to {args.parquet}", file=sys.stderr if to_stdout else sys.stdout)
     return 0
 
 
+def _export_flent(st, out: Path, design: str | None) -> int:
+    """One flent data file per finished run with a stored series: OUT/KEY.flent.gz."""
+    from l4sim import flentfile
+
+    out.mkdir(parents=True, exist_ok=True)
+    runs = st.runs(design=design)
+    n = 0
+    for key, name in zip(runs["key"], runs["design"], strict=True):
+        try:
+            series = st.series(key)
+            summary = st.summary(key)
+        except KeyError:
+            continue
+        params = {"design": name, "key": key, "seed": summary.get("seed", ""), "scenario": summary.get("name", "")}
+        data = flentfile.from_series_frame(series, title=str(summary.get("name", key)), params=params)
+        if data["x_values"]:
+            flentfile.write(out / f"{key}.flent.gz", data)
+            n += 1
+    return n
+
+
 def cmd_presets(args) -> int:
-    from l4sim import presets
+    from l4sim.studies import presets
 
     rows = presets.table()
     w = max(len(r[0]) for r in rows)
@@ -198,8 +282,8 @@ def cmd_presets(args) -> int:
 def cmd_verdicts(args) -> int:
     import pandas as pd
 
-    from l4sim.analysis import add_verdicts, cells, verdict_table
-    from l4sim.store import Store, StoreError
+    from l4sim.studies.analysis import add_verdicts, cells, verdict_table
+    from l4sim.sweep.store import Store, StoreError
 
     try:
         with Store(args.store) as st:
@@ -217,9 +301,9 @@ def cmd_verdicts(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from l4sim import plots
-    from l4sim.analysis import cells
-    from l4sim.store import Store, StoreError
+    from l4sim.studies import plots
+    from l4sim.studies.analysis import cells
+    from l4sim.sweep.store import Store, StoreError
 
     formats = tuple(args.formats or ("png", "pdf"))
     out = Path(args.out)
@@ -246,7 +330,7 @@ def cmd_plot(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from l4sim.report import write_report
+    from l4sim.studies.report import write_report
 
     p = write_report(args.store, args.out, design=args.design)
     print(f"wrote {p}")
@@ -254,17 +338,35 @@ def cmd_report(args) -> int:
 
 
 def cmd_reproduce_anrw24(args) -> int:
-    from l4sim import plots, presets
-    from l4sim.analysis import cells, verdict_table
-    from l4sim.report import export_csv, reference_cells, write_report
-    from l4sim.store import Store
+    from l4sim.studies import plots, presets
+    from l4sim.studies.analysis import cells, verdict_table
+    from l4sim.studies.report import export_csv, reference_cells, write_report
+    from l4sim.sweep.store import Store
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if args.trials < 1:
+        return _err(f"--trials must be at least 1, got {args.trials}")
+    if not args.duration > 0:
+        return _err(f"--duration must be a positive number of seconds, got {args.duration:g}")
     study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
+    clash = _design_clash(out / "store", study)
+    if clash:
+        return _err(clash)
+    out.mkdir(parents=True, exist_ok=True)
     print(f"ANRW'24 grid: {len(study)} runs ({args.trials} trials x {args.duration:g} s) into {out / 'store'}")
-    rc = _run_and_report(study, out / "store", args)
+    outcome: list = []
+    rc = _run_and_report(study, out / "store", args, outcome)
     if rc in (2, 130):
+        return rc
+    missing = outcome[0].missing if outcome else 0
+    if missing:
+        # A partial grid is never presented as complete: no verdicts, figures or report from it.
+        print(
+            f"partial: {outcome[0].planned - missing} of {outcome[0].planned} runs are in {out / 'store'}; "
+            "no verdicts or report from a partial grid (run the same command again to complete it)"
+        )
+        n = export_csv(out / "store", out / "results.csv", design=study.name)
+        print(f"wrote {out / 'results.csv'} ({n} runs, partial)")
         return rc
     n = export_csv(out / "store", out / "results.csv", design=study.name)
     with Store(out / "store") as st:
@@ -289,6 +391,38 @@ def cmd_reproduce_anrw24(args) -> int:
     print(vt.to_string())
     print(f"wrote {out / 'results.csv'} ({n} runs), {len(figs)} figures in {out / 'figures'}, {rep}")
     return rc
+
+
+def _design_clash(store: Path, study) -> str | None:
+    """One line if ``store`` already holds a design of this name defined differently (other
+    trials or duration): reusing it would silently redefine what the store's results mean."""
+    import tomllib
+
+    from l4sim.sweep.store import Store, StoreError
+
+    if not (store / "index.sqlite").exists():
+        return None
+    try:
+        with Store(store) as st:
+            old = {d["name"]: d["content"] for d in st.designs()}.get(study.name)
+    except StoreError:
+        return None
+    if old is None or old == study.to_toml():
+        return None
+
+    def shape(text: str) -> str:
+        try:
+            d = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return "another definition"
+        trials = d.get("trials") or len(d.get("factors", {}).get("trial", [])) or 1
+        dur = d.get("fixed", {}).get("duration", "?")
+        return f"{trials} trials x {dur:g} s" if isinstance(dur, (int, float)) else f"{trials} trials"
+
+    return (
+        f"{store} holds the {study.name} design with {shape(old)}, not {shape(study.to_toml())}: "
+        "use another --out, or the same --trials/--duration to resume it"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,9 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict, Union
 
@@ -34,6 +35,7 @@ __all__ = [
     "ECN_SYSCTL",
     "QDISC_KINDS",
     "SOURCE_KINDS",
+    "TOPOLOGY_KINDS",
     "Dumbbell",
     "Flow",
     "Scenario",
@@ -41,15 +43,42 @@ __all__ = [
     "ScenarioError",
     "ScenarioLike",
     "load",
+    "canonical_name",
+    "check_scale",
+    "one_line",
+    "plain_words",
+    "cc_name",
+    "register_document_form",
     "scenario_error",
 ]
 
+# Every name comes from ONE registry, the core's own enums (``l4sim._core.registry()``), so
+# Python never rejects what the core accepts and never has to be edited when the core grows.
+_REGISTRY = _core.registry()
 #: Congestion controls the core implements (``CcSpec`` names).
-CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3")
+CC_NAMES: tuple[str, ...] = tuple(_REGISTRY["cc"])
 #: Qdisc kinds the core implements (``QdiscSpec`` kinds).
-QDISC_KINDS = ("bfifo", "pfifo", "fq", "codel", "fq_codel", "pie", "dualpi2", "red", "tbf", "prio", "netem")
-#: ``net.ipv4.tcp_ecn`` values by number, as the core names them (``TcpSpec.ecn``).
-ECN_SYSCTL = ("none", "classic", "passive", "accecn", "accecn_classic_out", "accecn_passive")
+QDISC_KINDS: tuple[str, ...] = tuple(_REGISTRY["qdisc"])
+#: Traffic source kinds (``SourceSpec`` kinds).
+SOURCE_KINDS: tuple[str, ...] = tuple(_REGISTRY["source"])
+#: Topology kinds (``TopologySpec`` kinds).
+TOPOLOGY_KINDS: tuple[str, ...] = tuple(_REGISTRY["topology"])
+#: ``net.ipv4.tcp_ecn`` values in the order of their numbers 0..5 (``EcnSysctl``).
+ECN_SYSCTL: tuple[str, ...] = tuple(_REGISTRY["ecn_sysctl"])
+#: Other spellings of congestion-control names (Linux module names, common usage).
+CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3", "newreno": "reno"}
+
+
+def canonical_name(value: str) -> str:
+    """The one rule for names everywhere: case-insensitive, ``-`` same as ``_``
+    ("DualPI2" == "dualpi2", "udp-prague" == "udp_prague", "FQ-CoDel" == "fq_codel")."""
+    return value.strip().lower().replace("-", "_")
+
+
+def cc_name(value: str) -> str:
+    """A congestion-control name in the core's spelling (aliases resolved), or as given."""
+    v = canonical_name(value)
+    return CC_ALIASES.get(v, v)
 
 
 # --- the JSON contract, as typed dicts (for type checkers; the core is the authority) ---
@@ -206,11 +235,13 @@ def _norm_cc(value: Any, field: str) -> Any:
     name = value.get("name")
     if not isinstance(name, str):
         raise scenario_error(f"{field}.name", f"expected a congestion control name, got {name!r}")
+    name = cc_name(name)
     if name not in CC_NAMES:
         raise scenario_error(
-            f"{field}.name", f"unknown congestion control {name!r}; expected one of {', '.join(CC_NAMES)}"
+            f"{field}.name",
+            f"unknown congestion control {value['name']!r}; expected one of {', '.join(CC_NAMES)}",
         )
-    return value
+    return {**value, "name": name}
 
 
 def _norm_qdisc(value: Any, field: str) -> Any:
@@ -221,8 +252,9 @@ def _norm_qdisc(value: Any, field: str) -> Any:
     kind = value.get("kind")
     if not isinstance(kind, str):
         raise scenario_error(f"{field}.kind", f"expected a qdisc kind, got {kind!r}")
-    if kind not in QDISC_KINDS:
+    if canonical_name(kind) not in QDISC_KINDS:
         raise scenario_error(f"{field}.kind", f"unknown qdisc {kind!r}; expected one of {', '.join(QDISC_KINDS)}")
+    value = {**value, "kind": canonical_name(kind)}
     if value.get("child") is not None:  # tbf
         value["child"] = _norm_qdisc(value["child"], f"{field}.child")
     if isinstance(value.get("children"), list):  # prio
@@ -240,6 +272,13 @@ def _norm_tcp(value: Any, field: str) -> Any:
         if not 0 <= ecn < len(ECN_SYSCTL):
             raise scenario_error(f"{field}.ecn", f"net.ipv4.tcp_ecn must be 0..{len(ECN_SYSCTL) - 1}, got {ecn}")
         value["ecn"] = ECN_SYSCTL[ecn]
+    elif isinstance(ecn, str):
+        if canonical_name(ecn) not in ECN_SYSCTL:
+            raise scenario_error(
+                f"{field}.ecn",
+                f"unknown net.ipv4.tcp_ecn value {ecn!r}; expected 0..5 or one of {', '.join(ECN_SYSCTL)}",
+            )
+        value["ecn"] = canonical_name(ecn)
     return value
 
 
@@ -249,10 +288,6 @@ def _norm_bottleneck(b: Any, field: str) -> Any:
     if "qdisc" in b:
         b["qdisc"] = _norm_qdisc(b["qdisc"], f"{field}.qdisc")
     return b
-
-
-#: Traffic source kinds (``SourceSpec`` kinds; ``udp-prague`` is accepted for ``udp_prague``).
-SOURCE_KINDS = ("bulk", "web", "messages", "chunks", "udp", "udp_prague")
 
 
 def _read_cdf(path: Path, field: str) -> list[list[float]]:
@@ -296,7 +331,7 @@ def _norm_source(value: Any, field: str, base_dir: Path | None) -> Any:
         raise scenario_error(field, f'expected a source kind such as "web" or a table with a "kind", got {value!r}')
     kind = value.get("kind")
     if isinstance(kind, str):
-        kind = value["kind"] = kind.replace("-", "_")
+        kind = value["kind"] = canonical_name(kind)
     if kind not in SOURCE_KINDS:
         raise scenario_error(f"{field}.kind", f"unknown traffic source {kind!r}; expected one of {', '.join(SOURCE_KINDS)}")
     if "size" in value:
@@ -310,11 +345,15 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
     d = _plain(data)
     if not isinstance(d, dict):
         raise scenario_error("", f"a scenario must be a table (dict), got {type(data).__name__}")
-    if "factors" in d:
-        d = _from_factors_table(d)
+    for key, to_scenario in _DOCUMENT_FORMS.items():
+        if key in d:
+            d = to_scenario(d)
+            break
     topo = d.get("topology")
     if isinstance(topo, dict):
         topo.setdefault("kind", "dumbbell")
+        if isinstance(topo["kind"], str):
+            topo["kind"] = canonical_name(topo["kind"])
         if "bottleneck" in topo:
             topo["bottleneck"] = _norm_bottleneck(topo["bottleneck"], "topology.bottleneck")
         if isinstance(topo.get("links"), list):  # graph: shaped directions
@@ -361,44 +400,102 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
     return d
 
 
-def _from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
-    """A scenario given as one point of the study's design: a ``[factors]`` table with the
-    study's factor names (see ``l4sim.factors``), plus optional ``name``, ``seed``,
-    ``duration`` and ``sample_interval`` at the top level."""
-    from l4sim.factors import scenario_from_factors
+# Other forms a scenario document may take instead of topology/flows: a top-level key and the
+# function that turns such a document into a plain scenario dict. A higher layer registers them
+# (``l4sim.studies`` registers "factors": one point of the study's design), so this generic
+# module knows nothing of any study.
+_DOCUMENT_FORMS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
-    factors = d["factors"]
-    if not isinstance(factors, dict):
-        raise scenario_error("factors", f"expected a table of study factors, got {factors!r}")
-    clash = [k for k in ("topology", "flows") if k in d]
-    if clash:
-        raise scenario_error(clash[0], "give either [factors] or topology/flows, not both")
-    top = {k: v for k, v in d.items() if k != "factors"}
-    unknown = sorted(set(top) - {"name", "seed", "duration", "sample_interval"})
-    if unknown:
-        raise scenario_error(unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)")
-    args = dict(factors)
-    for k in ("seed", "duration", "sample_interval"):
-        if k in top:
-            args[k] = top[k]
-    try:
-        out = scenario_from_factors(**args)
-    except ScenarioError as e:
-        field = getattr(e, "field", "")
-        if field in factors:
-            raise scenario_error(f"factors.{field}", getattr(e, "message", str(e))) from None
-        raise
-    if "name" in top:
-        out["name"] = top["name"]
-    return out
+
+def register_document_form(key: str, to_scenario: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Accept documents with a top-level ``key`` table, turned into a scenario by ``to_scenario``
+    (which raises ScenarioError naming the field at fault)."""
+    _DOCUMENT_FORMS[key] = to_scenario
+
+
+# serde's words for types, in the user's vocabulary (no "expected f64" in a message).
+_PLAIN_WORDS = (
+    (re.compile(r"\bexpected (?:f32|f64)\b"), "expected a number"),
+    (re.compile(r"\bexpected (?:u8|u16|u32|u64|usize)\b"), "expected a whole number (0 or more)"),
+    (re.compile(r"\bexpected (?:i8|i16|i32|i64|isize)\b"), "expected a whole number"),
+    (re.compile(r"\bexpected a borrowed string\b"), "expected a string"),
+    (re.compile(r"\binvalid type: floating point `([^`]*)`"), r"got the number \1"),
+    (re.compile(r"\binvalid type: integer `([^`]*)`"), r"got the number \1"),
+    (re.compile(r"\binvalid type: string \"([^\"]*)\""), r'got the text "\1"'),
+    (re.compile(r"\binvalid type: (map|sequence|boolean `[^`]*`)"), r"got a \1"),
+    (re.compile(r"\binvalid value: integer `([^`]*)`"), r"got \1"),
+    (re.compile(r"\bmap\b"), "table"),
+    (re.compile(r"\bsequence\b"), "list"),
+    (re.compile(r" at line \d+ column \d+$"), ""),
+    (re.compile(r"\bunknown variant `([^`]*)`, expected"), r"unknown value '\1'; expected"),
+    (re.compile(r"\bunknown field `([^`]*)`, expected"), r"unknown key '\1'; expected"),
+    (re.compile(r"`([^`]*)`"), r"\1"),
+)
+
+
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def one_line(message: str) -> str:
+    """A message on one line: line breaks inside a value the user gave are shown escaped."""
+    return "".join(repr(c)[1:-1] if c in _LINE_BREAKS else c for c in message.strip())
+
+
+def plain_words(message: str) -> str:
+    """The core's message with Rust/serde type names replaced by what a user calls them."""
+    for pat, repl in _PLAIN_WORDS:
+        message = pat.sub(repl, message)
+    return message
 
 
 def _from_core(e: ScenarioError, source: str | None, data: dict[str, Any] | None = None) -> ScenarioError:
     """Re-raise the core's error, noting the file it came from."""
-    err = scenario_error(getattr(e, "field", ""), getattr(e, "message", str(e)), source)
+    err = scenario_error(getattr(e, "field", ""), plain_words(getattr(e, "message", str(e))), source)
     if source:
         err.add_note(f"in {source}")
     return err
+
+
+#: Beyond these the simulator's results mean nothing (1 ns clock: a 1500-byte packet takes
+#: 12 ns at 1 Tbit/s) or the run cannot finish in useful time: surely a mistake.
+MAX_RATE_MBPS = 1e6
+MIN_RATE_MBPS = 1e-3
+MAX_DURATION_S = 86_400.0
+MAX_RTT_MS = 60_000.0
+
+
+def check_scale(d: Mapping[str, Any], source: str | None) -> None:
+    """Reject absurd magnitudes (a 1e9 Mbit/s link, a 1e7 s run, a link slower than 1 kbit/s)
+    the core would accept or trip over; runs before the core sees the scenario."""
+
+    def bad(field: str, msg: str) -> ScenarioError:
+        return scenario_error(field, msg, source)
+
+    dur = d.get("duration")
+    if isinstance(dur, (int, float)) and dur > MAX_DURATION_S:
+        raise bad("duration", f"{dur:g} s is more than a day of simulated time (at most {MAX_DURATION_S:g} s)")
+    topo = d.get("topology") if isinstance(d.get("topology"), dict) else {}
+    rates = [("topology.nic_rate", topo.get("nic_rate"))]
+    if isinstance(topo.get("bottleneck"), dict):
+        rates.append(("topology.bottleneck.rate", topo["bottleneck"].get("rate")))
+    bottlenecks = topo.get("bottlenecks")
+    for i, b in enumerate(bottlenecks if isinstance(bottlenecks, list) else []):
+        if isinstance(b, dict):
+            rates.append((f"topology.bottlenecks[{i}].rate", b.get("rate")))
+    for field, r in rates:
+        if isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r < MIN_RATE_MBPS:
+            raise bad(field, f"{r:g} Mbit/s is below {MIN_RATE_MBPS * 1000:g} kbit/s (one packet would take over 10 s)")
+        if isinstance(r, (int, float)) and r > MAX_RATE_MBPS:
+            raise bad(
+                field,
+                f"{r:g} Mbit/s is beyond what the simulator models (at most {MAX_RATE_MBPS:g} Mbit/s = 1 Tbit/s)",
+            )
+    rtts = [("topology.base_rtt", topo.get("base_rtt"))]
+    flows = list(enumerate(d["flows"])) if isinstance(d.get("flows"), list) else []
+    rtts += [(f"flows[{i}].base_rtt", f.get("base_rtt")) for i, f in flows if isinstance(f, dict)]
+    for field, v in rtts:
+        if isinstance(v, (int, float)) and v > MAX_RTT_MS:
+            raise bad(field, f"{v:g} ms is a base RTT of more than a minute (at most {MAX_RTT_MS:g} ms)")
 
 
 # --- the scenario object ---
@@ -496,6 +593,7 @@ class Scenario:
 
     def validate(self) -> Scenario:
         """Check the whole scenario with the core's validator; returns ``self``."""
+        check_scale(self.data, self.source)
         try:
             _core.validate(self.to_json())
         except ScenarioError as e:

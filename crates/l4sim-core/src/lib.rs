@@ -7,6 +7,7 @@ pub mod metrics;
 pub mod net;
 pub mod packet;
 pub mod qdisc;
+pub mod registry;
 pub mod rng;
 pub mod scenario;
 pub mod sim;

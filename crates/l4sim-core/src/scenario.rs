@@ -292,6 +292,15 @@ impl Scenario {
                 Err(err(field, format!("must be a positive number, got {v}")))
             }
         }
+        /// A link rate in Mbit/s: positive and at least 1 bit/s once rounded (`Rate::mbps`),
+        /// else serialisation times divide by zero.
+        fn rate(field: &str, v: f64) -> Result<(), ScenarioError> {
+            if v.is_finite() && v * 1e6 >= 1.0 {
+                Ok(())
+            } else {
+                Err(err(field, format!("must be a rate of at least 1 bit/s (1e-6 Mbit/s), got {v}")))
+            }
+        }
         fn nonneg(field: &str, v: f64) -> Result<(), ScenarioError> {
             if v.is_finite() && v >= 0.0 {
                 Ok(())
@@ -302,7 +311,7 @@ impl Scenario {
         pos("duration", self.duration)?;
         pos("sample_interval", self.sample_interval)?;
         let check_btl = |prefix: &str, b: &BottleneckSpec| -> Result<(), ScenarioError> {
-            pos(&format!("{prefix}.rate"), b.rate)?;
+            rate(&format!("{prefix}.rate"), b.rate)?;
             b.qdisc
                 .validate()
                 .map_err(|(f, m)| err(format!("{prefix}.qdisc.{f}"), m))?;
@@ -323,7 +332,7 @@ impl Scenario {
                 nic_rate,
             } => {
                 nonneg("topology.base_rtt", *base_rtt)?;
-                pos("topology.nic_rate", *nic_rate)?;
+                rate("topology.nic_rate", *nic_rate)?;
                 check_btl("topology.bottleneck", bottleneck)?;
             }
             TopologySpec::Tree {
@@ -333,7 +342,7 @@ impl Scenario {
                 bottlenecks,
             } => {
                 nonneg("topology.base_rtt", *base_rtt)?;
-                pos("topology.nic_rate", *nic_rate)?;
+                rate("topology.nic_rate", *nic_rate)?;
                 if *pairs == 0 || pairs % 4 != 0 {
                     return Err(err(
                         "topology.pairs",
@@ -466,6 +475,15 @@ mod tests {
         let s = Scenario::from_json(OK).unwrap();
         assert_eq!(s.seed, 3);
         assert_eq!(s.flows[0].streams, 1);
+    }
+
+    #[test]
+    fn a_rate_below_one_bit_per_second_is_an_error_not_a_division_by_zero() {
+        let bad = OK.replace("\"rate\": 100", "\"rate\": 1e-9");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.rate", "{e}");
+        let ok = OK.replace("\"rate\": 100", "\"rate\": 1e-6");
+        Scenario::from_json(&ok).unwrap();
     }
 
     #[test]

@@ -43,12 +43,13 @@ fn run(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
         .map_err(|e| to_py_err(py, e))
 }
 
-/// Parse and validate a scenario given as JSON without running it.
+/// Parse and validate a scenario given as JSON without running it: every check a run makes
+/// before its first event, including building the network (tree links, flow pairs), so that
+/// a scenario that validates never fails when it runs.
 #[pyfunction]
 fn validate(py: Python<'_>, scenario_json: &str) -> PyResult<()> {
-    Scenario::from_json(scenario_json)
-        .map(|_| ())
-        .map_err(|e| to_py_err(py, e))
+    let sc = Scenario::from_json(scenario_json).map_err(|e| to_py_err(py, e))?;
+    World::new(&sc).map(|_| ()).map_err(|e| to_py_err(py, e))
 }
 
 /// A simulation you can step: built from a scenario (core JSON), advanced with `run_until`,
@@ -167,6 +168,23 @@ impl Simulation {
     }
 }
 
+/// The names the core accepts, from its enums (one registry for Python and Rust):
+/// `cc` (congestion controls), `qdisc` (qdisc kinds), `source` (traffic source kinds),
+/// `topology` (topology kinds) and `ecn_sysctl` (values of net.ipv4.tcp_ecn).
+#[pyfunction]
+fn registry() -> std::collections::BTreeMap<&'static str, Vec<String>> {
+    use l4sim_core::registry as r;
+    [
+        ("cc", r::cc_names()),
+        ("qdisc", r::qdisc_kinds()),
+        ("source", r::source_kinds()),
+        ("topology", r::topology_kinds()),
+        ("ecn_sysctl", r::ecn_sysctls()),
+    ]
+    .into_iter()
+    .collect()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -175,5 +193,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(registry, m)?)?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! ECN negotiation (RFC 3168 s6.1.1, AccECN RFC 9768 s3.1 Table 2) as the Linux AccECN
 //! stack does it (`tcp_ecn_send_syn`, `tcp_ecn_create_request`, `tcp_ecn_rcv_synack`), and
-//! the AccECN ACE counter codec (`__tcp_accecn_process`). See linux-algorithms.md 2.1-2.4.
+//! the AccECN ACE counter codec (`__tcp_accecn_process`). See docs/linux-algorithms.md 2.1-2.4.
 //!
 //! Only the 3-bit ACE field is modelled; the AccECN TCP option (byte counters) is not sent
 //! (equivalent to `tcp_ecn_option = 0`), so senders always use the conservative ACE rule.
@@ -24,7 +24,7 @@ pub enum EcnRequest {
     AccEcn,
 }
 
-/// How a listener treats an AccECN SYN (linux-algorithms.md 2.2).
+/// How a listener treats an AccECN SYN (docs/linux-algorithms.md 2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AccEcnAccept {

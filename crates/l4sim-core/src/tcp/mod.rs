@@ -47,7 +47,7 @@ pub const TCP_TIMEOUT_INIT: SimDuration = SEC;
 /// Window of the min_rtt filter (`sysctl_tcp_min_rtt_wlen`, 300 s).
 pub const MIN_RTT_WIN: SimDuration = 300 * SEC;
 
-/// Linux `net.ipv4.tcp_ecn` (L4STeam / mainline-bound meaning; see linux-algorithms.md 2.2).
+/// Linux `net.ipv4.tcp_ecn` (L4STeam / mainline-bound meaning; see docs/linux-algorithms.md 2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EcnSysctl {
@@ -91,7 +91,7 @@ pub struct TcpSpec {
     /// `net.ipv4.tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`, percent.
     pub pacing_ss_ratio: u32,
     pub pacing_ca_ratio: u32,
-    /// How this host, as a listener, answers an AccECN SYN (linux-algorithms.md 2.2).
+    /// How this host, as a listener, answers an AccECN SYN (docs/linux-algorithms.md 2.2).
     pub accecn_accept: AccEcnAccept,
     /// AccECN receiver: also ACK at once when a CE packet follows a non-CE one (RFC 9768
     /// change-triggered ACK). Linux only forces an ACK after 6 pending CE marks (default off).

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from l4sim.study import AQMS, EXTRA_SETTINGS, FACTOR_ORDER
+from l4sim.studies.study import AQMS, EXTRA_SETTINGS, FACTOR_ORDER
 
 METRICS = ("l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms", "classic_qdelay_ms")
 

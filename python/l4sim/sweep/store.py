@@ -2,13 +2,14 @@
 
 Layout::
 
-    DIR/index.sqlite        SQLite (WAL): tables meta, designs, plan, runs, flows
+    DIR/index.sqlite        SQLite (WAL): tables meta, designs, plan, runs, flows, qdisc_stats
     DIR/series/KEY.parquet  time series of one run (pandas + pyarrow; ``.npz`` if no pyarrow)
     DIR/lock                held with fcntl.flock by the one writer; holds its pid
 
 A run's key is sha256(canonical scenario JSON, seed, model version). A finished run is
-committed in ONE transaction (its ``runs`` row and its ``flows`` rows), after its series file
-was written under a temporary name and renamed into place. So killing the writer at any moment
+committed in ONE transaction (its ``runs`` row, its ``flows`` rows and its ``qdisc_stats``
+rows: every numeric statistic of each qdisc, generic), after its series file was written
+under a temporary name and renamed into place. So killing the writer at any moment
 loses at most the runs in flight; a series file without a row (killed between rename and
 commit) is removed when the next writer opens the store, and the run is simply done again.
 Readers open the index read-only and can read while a study runs (WAL).
@@ -23,13 +24,31 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from l4sim.study import canonical_json
+from l4sim.sweep.designs import canonical_json
 
 SCHEMA_VERSION = "1"
+#: Which backend produced a run when its result does not say (the packet-level simulator).
+DEFAULT_BACKEND = "l4sim-sim"
+
+# What a study adds to the generic store (registered by ``l4sim.studies`` when imported): the
+# per-run metric columns computed from a result, and the order of factor columns in
+# ``Store.runs()``. The store itself knows nothing of any study's factors or metrics.
+_metrics_fn: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+_factor_order: tuple[str, ...] = ()
+
+
+def register_study_columns(
+    factor_order: Iterable[str], metrics: Callable[[Mapping[str, Any]], Mapping[str, Any]]
+) -> None:
+    """Set the factor column order and the per-run metrics function (the studies layer)."""
+    global _metrics_fn, _factor_order
+    _factor_order = tuple(factor_order)
+    _metrics_fn = metrics
+
 
 METRIC_COLUMNS = ("l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms", "classic_qdelay_ms")
 EXTRA_COLUMNS = ("jain_index", "utilisation", "sim_seconds", "wall_seconds", "events")
@@ -70,12 +89,17 @@ CREATE TABLE IF NOT EXISTS runs (
     cell TEXT NOT NULL,
     seed INTEGER NOT NULL,
     model_version TEXT NOT NULL,
+    backend TEXT,
     status TEXT NOT NULL,
     error TEXT,
     started REAL, finished REAL,
     {", ".join(c + " REAL" for c in METRIC_COLUMNS + EXTRA_COLUMNS)},
     series TEXT,
     summary TEXT);
+CREATE TABLE IF NOT EXISTS qdisc_stats (
+    run_key TEXT NOT NULL REFERENCES runs(key),
+    name TEXT NOT NULL, kind TEXT, metric TEXT NOT NULL, value REAL,
+    PRIMARY KEY (run_key, name, metric));
 CREATE TABLE IF NOT EXISTS flows (
     run_key TEXT NOT NULL REFERENCES runs(key),
     {", ".join(c + (" TEXT" if c in ("name", "cc", "ecn_mode", "data_ecn") else " REAL") for c in FLOW_COLUMNS)},
@@ -104,6 +128,29 @@ def run_key(scenario: Mapping[str, Any], seed: int, model_version: str) -> str:
     h.update(canonical_json(scenario).encode())
     h.update(b"\0" + str(int(seed)).encode() + b"\0" + str(model_version).encode())
     return h.hexdigest()
+
+
+def qdisc_rows(result: Mapping[str, Any]) -> list[tuple[str, str | None, str, float]]:
+    """(name, kind, metric, value) for every numeric statistic of every qdisc of a result;
+    nested tables flatten to dotted metric names (``drops_by_reason.aqm``)."""
+    rows: list[tuple[str, str | None, str, float]] = []
+
+    def walk(name: str, kind: str | None, prefix: str, obj: Mapping[str, Any]) -> None:
+        for k, v in obj.items():
+            if isinstance(v, bool):
+                v = int(v)
+            if isinstance(v, (int, float)):
+                rows.append((name, kind, prefix + k, float(v)))
+            elif isinstance(v, Mapping):
+                walk(name, kind, f"{prefix}{k}.", v)
+
+    for q in result.get("qdiscs") or []:
+        name = str(q.get("name", ""))
+        kind = q.get("kind")
+        walk(
+            name, str(kind) if kind is not None else None, "", {k: v for k, v in q.items() if k not in ("name", "kind")}
+        )
+    return rows
 
 
 def _have_pyarrow() -> bool:
@@ -165,6 +212,9 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
+            if "backend" not in {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}:
+                # stores written before runs recorded their backend: all were the simulator's
+                self.db.execute(f"ALTER TABLE runs ADD COLUMN backend TEXT DEFAULT '{DEFAULT_BACKEND}'")
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             self._cleanup()
         else:
@@ -261,8 +311,6 @@ class Store:
         finished: float | None = None,
     ) -> None:
         """Commit one finished run (or its error): series file first, then one transaction."""
-        from l4sim.analysis import run_metrics
-
         if not self.write:
             raise StoreError("store opened read-only")
         cell = {k: v for k, v in factors.items() if k != "trial"}
@@ -272,10 +320,11 @@ class Store:
         summary = None
         if result is not None:
             series_name = self._write_series(key, result)
-            metrics = run_metrics(result)
+            metrics = dict(_metrics_fn(result)) if _metrics_fn is not None else {}
             flows = result.get("flows") or []
             summary = json.dumps({k: v for k, v in result.items() if k not in ("series", "rtt_samples")})
         status = "done" if result is not None else "error"
+        backend = str((result or {}).get("backend") or DEFAULT_BACKEND)
         cols = [
             "key",
             "design",
@@ -283,6 +332,7 @@ class Store:
             "cell",
             "seed",
             "model_version",
+            "backend",
             "status",
             "error",
             "started",
@@ -299,6 +349,7 @@ class Store:
             canonical_json(cell),
             int(seed),
             model_version,
+            backend,
             status,
             error,
             started,
@@ -318,6 +369,10 @@ class Store:
                 f"INSERT OR REPLACE INTO flows (run_key, {', '.join(FLOW_COLUMNS)}) "
                 f"VALUES (?, {', '.join('?' * len(FLOW_COLUMNS))})",
                 [(key, *[f.get(c) for c in FLOW_COLUMNS]) for f in flows],
+            )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO qdisc_stats VALUES (?, ?, ?, ?, ?)",
+                [(key, *row) for row in qdisc_rows(result)] if result is not None else [],
             )
 
     def _write_series(self, key: str, result: Mapping[str, Any]) -> str | None:
@@ -364,8 +419,6 @@ class Store:
         """One row per run: factor columns (study order), the study metrics, then the rest."""
         import pandas as pd
 
-        from l4sim.study import EXTRA_SETTINGS, FACTOR_ORDER
-
         q = "SELECT r.* FROM runs r"
         args: list[Any] = []
         conds = []
@@ -381,7 +434,7 @@ class Store:
         q += " ORDER BY r.rowid"
         rows = [dict(r) for r in self.db.execute(q, args)]
         facs = [json.loads(r["factors"]) for r in rows]
-        names = [k for k in FACTOR_ORDER + EXTRA_SETTINGS if any(k in f for f in facs)]
+        names = [k for k in _factor_order if any(k in f for f in facs)]
         names += sorted({k for f in facs for k in f} - set(names))
         data = []
         for r, f in zip(rows, facs, strict=True):
@@ -392,6 +445,7 @@ class Store:
             d["key"] = r["key"]
             d["design"] = r["design"]
             d["model_version"] = r["model_version"]
+            d["backend"] = r["backend"]
             d["status"] = r["status"]
             for c in EXTRA_COLUMNS:
                 d[c] = r[c]
@@ -408,6 +462,7 @@ class Store:
                 "key",
                 "design",
                 "model_version",
+                "backend",
                 "status",
                 *EXTRA_COLUMNS,
                 "started",
@@ -417,6 +472,18 @@ class Store:
             ]
         )
         return pd.DataFrame(data, columns=cols)
+
+    def qdiscs(self):
+        """One row per run and qdisc: every numeric statistic the run reported for it
+        (generic: whatever the backend's qdiscs report, e.g. drops, marks, sojourn_p99_ms,
+        drops_by_reason.aqm, extra.step_marks), wide."""
+        import pandas as pd
+
+        long = pd.read_sql_query("SELECT * FROM qdisc_stats ORDER BY run_key, name, metric", self.db)
+        if long.empty:
+            return pd.DataFrame(columns=["run_key", "name", "kind"])
+        wide = long.pivot_table(index=["run_key", "name", "kind"], columns="metric", values="value", aggfunc="first")
+        return wide.reset_index().rename_axis(columns=None)
 
     def flows(self):
         import pandas as pd

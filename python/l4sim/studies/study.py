@@ -30,7 +30,6 @@ Each trial gets its own seed: a hash of the canonical point without ``trial`` (a
 from __future__ import annotations
 
 import ast
-import hashlib
 import itertools
 import json
 import math
@@ -41,7 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from l4sim.factors import AQMS  # the study's AQM order (rows of every heatmap)
+from l4sim.scenario import canonical_name
+from l4sim.studies.factors import (
+    AQMS,  # the study's AQM order (rows of every heatmap)
+    FACTOR_CCS,
+    canonical_aqm,
+    cc_factor,
+)
+from l4sim.sweep.designs import DesignError, RunSpec, canonical_json, cell_of, seed_for  # noqa: F401
 
 ECN_MODES = ("none", "classic", "accecn")
 
@@ -70,7 +76,7 @@ FACTOR_ORDER: tuple[str, ...] = (
 EXTRA_SETTINGS = ("sample_interval",)
 
 
-class StudyError(ValueError):
+class StudyError(DesignError):
     """A malformed study file or design; the message names the factor at fault."""
 
 
@@ -87,27 +93,35 @@ def _positive_int(name: str, v: Any, minimum: int = 1) -> int:
 
 
 def _choice(choices: Iterable[str]) -> Callable[[str, Any], Any]:
+    """A name from ``choices`` under the package's one name rule (case-insensitive, ``-`` = ``_``)."""
     choices = tuple(choices)
 
     def check(name: str, v: Any) -> str:
-        if not isinstance(v, str) or v not in choices:
+        if not isinstance(v, str) or canonical_name(v) not in choices:
             raise StudyError(f"factor {name!r}: value {v!r} is not one of {list(choices)}")
-        return v
+        return canonical_name(v)
 
     return check
 
 
-# "bbr2" is the study kernel's L4STeam build; "bbr2-v2alpha" google's (l4sim.factors).
-CC_NAMES = ("reno", "cubic", "dctcp", "prague", "bbr", "bbr2", "bbr3", "bbr2-v2alpha")
-_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3", "bbr2-l4s": "bbr2"}
+def _aqm(name: str, v: Any) -> str:
+    """An AQM name, spelled as the study does (``l4sim.studies.factors`` decides)."""
+    try:
+        return canonical_aqm(v)
+    except ValueError:
+        raise StudyError(f"factor {name!r}: value {v!r} is not one of {list(AQMS)}") from None
+
+
 CLASSIC_ECN_MODES = ("none", "classic")
 
 
 def _cc_name(name: str, v: Any) -> str:
-    v = _CC_ALIASES.get(v, v) if isinstance(v, str) else v
-    if v not in CC_NAMES:
-        raise StudyError(f"factor {name!r}: value {v!r} is not one of {list(CC_NAMES)}")
-    return v
+    """A CC factor value: the core's names plus other builds ("bbr2" is the study kernel's
+    L4STeam build, "bbr2-v2alpha" google's; ``l4sim.studies.factors`` decides)."""
+    try:
+        return cc_factor(name, v)
+    except ValueError:
+        raise StudyError(f"factor {name!r}: value {v!r} is not one of {list(FACTOR_CCS)}") from None
 
 
 def _fallback(name: str, v: Any) -> int:
@@ -122,7 +136,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "n_bdp": _positive_number,
     "btl_capacity": _positive_number,
     "base_rtt": _positive_number,
-    "aqm": _choice(AQMS),
+    "aqm": _aqm,
     "ecn_threshold": _positive_number,
     "ecn_fallback": _fallback,
     "tx_l4s_ecn": _choice(ECN_MODES),
@@ -273,46 +287,7 @@ class Constraint:
 
 
 # --------------------------------------------------------------------------- points and seeds
-
-
-def canonical_json(obj: Any) -> str:
-    """Deterministic JSON: sorted keys, no spaces, integral floats written as ints."""
-    return json.dumps(_canon(obj), sort_keys=True, separators=(",", ":"))
-
-
-def _canon(obj: Any) -> Any:
-    if isinstance(obj, float) and obj.is_integer():
-        return int(obj)
-    if isinstance(obj, dict):
-        return {str(k): _canon(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_canon(v) for v in obj]
-    return obj
-
-
-def cell_of(point: Mapping[str, Any]) -> dict[str, Any]:
-    """The cell a run belongs to: its point without the trial."""
-    return {k: v for k, v in point.items() if k != "trial"}
-
-
-def seed_for(point: Mapping[str, Any]) -> int:
-    """Reproducible per-trial seed: hash(canonical point without trial/duration) + trial."""
-    base = {k: v for k, v in point.items() if k not in ("trial", "duration")}
-    h = hashlib.sha256(canonical_json(base).encode()).digest()
-    cell_seed = int.from_bytes(h[:7], "big")  # < 2^56, leaves room for the trial offset
-    return cell_seed + int(point.get("trial", 1))
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run of a design: its factor point (study names) and its seed."""
-
-    point: dict[str, Any]
-    seed: int
-
-    @property
-    def cell(self) -> dict[str, Any]:
-        return cell_of(self.point)
+# The generic parts (canonical JSON, per-trial seeds, RunSpec) live in l4sim.sweep.designs.
 
 
 @dataclass
@@ -431,6 +406,16 @@ class Study:
     def runs(self) -> list[RunSpec]:
         return [RunSpec(p, seed_for(p)) for p in self.points()]
 
+    def build(self, point: Mapping[str, Any], seed: int) -> dict:
+        """The scenario of one design point (study factor names) via l4sim.studies.factors."""
+        from l4sim.studies.factors import scenario_from_factors
+
+        kw = dict(point)
+        if kw.get("ecn_threshold") is None:
+            kw.pop("ecn_threshold", None)  # FIFO: no threshold
+        kw["seed"] = seed
+        return scenario_from_factors(**kw)
+
     def __len__(self) -> int:
         return len(self.points())
 
@@ -479,17 +464,3 @@ def builtin_constraints(p: Mapping[str, Any]) -> bool:
     if "n_bdp" in p and "base_rtt" in p:
         return p["n_bdp"] * p["base_rtt"] >= thr
     return True
-
-
-def load(file_or_preset: str) -> Study:
-    """A study from a TOML file path or a preset name (a file wins over a preset)."""
-    from l4sim import presets
-
-    p = Path(file_or_preset)
-    if p.is_file():
-        return Study.from_file(p)
-    if file_or_preset in presets.PRESETS:
-        return presets.get(file_or_preset)
-    if p.suffix == ".toml" or p.exists():
-        raise StudyError(f"study file {file_or_preset!r} not found (or not a file)")
-    return presets.get(file_or_preset)  # StudyError listing the presets

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
-from l4sim.study import AQMS  # noqa: E402
+from l4sim.studies.study import AQMS  # noqa: E402
 
 # value -> (title, colorbar label, per-flow pair columns or None, norm builder, cmap)
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -52,10 +52,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
         fmt="{:.1f}",
     ),
     "qdelay": dict(
-        label="queueing delay, ms (colour: L4S; text: L4S (classic))",
+        label="queueing delay, ms, log scale (colour: L4S; text: L4S (classic))",
         pair=("l4s_qdelay_ms_mean", "classic_qdelay_ms_mean"),
         cmap="magma_r",
         fmt="{:.1f}",
+        # 0.2 ms and 100 ms share one figure: a log scale keeps 1 ms and 10 ms apart
+        log_floor=0.1,
     ),
 }
 
@@ -157,7 +159,11 @@ def heatmap(
     else:
         allv = pd.concat([df[var["pair"][0]], df[var["pair"][1]]]).astype(float)
         lo, hi = np.nanmin(allv) if allv.notna().any() else 0, np.nanmax(allv) if allv.notna().any() else 1
-        norm = matplotlib.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
+        if var.get("log_floor"):
+            lo = max(lo, var["log_floor"])
+            norm = matplotlib.colors.LogNorm(vmin=lo, vmax=hi if hi > lo else lo * 10, clip=True)
+        else:
+            norm = matplotlib.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
     im = None
     for ax, (key, g) in zip(axes.flat, groups, strict=False):
         key = key if isinstance(key, tuple) else (key,)

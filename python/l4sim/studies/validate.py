@@ -6,7 +6,7 @@ default, 315 configurations) hold, per configuration (case, AQM, buffer, rate, R
 threshold, fallback, receiver ECN settings, CCs), the mean and standard deviation over 10
 trials of 60 s of both flows' throughput and queueing delay, with the study's metric
 definitions (docs/study.md). Every configuration becomes a study point (factor names of
-``l4sim.study``); trials are seeds (``H + trial``, as every study); the runs go through the
+``l4sim.studies.study``); trials are seeds (``H + trial``, as every study); the runs go through the
 ordinary runner into a results store (resumable, shared with ``reproduce anrw24``: the same
 scenario + seed + model version is the same run key), and ``analysis.cells`` averages them.
 
@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from l4sim.analysis import VerdictRules, cells, verdict, verdict_table
-from l4sim.study import Study
+from l4sim.studies.analysis import VerdictRules, cells, verdict, verdict_table
+from l4sim.studies.study import Study
 
 REFERENCE = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
 REFERENCE_BBR = Path(__file__).with_name("presets") / "pam25_bbr_testbed.csv"
@@ -329,7 +329,7 @@ def diff_heatmap(cmp: pd.DataFrame, value: str, *, label: str, vmax: float, fmt:
     import matplotlib.pyplot as plt
     from matplotlib.colors import TwoSlopeNorm
 
-    from l4sim.study import AQMS
+    from l4sim.studies.study import AQMS
 
     cases = list(dict.fromkeys(cmp["case"]))
     aqms = [a for a in AQMS if a in set(cmp["aqm"])]
@@ -360,7 +360,7 @@ def diff_heatmap(cmp: pd.DataFrame, value: str, *, label: str, vmax: float, fmt:
 
 
 def figures(cmp: pd.DataFrame, outdir: Path) -> dict[str, Path]:
-    from l4sim import plots
+    from l4sim.studies import plots
 
     outdir.mkdir(parents=True, exist_ok=True)
     specs = (
@@ -435,7 +435,7 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
 
 
 def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
-    from l4sim.report import CSS, _img, _table
+    from l4sim.studies.report import CSS, _img, _table
 
     sides = (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))
     vt = pd.DataFrame({f"{side}: {col}": v[col] for col in s.columns_match for side, v in sides})
@@ -480,8 +480,8 @@ def validate(
     ``cells_filter``: only these (aqm, n_bdp, rx_classic_ecn[, cc_classic]) configurations
     (the test subset; without the CC, every classic CC of that configuration).
     """
-    from l4sim.runner import engine_model_version, run_study
-    from l4sim.store import Store
+    from l4sim.sweep.runner import engine_model_version, run_study
+    from l4sim.sweep.store import Store
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -547,8 +547,8 @@ def register(subparsers: Any) -> None:
 def cmd_validate(args: Any) -> int:
     import sys
 
-    from l4sim.store import StoreLockedError
-    from l4sim.study import StudyError
+    from l4sim.studies.study import StudyError
+    from l4sim.sweep.store import StoreLockedError
 
     try:
         v = validate(

@@ -22,22 +22,34 @@ the dumbbell scenario the testbed ran:
   feedback, not bbr2's DCTCP-style echo (docs/bbr.md section 4); ``rx_classic_cc`` selects
   either.
 
-Names of values are the study's and case-sensitive, except AQM names, which are matched
-case-insensitively (spaces and hyphens count as underscores: "single queue FQ" works).
+Names follow the package's one rule (``l4sim.scenario.canonical_name``): case-insensitive,
+hyphens count as underscores, and for AQM names spaces too ("single queue FQ" works).
+``qdisc_for`` is the one place where the study's AQM names map to qdisc kinds.
+
+Defaults are the study's: both senders ask for ECN (``tx_l4s_ecn="accecn"``,
+``tx_classic_ecn="classic"``), as in its presets. A combination that cannot negotiate what a
+receiver setting names (a sender that never asks for ECN with an ECN receiver) warns
+(:class:`FactorWarning`): ECN is negotiated only when the sender asks.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import warnings
 from typing import Any
 
-from l4sim.scenario import CC_NAMES, scenario_error
+from l4sim import _core
+from l4sim._core import ScenarioError
+from l4sim.scenario import CC_NAMES, canonical_name, cc_name, check_scale, plain_words, scenario_error
 
 __all__ = [
     "AQMS",
     "FACTOR_NAMES",
+    "FactorWarning",
     "RUN_PARAMS",
     "buffer_bytes",
+    "canonical_aqm",
     "buffer_packets",
     "qdisc_for",
     "scenario_from_factors",
@@ -97,7 +109,8 @@ L4S_CE_THRESHOLD_MS = 1.0
 L4S_CE_SELECTOR = 0x01
 L4S_CE_MASK = 0x03
 
-_CC_ALIASES = {"bbrv1": "bbr", "bbr1": "bbr", "bbrv2": "bbr2", "bbrv3": "bbr3", "bbr2-l4s": "bbr2"}
+#: Factor spellings of builds beyond the core's aliases (after the one name rule).
+_CC_ALIASES = {"bbr2_l4s": "bbr2", "bbr2_v2alpha": "bbr2-v2alpha"}
 #: The classic receiver's CC unless ``rx_classic_cc`` says otherwise (see the module doc).
 CLASSIC_RECEIVER_CC = "cubic"
 #: CC names of the factors: the core's plus other builds of one algorithm.
@@ -107,12 +120,17 @@ _CC_SPECS: dict[str, dict[str, Any]] = {
     "bbr2": {"name": "bbr2", "variant": "l4s"},  # L4STeam tcp_bbr2.c, the study kernel's
     "bbr2-v2alpha": {"name": "bbr2"},  # google/bbr v2alpha tcp_bbr2.c
 }
-_AQM_LOOKUP = {a.lower(): a for a in AQMS}
+_AQM_LOOKUP = {canonical_name(a): a for a in AQMS}
 
 
-def _canonical_aqm(aqm: Any) -> str:
+class FactorWarning(UserWarning):
+    """A factor combination that runs but cannot do what one of its values names."""
+
+
+def canonical_aqm(aqm: Any) -> str:
+    """The study's spelling of an AQM name ("dualpi2" -> "DualPI2"); ScenarioError if unknown."""
     if isinstance(aqm, str):
-        key = aqm.strip().lower().replace(" ", "_").replace("-", "_")
+        key = canonical_name(aqm).replace(" ", "_")
         if key in _AQM_LOOKUP:
             return _AQM_LOOKUP[key]
     raise scenario_error("aqm", f"unknown AQM {aqm!r}; expected one of {', '.join(AQMS)}")
@@ -131,15 +149,18 @@ def _count(name: str, v: Any) -> int:
 
 
 def _choice(name: str, v: Any, allowed: tuple[str, ...]) -> str:
-    if v not in allowed:
+    if not isinstance(v, str) or canonical_name(v) not in allowed:
         raise scenario_error(name, f"unknown value {v!r}; expected one of {', '.join(allowed)}")
-    return str(v)
+    return canonical_name(v)
 
 
-def _cc_name(name: str, v: Any) -> str:
-    if isinstance(v, str) and v in _CC_ALIASES:
-        v = _CC_ALIASES[v]
-    return _choice(name, v, FACTOR_CCS)
+def cc_factor(name: str, v: Any) -> str:
+    """A CC factor value in its canonical spelling (core names plus other builds)."""
+    key = cc_name(v) if isinstance(v, str) else v
+    key = _CC_ALIASES.get(key, key)
+    if key not in FACTOR_CCS:
+        raise scenario_error(name, f"unknown value {v!r}; expected one of {', '.join(FACTOR_CCS)}")
+    return key
 
 
 def cc_spec(name: str) -> dict[str, Any]:
@@ -161,7 +182,7 @@ def qdisc_for(
     aqm: str, *, n_bdp: float, btl_capacity: float, base_rtt: float, ecn_threshold: float = 5
 ) -> dict[str, Any]:
     """The bottleneck qdisc spec of one AQM configuration of the study (threshold T in ms)."""
-    aqm = _canonical_aqm(aqm)
+    aqm = canonical_aqm(aqm)
     nbytes = buffer_bytes(n_bdp, btl_capacity, base_rtt)
     pkts = buffer_packets(nbytes)
     t = float(ecn_threshold)
@@ -195,7 +216,7 @@ def qdisc_for(
     if aqm == "DualPI2":
         # Classic target T; everything else (limit 10000 packets, step 1 ms, ...) default.
         return {"kind": "dualpi2", "target_ms": t}
-    raise AssertionError(aqm)  # pragma: no cover - _canonical_aqm covers every name
+    raise AssertionError(aqm)  # pragma: no cover - canonical_aqm covers every name
 
 
 def seed_for_trial(trial: int) -> int:
@@ -220,7 +241,7 @@ def scenario_from_factors(
     ecn_fallback: int = 0,
     tx_l4s_ecn: str = "accecn",
     rx_l4s_ecn: str = "accecn",
-    tx_classic_ecn: str = "none",
+    tx_classic_ecn: str = "classic",
     rx_classic_ecn: str = "none",
     cc_l4s: str = "prague",
     cc_classic: str = "cubic",
@@ -247,7 +268,7 @@ def scenario_from_factors(
         raise scenario_error(
             k, f"unknown factor {k!r} (= {extra[k]!r}); known: {', '.join(FACTOR_NAMES + RUN_PARAMS + EXTRA_KEYS)}"
         )
-    aqm = _canonical_aqm(aqm)
+    aqm = canonical_aqm(aqm)
     n_bdp = _positive("n_bdp", n_bdp)
     btl_capacity = _positive("btl_capacity", btl_capacity)
     base_rtt = _positive("base_rtt", base_rtt)
@@ -262,11 +283,11 @@ def scenario_from_factors(
     rx_l4s_ecn = _choice("rx_l4s_ecn", rx_l4s_ecn, L4S_RECEIVER_ECN)
     tx_classic_ecn = _choice("tx_classic_ecn", tx_classic_ecn, CLASSIC_ECN)
     rx_classic_ecn = _choice("rx_classic_ecn", rx_classic_ecn, CLASSIC_ECN)
-    cc_l4s = _cc_name("cc_l4s", cc_l4s)
-    cc_classic = _cc_name("cc_classic", cc_classic)
+    cc_l4s = cc_factor("cc_l4s", cc_l4s)
+    cc_classic = cc_factor("cc_classic", cc_classic)
     rx_l4s_default = cc_l4s if rx_l4s_ecn == "accecn" else "cubic"
-    rx_l4s_cc = _cc_name("rx_l4s_cc", rx_l4s_default if rx_l4s_cc is None else rx_l4s_cc)
-    rx_classic_cc = _cc_name("rx_classic_cc", CLASSIC_RECEIVER_CC if rx_classic_cc is None else rx_classic_cc)
+    rx_l4s_cc = cc_factor("rx_l4s_cc", rx_l4s_default if rx_l4s_cc is None else rx_l4s_cc)
+    rx_classic_cc = cc_factor("rx_classic_cc", CLASSIC_RECEIVER_CC if rx_classic_cc is None else rx_classic_cc)
     n_l4s = _count("n_l4s", n_l4s)
     n_classic = _count("n_classic", n_classic)
     if n_l4s + n_classic == 0:
@@ -276,6 +297,15 @@ def scenario_from_factors(
             "ecn_fallback",
             f"the classic-ECN fallback is a TCP Prague switch; got ecn_fallback={ecn_fallback} with cc_l4s={cc_l4s!r}",
         )
+    for side, tx, rx in (("l4s", tx_l4s_ecn, rx_l4s_ecn), ("classic", tx_classic_ecn, rx_classic_ecn)):
+        n = n_l4s if side == "l4s" else n_classic
+        if n and tx == "none" and rx != "none":
+            warnings.warn(
+                f"rx_{side}_ecn={rx!r} has no effect: tx_{side}_ecn='none' never asks for ECN, "
+                f"so the {side} flow runs without ECN (set tx_{side}_ecn to use it)",
+                FactorWarning,
+                stacklevel=2,
+            )
     if seed is None:
         seed = seed_for_trial(trial) if trial is not None else 1
     elif isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -330,3 +360,70 @@ def scenario_from_factors(
         "topology": topology,
         "flows": flows,
     }
+
+
+#: Factors a study point cannot do without.
+REQUIRED_FACTORS = ("aqm", "n_bdp", "btl_capacity", "base_rtt")
+
+#: The scenario field each factor becomes: a core error about the field is about the factor.
+_FACTOR_OF_FIELD = {
+    "topology.bottleneck.qdisc.limit": "n_bdp",
+    "topology.bottleneck.qdisc.flow_limit": "n_bdp",
+    "topology.bottleneck.rate": "btl_capacity",
+    "duration": "duration",
+    "topology.base_rtt": "base_rtt",
+    "topology.bottleneck.qdisc.target_ms": "ecn_threshold",
+    "topology.bottleneck.qdisc.ce_threshold_ms": "ecn_threshold",
+    "flows[0].streams": "n_l4s",
+}
+
+
+def scenario_from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
+    """A scenario given as one point of the study's design: a ``[factors]`` table with the
+    study's factor names (see ``l4sim.studies.factors``), plus optional ``name``, ``seed``,
+    ``duration`` and ``sample_interval`` at the top level."""
+    factors = d["factors"]
+    if not isinstance(factors, dict):
+        raise scenario_error("factors", f"expected a table of study factors, got {factors!r}")
+    clash = [k for k in ("topology", "flows") if k in d]
+    if clash:
+        raise scenario_error(clash[0], "give either [factors] or topology/flows, not both")
+    top = {k: v for k, v in d.items() if k != "factors"}
+    unknown = sorted(set(top) - {"name", "seed", "duration", "sample_interval"})
+    if unknown:
+        raise scenario_error(
+            unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)"
+        )
+    missing = [k for k in REQUIRED_FACTORS if k not in factors]
+    if missing:
+        raise scenario_error(
+            f"factors.{missing[0]}", f"missing: a study point needs {', '.join(REQUIRED_FACTORS)} in [factors]"
+        )
+    args = dict(factors)
+    for k in ("seed", "duration", "sample_interval"):
+        if k in top:
+            args[k] = top[k]
+    try:
+        out = scenario_from_factors(**args)
+        _core.validate(json.dumps(out))
+        check_scale(out, None)
+    except ScenarioError as e:
+        field = getattr(e, "field", "")
+        field = _FACTOR_OF_FIELD.get(field, field)
+        msg = plain_words(getattr(e, "message", str(e)))
+        if field in factors:
+            raise scenario_error(f"factors.{field}", msg) from None
+        if field:
+            raise scenario_error(field, msg) from None
+        raise
+    if "name" in top:
+        out["name"] = top["name"]
+    return out
+
+
+def run_factors(**factors: Any) -> Any:
+    """Run one point of the study's design (see :func:`scenario_from_factors`); a RunResult."""
+    from l4sim.api import run
+    from l4sim.scenario import Scenario
+
+    return run(Scenario.from_dict(scenario_from_factors(**factors)))

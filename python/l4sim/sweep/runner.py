@@ -7,7 +7,8 @@ key has no ``done`` row. Ctrl-C cancels the pending runs and leaves the store co
 The function that executes one run is injectable (``run_fn``: ``str -> str``, must be
 picklable, i.e. a module-level function); the default is the engine, ``l4sim._core.run``.
 The scenario builder (``point, seed -> scenario dict``) is injectable too; the default is
-``l4sim.factors.scenario_from_factors``.
+the design's own ``build`` (see :mod:`l4sim.sweep.designs`; a study's is
+``l4sim.studies.factors.scenario_from_factors``). The runner knows nothing of any study.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from l4sim.store import Store, run_key
-from l4sim.study import RunSpec, Study
+from l4sim.sweep.designs import Design, DesignError, RunSpec
+from l4sim.sweep.store import Store, run_key
 
 RunFn = Callable[[str], str]
 Builder = Callable[[Mapping[str, Any], int], dict]
@@ -40,17 +41,6 @@ def engine_model_version() -> str:
     from l4sim._core import MODEL_VERSION
 
     return str(MODEL_VERSION)
-
-
-def default_builder(point: Mapping[str, Any], seed: int) -> dict:
-    """The scenario of one design point (study factor names) via l4sim.factors."""
-    from l4sim.factors import scenario_from_factors
-
-    kw = dict(point)
-    if kw.get("ecn_threshold") is None:
-        kw.pop("ecn_threshold", None)  # FIFO: no threshold
-    kw["seed"] = seed
-    return scenario_from_factors(**kw)
 
 
 def execute(run_fn: RunFn, scenario_json: str) -> tuple[str | None, str | None, float, float]:
@@ -89,21 +79,20 @@ class Outcome:
         return self.planned - self.already_done - self.done
 
 
-def plan(study: Study, *, builder: Builder = default_builder, model_version: str) -> list[PlannedRun]:
+def plan(study: Design, *, builder: Builder | None = None, model_version: str) -> list[PlannedRun]:
+    builder = builder or study.build
     out = []
     for spec in study.runs():
         try:
             scen = builder(spec.point, spec.seed)
         except ValueError as e:  # ScenarioError: name the point, stop before running anything
-            from l4sim.study import StudyError
-
-            raise StudyError(f"run {spec.point} cannot be built: {e}") from e
+            raise DesignError(f"run {spec.point} cannot be built: {e}") from e
         out.append(PlannedRun(spec, run_key(scen, spec.seed, model_version), json.dumps(scen, sort_keys=True)))
     return out
 
 
 def run_study(
-    study: Study,
+    study: Design,
     store: str | os.PathLike | Store,
     *,
     jobs: int | None = None,
@@ -121,7 +110,7 @@ def run_study(
     ("tcp://host:port") or a ``distributed.Client``. limit: do at most this many runs.
     """
     run_fn = run_fn or core_run
-    builder = builder or default_builder
+    builder = builder or study.build
     if model_version is None:
         model_version = engine_model_version()
     own_store = not isinstance(store, Store)
@@ -207,6 +196,50 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """A worker never outlives the study that started it (even after SIGKILL of the parent,
+    which runs no cleanup). Linux: PR_SET_PDEATHSIG kills the worker when its parent (the fork
+    server) exits, and the fork server exits when the study's process is gone. Everywhere: a
+    watchdog thread checks once a second that the study's process is alive and ends the
+    worker if not (the simulation releases the GIL, so the check runs during a long run)."""
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the watchdog still works
+            pass
+
+    def alive() -> bool:
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # exists, owned by someone else (pid reused): treat as gone
+            return False
+        return True
+
+    def watch() -> None:
+        while alive():
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="l4sim-parent-watchdog", daemon=True).start()
+
+
+def _init_worker(parent_pid: int) -> None:
+    _ignore_sigint()
+    _die_with_parent(parent_pid)
+
+
 class _Stop:
     """Ctrl-C sets a flag that the loops check between commits, so an interrupt never lands
     inside a store transaction; a second Ctrl-C interrupts at once."""
@@ -250,7 +283,10 @@ def _run_local(run_fn: RunFn, todo: list[PlannedRun], commit, jobs: int | None, 
     # descriptors, so after the parent is killed they could keep the store locked until they
     # notice; workers started by the fork server hold nothing of the parent's.
     ex = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=multiprocessing.get_context("forkserver"), initializer=_ignore_sigint
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("forkserver"),
+        initializer=_init_worker,
+        initargs=(os.getpid(),),
     )
     pending: dict[Any, PlannedRun] = {}
     it = iter(todo)

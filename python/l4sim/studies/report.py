@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from l4sim.analysis import VerdictRules, add_verdicts, cells, verdict_table
-from l4sim.store import FLOW_COLUMNS, METRIC_COLUMNS, Store
+from l4sim.studies.analysis import VerdictRules, add_verdicts, cells, verdict_table
+from l4sim.sweep.store import FLOW_COLUMNS, METRIC_COLUMNS, Store
 
 REFERENCE_ANRW24 = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
 _QDISC_FIELDS = (
@@ -82,6 +82,11 @@ def _open(store_dir: str | Path) -> Store:
     return Store(store_dir)
 
 
+#: |share sim - share testbed| beyond this is flagged in the comparison (the verdicts' share
+#: tolerance, VerdictRules.share_tol: a difference the verdicts would notice).
+SHARE_TOLERANCE = 0.1
+
+
 def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
     """Simulated vs testbed (ANRW'24 reference CSV) share and queueing delays per cell."""
     p = Path(reference)
@@ -115,6 +120,12 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
         }
     )
     out["share diff"] = out["share sim"] - out["share testbed"]
+    # relative delay (Q_c - Q_l) / Q_c, as the study's heatmaps, side by side
+    qc, ql = out["classic qdelay testbed"], out["L4S qdelay testbed"]
+    out["rel delay sim"] = m["rel_delay"] if "rel_delay" in m else float("nan")
+    out["rel delay testbed"] = ((qc - ql) / qc).where(qc > 0)
+    out["rel delay diff"] = out["rel delay sim"] - out["rel delay testbed"]
+    out["share within tolerance"] = out["share diff"].abs().le(SHARE_TOLERANCE).map({True: "yes", False: "NO"})
     return out
 
 
@@ -162,6 +173,17 @@ border-bottom:1px solid #ddd;text-align:right}img{max-width:100%}pre{background:
 padding:.5em;font-size:12px;overflow:auto}h2{border-bottom:1px solid #ccc}"""
 
 
+def rules_text(r: VerdictRules) -> str:
+    """The verdict rules in words, with their thresholds (no Python repr in a report)."""
+    return (
+        f"favourable if the L4S share is at least the fair share minus {r.share_tol:g}, or at least "
+        f"fair minus {r.share_tol_with_delay:g} with a relative delay of {r.delay_benefit:g} or more; "
+        f"harmful if the classic share falls more than {r.harm_tol:g} below its fair share, or the "
+        f"classic queueing delay rises above the baseline by more than {r.delay_rise_rel:.0%} + "
+        f"{r.delay_rise_ms:g} ms"
+    )
+
+
 def write_report(
     store_dir: str | Path,
     out: str | Path,
@@ -175,7 +197,7 @@ def write_report(
     max_embedded: int = 16,
 ) -> Path:
     """Write ``out`` (an .html file) from the store: status, verdicts, figures, cell table."""
-    from l4sim import plots
+    from l4sim.studies import plots
 
     out = Path(out)
     rules = rules or VerdictRules()
@@ -196,13 +218,28 @@ def write_report(
     ]
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
+    # A partial grid is never presented as complete: say what is missing, give no verdicts.
+    shown = status if design is None or status.empty else status[status["design"] == design]
+    partial = not shown.empty and bool((shown["missing"] > 0).any())
+    if partial:
+        have, total = int(shown["done"].sum()), int(shown["total"].sum())
+        parts.append(
+            f"<p class='partial'><b>Partial results: {have} of {total} planned runs are done.</b> "
+            "Figures and the cell table show only the finished runs; no verdicts are given "
+            "until the design is complete.</p>"
+        )
     parts.append("<h2>Status</h2>" + (_table(status) if not status.empty else "<p>empty</p>"))
     parts.append("<h2>Is it OK to turn on TCP Prague?</h2>")
-    parts.append(
-        "<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
-        "harmful to the classic flow (rules: " + html.escape(repr(rules)) + "); n/a = the design has no such cells.</p>"
-    )
-    parts.append(_table(verdict_table(runs, rules), index=True))
+    if partial:
+        parts.append("<p>No verdicts from a partial grid: finish the design (run the same command again).</p>")
+    else:
+        parts.append(
+            "<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
+            "harmful to the classic flow; n/a = the design has no such cells. Rules: "
+            + html.escape(rules_text(rules))
+            + " (docs/study-workflow.md in the l4sim repository).</p>"
+        )
+        parts.append(_table(verdict_table(runs, rules), index=True))
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:
         parts.append(f"<h2>{html.escape(name.replace('_', ' '))}</h2>{_img(Path(p))}")
@@ -220,7 +257,9 @@ def write_report(
         parts.append(
             "<h2>Simulation vs testbed (ANRW'24 reference data)</h2>"
             f"<p>Mean |share difference| = {ref['share diff'].abs().mean():.3f} "
-            f"over {len(ref)} cells.</p>" + _table(ref)
+            f"over {len(ref)} cells; {int((ref['share within tolerance'] == 'NO').sum())} cells differ by more "
+            f"than {SHARE_TOLERANCE:g} (flagged NO). How close the model is, metric by metric: "
+            "docs/validation.md in the l4sim repository.</p>" + _table(ref)
         )
     if not c.empty:
         cols = [x for x in c.columns if not x.endswith("_std")]

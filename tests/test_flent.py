@@ -1,0 +1,82 @@
+"""flent data files written by l4sim are read and plotted by the real flent (PyPI)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from l4sim import cli
+
+flent_resultset = pytest.importorskip("flent.resultset")
+
+POINT = ["--aqm", "DualPI2", "--n-bdp", "2", "--btl-capacity", "20", "--base-rtt", "10", "--duration", "2"]
+
+
+def _plot(path, out):
+    env = dict(os.environ, MPLBACKEND="Agg")
+    cmd = [sys.executable, "-m", "flent", "-i", str(path), "-p", "tcp_delivery_with_rtt", "-o", str(out)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert out.exists() and out.stat().st_size > 10_000  # a drawn figure, not an empty canvas
+
+
+def test_run_writes_a_flent_file_flent_reads_and_plots(tmp_path, capsys):
+    f = tmp_path / "run.flent.gz"
+    assert cli.main(["run", *POINT, "--flent", str(f)]) == 0
+    rs = flent_resultset.load(str(f))
+    assert rs.meta("NAME") == "tcp_nup"
+    assert rs.meta("TEST_PARAMETERS")["flow_1"] == "l4s" and rs.meta("TEST_PARAMETERS")["flow_2"] == "classic"
+    assert {"TCP upload::1", "TCP upload::2", "TCP upload sum", "Qdisc delay (ms)::bottleneck"} <= set(rs.series_names)
+    rtt = [v for _, v in rs.raw_series("TCP upload::1", raw_key="tcp_rtt") if v is not None]
+    tput = [v for _, v in rs.raw_series("TCP upload::2", raw_key="tcp_delivery_rate") if v is not None]
+    assert len(rtt) >= 15 and min(rtt) >= 10.0  # srtt is at least the 10 ms base RTT
+    assert 0 < sum(tput) / len(tput) <= 20.0  # within the 20 Mbit/s bottleneck
+    qd = rs.series("Qdisc delay (ms)::bottleneck")
+    assert any(v is not None and v > 0 for v in qd)
+    _plot(f, tmp_path / "plot.png")
+
+
+def test_run_flent_into_a_missing_directory_is_one_line_before_running(tmp_path, capsys):
+    assert cli.main(["run", *POINT, "--flent", str(tmp_path / "nope" / "x.flent.gz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --flent:") and len(err.splitlines()) == 1
+
+
+STUDY = """
+name = "tiny"
+trials = 1
+[factors]
+aqm = ["FIFO", "DualPI2"]
+[fixed]
+n_bdp = 2
+btl_capacity = 20
+base_rtt = 10
+duration = 1
+"""
+
+
+def test_study_export_to_stdout_parquet_and_flent(tmp_path, capsys):
+    from l4sim.cli_study import main
+
+    s = tmp_path / "tiny.toml"
+    s.write_text(STUDY)
+    store = tmp_path / "st"
+    assert main(["study", "run", str(s), "--store", str(store), "-j", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["study", "export", str(store)]) == 0  # CSV to stdout by default
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("n_bdp,") and len(out.strip().splitlines()) == 3
+    pq = tmp_path / "runs.parquet"
+    fl = tmp_path / "flent"
+    assert main(["study", "export", str(store), "--parquet", str(pq), "--flent", str(fl)]) == 0
+    df = pd.read_parquet(pq)
+    assert len(df) == 2 and set(df["aqm"]) == {"FIFO", "DualPI2"}
+    files = sorted(fl.glob("*.flent.gz"))
+    assert len(files) == 2 and {p.name.split(".")[0] for p in files} == set(df["key"])
+    rs = flent_resultset.load(str(files[0]))
+    assert "TCP upload::1" in rs.series_names
+    _plot(files[0], tmp_path / "study.png")

@@ -1,0 +1,179 @@
+"""Property-based fuzzing of scenario validation (Hypothesis).
+
+Mutate the example scenarios (replace a value anywhere with something odd, delete a key, add
+an unknown one) and check `l4sim validate-scenario` always ends cleanly: exit 0, or exit 2
+with ONE line on stderr naming what is wrong, never a traceback. Validation only: nothing
+is simulated, so a thousand cases take seconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from l4sim import cli
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.toml"))
+DOCS = [tomllib.loads(p.read_text()) for p in EXAMPLES]
+
+RUST_WORDS = re.compile(r"\b(f32|f64|u8|u16|u32|u64|usize|i32|i64|isize|map|sequence)\b")
+NAMES = ["cubic", "DualPI2", "fq_codel", "bbr3", "tree", "dumbbell", "web", "udp-prague", "accecn", "FIFO", ""]
+ODD = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0, -1, 1e9, 1e7, 1e-9, 2**32, 2**64, 0.5]),
+    st.sampled_from(NAMES),
+    st.text(max_size=12),
+    st.booleans(),
+    st.none(),
+    st.lists(st.integers(min_value=-5, max_value=5), max_size=3),
+    st.dictionaries(st.sampled_from(["kind", "name", "rate", "x"]), st.sampled_from(NAMES + [1, -1]), max_size=2),
+)
+
+
+def paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every path to a value in a nested dict/list document."""
+    out = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += paths(v, prefix + (i,))
+    return out
+
+
+@st.composite
+def mutated(draw) -> dict:
+    doc = copy.deepcopy(draw(st.sampled_from(DOCS)))
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        ps = paths(doc)
+        path = draw(st.sampled_from(ps))
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k]
+        op = draw(st.sampled_from(["replace", "replace", "delete", "add"]))
+        if op == "replace":
+            parent[path[-1]] = draw(ODD)
+        elif op == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.sampled_from(["colour", "rate", "kind", "flows", "pair", "limit"]))] = draw(ODD)
+    return doc
+
+
+def _json(doc: Any) -> str:
+    # JSON has no NaN/Infinity; write them as the JSON extension Python reads back, so the
+    # loader (not the test) decides what to say about them
+    return json.dumps(doc, allow_nan=True)
+
+
+@settings(
+    max_examples=1000,
+    deadline=None,  # no timed tests: the machine is shared
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    database=None,
+)
+@given(doc=mutated())
+def test_validate_scenario_exits_0_or_2_with_one_line(doc, tmp_path, capsys):
+    f = tmp_path / "fuzz.json"
+    f.write_text(_json(doc))
+    try:
+        rc = cli.main(["validate-scenario", str(f)])
+    except SystemExit as e:  # argparse only; never expected here
+        rc = e.code
+    out = capsys.readouterr()
+    assert rc in (0, 2), (rc, out.err, doc)
+    if rc == 2:
+        lines = out.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), out.err
+        assert "Traceback" not in out.err
+        # no Rust type words in the message (values the user gave, quoted, may contain anything)
+        words = re.sub(r'"[^"]*"|\'[^\']*\'', "", lines[0])
+        assert not RUST_WORDS.search(words), lines[0]
+    else:
+        assert out.out.startswith("ok: ")
+
+
+@pytest.mark.parametrize(
+    "change,field",
+    [
+        (lambda d: d["topology"]["bottleneck"].__setitem__("rate", 1e9), "topology.bottleneck.rate"),
+        (lambda d: d.__setitem__("duration", 1e7), "duration"),
+        # found by the fuzzer: a rate that rounds to 0 bit/s made the core divide by zero
+        (lambda d: d["topology"]["bottleneck"].__setitem__("rate", 1e-9), "topology.bottleneck.rate"),
+    ],
+)
+def test_absurd_magnitudes_are_errors(change, field, tmp_path, capsys):
+    doc = copy.deepcopy(next(d for d in DOCS if "bottleneck" in d.get("topology", {})))
+    change(doc)
+    f = tmp_path / "x.json"
+    f.write_text(_json(doc))
+    assert cli.main(["validate-scenario", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert field in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_validates(path, capsys):
+    assert cli.main(["validate-scenario", str(path)]) == 0, capsys.readouterr().err
+
+
+TREE = """
+duration = 1
+[topology]
+kind = "tree"
+base_rtt = 10
+pairs = 12
+[[topology.bottlenecks]]
+link = "LINK"
+rate = 10
+qdisc = "fq_codel"
+[[flows]]
+name = "a"
+cc = "cubic"
+pair = PAIR
+"""
+
+
+@pytest.mark.parametrize(
+    "link,pair,field",
+    [("nosuch", 0, "topology.bottlenecks[0].link"), ("up_agg0", 40, "flows[0]")],
+)
+def test_tree_errors_are_found_by_validation_not_by_the_run(link, pair, field, tmp_path, capsys):
+    f = tmp_path / "t.toml"
+    f.write_text(TREE.replace("LINK", link).replace("PAIR", str(pair)))
+    assert cli.main(["validate-scenario", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err, err
+    assert cli.main(["run", str(f)]) == 2
+
+
+@pytest.mark.parametrize("missing", ["aqm", "n_bdp", "btl_capacity", "base_rtt"])
+def test_a_factors_table_without_a_required_factor_names_it(missing, tmp_path, capsys):
+    factors = {"aqm": "FIFO", "n_bdp": 1, "btl_capacity": 10, "base_rtt": 10}
+    del factors[missing]
+    f = tmp_path / "p.toml"
+    f.write_text("duration = 1\n[factors]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in factors.items()))
+    assert cli.main(["validate-scenario", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"factors.{missing}" in err, err
+
+
+def test_a_factor_the_core_rejects_is_named_as_the_study_names_it(tmp_path, capsys):
+    f = tmp_path / "p.toml"
+    f.write_text('duration = 1\n[factors]\naqm = "FIFO"\nn_bdp = 0.001\nbtl_capacity = 10\nbase_rtt = 10\n')
+    assert cli.main(["validate-scenario", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "factors.n_bdp" in err and "qdisc.limit" not in err, err
+    args = ["run", "--aqm", "FIFO", "--n-bdp", "0.001", "--btl-capacity", "10", "--base-rtt", "10"]
+    assert cli.main(args) == 2
+    assert capsys.readouterr().err.startswith("error: --n-bdp: ")
