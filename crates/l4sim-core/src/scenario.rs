@@ -298,7 +298,10 @@ impl Scenario {
             if v.is_finite() && v * 1e6 >= 1.0 {
                 Ok(())
             } else {
-                Err(err(field, format!("must be a rate of at least 1 bit/s (1e-6 Mbit/s), got {v}")))
+                Err(err(
+                    field,
+                    format!("must be a rate of at least 1 bit/s (1e-6 Mbit/s), got {v}"),
+                ))
             }
         }
         fn nonneg(field: &str, v: f64) -> Result<(), ScenarioError> {
