@@ -52,7 +52,17 @@ def imports(path: Path, mod: str) -> set[str]:
     tree = ast.parse(path.read_text(), str(path))
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     out: set[str] = set()
+    # Imports only type checkers run (`if TYPE_CHECKING:`) are not imports at run time.
+    typing_only = {
+        id(n)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+        for stmt in block.body
+        for n in ast.walk(stmt)
+    }
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.split(".")[0] == "l4sim"}
         elif isinstance(node, ast.ImportFrom):

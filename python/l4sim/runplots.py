@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -19,7 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from l4sim.api import SIZE_BINS, RunResult  # noqa: E402
+if TYPE_CHECKING:  # RunResult.plot() calls in here: no import of l4sim.api at run time
+    from l4sim.api import RunResult
 
 __all__ = ["compare_figure", "run_figure", "save"]
 
@@ -103,7 +105,7 @@ def run_figure(r: RunResult, *, title: str | None = None) -> plt.Figure:
         ax.legend(fontsize=7, markerscale=3)
         ax = axes[1, 2]
         summ = r.fct_summary()
-        labels = [b[2] for b in SIZE_BINS]
+        labels = [str(c) for c in summ["size_bin"].cat.categories]  # every bin, in order
         for i, (name, g) in enumerate(summ.groupby("flow")):
             x = [labels.index(str(b)) for b in g["size_bin"]]
             ax.plot(x, g["fct_p50_ms"], marker="o", color=f"C{i}", label=f"{name} median")

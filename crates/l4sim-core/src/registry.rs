@@ -105,6 +105,6 @@ mod tests {
         for v in ecn_sysctls() {
             serde_json::from_value::<EcnSysctl>(json!(v)).unwrap();
         }
-        assert_eq!(topology_kinds(), vec!["dumbbell", "tree"]);
+        assert_eq!(topology_kinds(), vec!["dumbbell", "tree", "graph"]);
     }
 }
