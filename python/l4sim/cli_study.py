@@ -92,6 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, metavar="N")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_reproduce_anrw24)
+    from l4sim import icnp26_report
+
+    icnp26_report.register(rs)
 
     from l4sim import validate
 

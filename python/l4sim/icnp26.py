@@ -113,6 +113,22 @@ def _dualpi2() -> dict[str, Any]:
             "beta": 3.2, "step_thresh_ms": 1, "coupling_factor": 2, "c_protection": 10}
 
 
+MIN_SCALED_MBPS = 2.5 * RECV_ACCESS_MBPS
+MIN_CAP_MBPS = 1.2 * RECV_ACCESS_MBPS
+
+
+def scaled_rates(scale: float) -> tuple[float, float]:
+    """Sender-access and core/peering rates at ``scale``, never below 2.5 x the receiver access
+    (so the receiver access stays the only bottleneck where the study has no other)."""
+    return (max(SEND_ACCESS_MBPS * scale, MIN_SCALED_MBPS), max(CORE_MBPS * scale, MIN_SCALED_MBPS))
+
+
+def cap_rate(study_mbps: float, scale: float) -> float:
+    """The L4S band's tbf rate at ``scale``: the study's x scale, never below 1.2 x the receiver
+    access (the study's caps, 200 and 1000 Mbit/s, exceed what one 100 Mbit/s access carries)."""
+    return max(study_mbps * scale, MIN_CAP_MBPS)
+
+
 def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
     """The six-AS graph with the queues of ``scenario`` (see ``SCENARIOS``)."""
     check_scenario(scenario)
@@ -168,13 +184,13 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
 
     # Receiver access: HTB 100 Mbit/s -> DualPI2 (every scenario).
     shape(*RECV6, RECV_ACCESS_MBPS, _dualpi2(), burst=1600)
-    send, core = SEND_ACCESS_MBPS * scale, CORE_MBPS * scale
+    send, core = scaled_rates(scale)
     prio_s2 = fam == "S2" and variant == "b"
     for a, b in SEND5:
-        shape(a, b, send, _priority(send, 200 * scale) if prio_s2 else _bfifo(send))
+        shape(a, b, send, _priority(send, cap_rate(200, scale)) if prio_s2 else _bfifo(send))
     shape(*CORE4, core, _bfifo(core))
     shape(*CORE3, core, _bfifo(core))
-    shape(*PEER, core, _priority(core, 1000 * scale) if scenario == "S4b" else _bfifo(core))
+    shape(*PEER, core, _priority(core, cap_rate(1000, scale)) if scenario == "S4b" else _bfifo(core))
 
     routes: list[dict[str, Any]] = []
     sep = scenario == "S3b"
@@ -247,8 +263,9 @@ def background_flows(scenario: str, duration: float, *, scale: float = 1.0,
                                    "batch_min": 1, "batch_max": 1, "message_size": MSG,
                                    "persistent": True, "stop": stop}})
         if pair == heavy:
-            bott = SEND_ACCESS_MBPS if pair == "eps_to_k" else CORE_MBPS
-            offered = heavy_load * bott * scale - 4 * 58 * MSG * 8 / 1e6 * scale
+            send, core = scaled_rates(scale)
+            bott = send if pair == "eps_to_k" else core
+            offered = heavy_load * bott - 4 * 58 * MSG * 8 / 1e6 * scale
             rate = max(offered, 0.0) * 1e6 / mean_batch_bits
         else:
             rate = 10.0 * scale
@@ -289,4 +306,4 @@ def bottleneck_egresses(name: str) -> list[str]:
 
 
 def quick_options() -> dict[str, Any]:
-    return {"duration": 12.0, "scale": 0.05}
+    return {"duration": 20.0, "scale": 0.05}
