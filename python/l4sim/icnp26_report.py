@@ -36,6 +36,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--trials", type=int, help=f"trials per scenario (default {FULL['trials']})")
     p.add_argument("--duration", type=float, help="run length, s (the study: 120)")
     p.add_argument("--scale", type=float, help="core/peering/sender-access rate factor, (0, 1]")
+    p.add_argument("--heavy-load", type=float, default=icnp26.HEAVY_LOAD,
+                   help="background offered at the bottleneck, fraction of its rate (default %(default)g)")
     p.add_argument("--scenarios", help="comma-separated subset, e.g. S1,S3a,S3b")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
     p.set_defaults(func=cmd_reproduce_icnp26)
@@ -63,6 +65,8 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         return _err(f"--duration must be > 0, got {duration:g}")
     if not 0 < scale <= 1:
         return _err(f"--scale must be in (0, 1], got {scale:g}")
+    if not 0 <= args.heavy_load <= 2:
+        return _err(f"--heavy-load must be in [0, 2], got {args.heavy_load:g}")
     if args.jobs is not None and args.jobs < 1:
         return _err(f"--jobs must be >= 1, got {args.jobs}")
     out = Path(args.out)
@@ -70,7 +74,7 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return _err(f"cannot create {out}: {e.strerror}")
-    jobs = [(n, t, duration, scale) for n in names for t in range(1, trials + 1)]
+    jobs = [(n, t, duration, scale, args.heavy_load) for n in names for t in range(1, trials + 1)]
     print(f"ICNP'26: {len(names)} scenarios x {trials} trials x {duration:g} s at scale {scale:g} -> {out}")
     t0 = time.time()
     results: list[dict[str, Any]] = []
@@ -78,7 +82,8 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         for res in ex.map(run_one, jobs):
             results.append(res)
             print(f"  {res['scenario']} trial {res['trial']}: {res['wall_s']:.1f} s wall")
-    rep = write_report(results, out, duration=duration, scale=scale, wall_s=time.time() - t0)
+    rep = write_report(results, out, duration=duration, scale=scale, heavy_load=args.heavy_load,
+                       wall_s=time.time() - t0)
     print(f"wrote {rep}")
     return 0
 
@@ -89,13 +94,13 @@ def _series(r: Any, prefix: tuple[str, ...], variable: str) -> pd.DataFrame:
     return s[["t", "name", "value"]].reset_index(drop=True)
 
 
-def run_one(job: tuple[str, int, float, float]) -> dict[str, Any]:
+def run_one(job: tuple[str, int, float, float, float]) -> dict[str, Any]:
     """Run one (scenario, trial) and keep what the report needs (small, picklable)."""
     import l4sim
 
-    name, trial, duration, scale = job
+    name, trial, duration, scale, heavy = job
     t0 = time.time()
-    r = l4sim.run(icnp26.scenario(name, trial=trial, duration=duration, scale=scale))
+    r = l4sim.run(icnp26.scenario(name, trial=trial, duration=duration, scale=scale, heavy_load=heavy))
     bott = icnp26.bottleneck_egresses(name)
     q = r.qdiscs
     cl = r.classes
@@ -234,7 +239,7 @@ def _md_table(df: pd.DataFrame) -> str:
 
 
 def write_report(results: list[dict[str, Any]], out: Path, *, duration: float, scale: float,
-                 wall_s: float = 0.0) -> Path:
+                 heavy_load: float = icnp26.HEAVY_LOAD, wall_s: float = 0.0) -> Path:
     """Write OUT/summary.csv, OUT/queues.csv, OUT/figures/*.png and OUT/report.md."""
     summ = pd.DataFrame([_summary(r) for r in results])
     summ.to_csv(out / "summary.csv", index=False)
@@ -261,7 +266,8 @@ def write_report(results: list[dict[str, Any]], out: Path, *, duration: float, s
     lines = [
         "# l4sim: the multi-AS study (ICNP 2026)", "",
         f"{len(summ)} runs: {summ['scenario'].nunique()} scenarios x {trials} trials x {duration:g} s, "
-        f"core/peering/sender-access rates x {scale:g} (docs/icnp26.md); {wall_s:.0f} s wall.", "",
+        f"core/peering/sender-access rates x {scale:g}, background at the bottleneck "
+        f"{heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.", "",
         "Scenarios: " + "; ".join(f"**{n}** {icnp26.SCENARIOS[n]}" for n in summ['scenario'].unique()), "",
         "## Side by side (mean over trials)", "", _md_table(mean[show]), "",
         "![side by side](figures/side_by_side.png)", "",
