@@ -24,9 +24,10 @@ What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-I
 
 Departures (also in ``docs/icnp26.md``): no netem jitter; each host link carries 7.5 ms one way
 so every pair's base RTT is 30 ms; the background's offered load at the scenario's bottleneck is
-set as a fraction of its rate (``heavy_load``); ``scale`` < 1 scales the core, peering and
-sender-access rates, their buffers, the tbf caps and the background uniformly (the receiver
-access and the study traffic keep their real rates).
+set as a fraction of its rate (``heavy_load``, default 0.8); ``scale`` < 1 scales the core,
+peering and sender-access rates (floor 250 Mbit/s), their buffers, the tbf caps (floor 120
+Mbit/s) and the background uniformly (the receiver access and the study traffic keep their
+real rates); the classic long flows run to the end (the study: to 115 s).
 """
 
 from __future__ import annotations
@@ -280,10 +281,19 @@ def background_flows(scenario: str, duration: float, *, scale: float = 1.0,
     return out
 
 
-def scenario(name: str, *, trial: int = 1, duration: float = 120.0, scale: float = 0.1,
-             heavy_load: float = HEAVY_LOAD, sample_interval: float = 0.5) -> dict[str, Any]:
-    """One scenario's run as a scenario dict for ``l4sim.run`` (seeded by ``trial``)."""
+FULL = {"duration": 120.0, "scale": 0.1}
+QUICK = {"duration": 20.0, "scale": 0.05}
+
+
+def scenario(name: str, *, trial: int = 1, duration: float | None = None, scale: float | None = None,
+             quick: bool = False, heavy_load: float = HEAVY_LOAD,
+             sample_interval: float = 0.5) -> dict[str, Any]:
+    """One scenario's run as a scenario dict for ``l4sim.run`` (seeded by ``trial``); ``quick``:
+    20 s at scale 0.05 instead of the study's 120 s at scale 0.1, unless given."""
     check_scenario(name)
+    base = QUICK if quick else FULL
+    duration = base["duration"] if duration is None else duration
+    scale = base["scale"] if scale is None else scale
     if not 0 < scale <= 1:
         raise ValueError(f"scale must be in (0, 1], got {scale}")
     if duration <= 0:
@@ -306,7 +316,3 @@ def bottleneck_egresses(name: str) -> list[str]:
     elif fam in BOTTLENECK and fam != "S1":
         out.append("->".join(BOTTLENECK[fam]))
     return out
-
-
-def quick_options() -> dict[str, Any]:
-    return {"duration": 20.0, "scale": 0.05}

@@ -15,8 +15,8 @@ import pandas as pd
 
 from l4sim import icnp26
 
-FULL = {"trials": 8, "duration": 120.0, "scale": 0.1}
-QUICK = {"trials": 1, "duration": 20.0, "scale": 0.05}
+FULL = {"trials": 8, **icnp26.FULL}
+QUICK = {"trials": 1, **icnp26.QUICK}
 
 
 def register(subparsers: Any) -> None:
