@@ -177,6 +177,8 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
         fig, axes = plt.subplots(n, 1, figsize=(9, 1.9 * n + 0.6), sharex=True, squeeze=False)
         for ax, name in zip(axes[:, 0], names):
             draw(ax, first[name])
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=6, loc="upper right", ncol=4, frameon=False)
             ax.set_ylabel(ylabel, fontsize=7)
             ax.set_title(f"{name}: {icnp26.SCENARIOS[name]}", fontsize=8, loc="left")
             ax.tick_params(labelsize=7)
