@@ -126,6 +126,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, metavar="N", help="do at most N runs now (a partial grid gets no verdicts)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reproduce_anrw24)
+    from l4sim import icnp26_report
+
+    icnp26_report.register(rs)
 
     from l4sim.studies import validate
 

@@ -358,9 +358,9 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
             topo["bottleneck"] = _norm_bottleneck(topo["bottleneck"], "topology.bottleneck")
         if isinstance(topo.get("links"), list):  # graph: shaped directions
             for i, link in enumerate(topo["links"]):
-                for d in ("ab", "ba"):
-                    if isinstance(link, dict) and link.get(d) is not None:
-                        link[d] = _norm_bottleneck(link[d], f"topology.links[{i}].{d}")
+                for side in ("ab", "ba"):
+                    if isinstance(link, dict) and link.get(side) is not None:
+                        link[side] = _norm_bottleneck(link[side], f"topology.links[{i}].{side}")
         if isinstance(topo.get("bottlenecks"), list):
             topo["bottlenecks"] = [
                 _norm_bottleneck(b, f"topology.bottlenecks[{i}]") for i, b in enumerate(topo["bottlenecks"])

@@ -1,0 +1,318 @@
+"""The multi-AS study (ICNP 2026, "Extending low latency service across the Internet") as
+l4sim scenarios: the six-AS topology and the scenarios S1, S2a/S2b, S3a/S3b, S4a/S4b.
+
+What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-ICNP2026):
+
+- Topology: ``utils/generate-graph.py`` and the notebook's node list (``experiment_notebook
+  .ipynb``, "Planned nodes"): ASes 1..6, inter-AS edges 1-2, 1-4, 2-3, 2-6, 3-4, 4-5 as edge
+  router pairs ``r-X-Y``/``r-Y-X``, each edge router wired to both cores of its AS
+  (``r-core1-X``, ``r-core2-X``), access routers ``r-access-5``/``r-access-6`` on both cores,
+  endpoints ``e-0..2-5`` and ``e-0..2-6`` on one LAN per access router (modelled as a switch
+  ``lan-5``/``lan-6`` so the access router's one shaped LAN egress is shared, as on the testbed).
+- Background hosts: the notebook's extra nodes (``node_k`` on ``r-core1-5``, ``node_s`` on
+  ``r-4-5``, ``node_m`` on ``r-4-3``, ``node_f`` on ``r-2-3``, ``node_g`` on ``r-6-2``) and the
+  pairs of ``Experiment_Data/main-results/exp-data-all-scenarios/*/bg_*_to_*_p*.mgn``:
+  ``eps_to_k`` (the sender endpoints to node_k: the sender access uplink), ``s_to_m`` (across
+  AS4's core), ``m_to_f`` (across AS3's core), ``f_to_g`` (across the AS2-AS6 peering link).
+- Paths: the notebook's path verification (NIC byte counters) and ``utils/srv6_policy.py``: with
+  path separation L4S (DSCP 10) takes the core1 planes via AS1 (AS5-AS4-AS1-AS2-AS6), classic
+  traffic the core2 planes via AS3 (AS5-AS4-AS3-AS2-AS6).
+- Queues: the routers' tc configuration as ``docs/traffic-demo-topologies.md`` section 3 lists
+  it (receiver access DualPI2 at 100 Mbit/s, sender access FIFO at 1 Gbit/s, core and peering
+  FIFOs at 4 Gbit/s, the "priority capped" prio/tbf/PIE tree).
+- Traffic per trial: the same section and the ``l4s_*``/``classic_*`` result files' names.
+
+Departures (also in ``docs/icnp26.md``): no netem jitter; each host link carries 7.5 ms one way
+so every pair's base RTT is 30 ms; the background's offered load at the scenario's bottleneck is
+set as a fraction of its rate (``heavy_load``, default 0.8); ``scale`` < 1 scales the core,
+peering and sender-access rates (floor 250 Mbit/s), their buffers, the tbf caps (floor 120
+Mbit/s) and the background uniformly (the receiver access and the study traffic keep their
+real rates); the classic long flows run to the end (the study: to 115 s).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+SCENARIOS: dict[str, str] = {
+    "S1": "access only (reference): DualPI2 at the receiver access is the only bottleneck",
+    "S2a": "sender access bottleneck, shared FIFO",
+    "S2b": "sender access bottleneck, rate-capped priority queue for L4S",
+    "S3a": "AS4 core bottleneck, shared FIFO",
+    "S3b": "AS4 core bottleneck, SRv6 path separation (L4S via AS1 on the core1 planes)",
+    "S4a": "AS2-AS6 peering bottleneck, shared FIFO",
+    "S4b": "AS2-AS6 peering bottleneck, rate-capped priority queue for L4S",
+}
+
+TIERS = {1: [1, 2], 2: [3, 4], 3: [5, 6]}
+AS_EDGES = [(1, 2), (1, 4), (2, 3), (2, 6), (3, 4), (4, 5)]
+L4S_DSCP = 10
+BASE_RTT_MS = 30.0
+HOST_DELAY_MS = BASE_RTT_MS / 4  # each host link, one way: host-to-host RTT 30 ms
+
+RECV_ACCESS_MBPS = 100.0
+SEND_ACCESS_MBPS = 1000.0
+CORE_MBPS = 4000.0
+LINE_MBPS = 10000.0  # unshaped links: never the bottleneck
+
+# The egresses the scenarios shape (besides the access routers').
+CORE4 = ("r-core2-4", "r-4-3")  # AS4 core toward AS3 (classic/shared path)
+CORE3 = ("r-core2-3", "r-3-2")  # AS3 core toward AS2
+PEER = ("r-2-6", "r-6-2")  # AS2 -> AS6 peering link
+SEND5 = [("r-access-5", "r-core1-5"), ("r-access-5", "r-core2-5")]
+RECV6 = ("r-access-6", "lan-6")
+
+# The bottleneck egress per scenario family and the background pair crossing it.
+BOTTLENECK = {"S1": RECV6, "S2": SEND5[0], "S3": CORE4, "S4": PEER}
+HEAVY_PAIR = {"S2": "eps_to_k", "S3": "s_to_m", "S4": "f_to_g"}
+
+# Shared path (no separation) and the two separated paths, router by router.
+_SHARED = ["lan-5", "r-access-5", "r-core1-5", "r-5-4", "r-4-5", "r-core2-4", "r-4-3", "r-3-4",
+           "r-core2-3", "r-3-2", "r-2-3", "r-core2-2", "r-2-6", "r-6-2", "r-core2-6",
+           "r-access-6", "lan-6"]
+_L4S_SEP = ["lan-5", "r-access-5", "r-core1-5", "r-5-4", "r-4-5", "r-core1-4", "r-4-1", "r-1-4",
+            "r-core1-1", "r-1-2", "r-2-1", "r-core1-2", "r-2-6", "r-6-2", "r-core1-6",
+            "r-access-6", "lan-6"]
+_CLASSIC_SEP = ["lan-5", "r-access-5", "r-core2-5", "r-5-4", "r-4-5", "r-core2-4", "r-4-3", "r-3-4",
+                "r-core2-3", "r-3-2", "r-2-3", "r-core2-2", "r-2-6", "r-6-2", "r-core2-6",
+                "r-access-6", "lan-6"]
+_BG_PATHS = {
+    "eps_to_k": ["r-access-5", "r-core1-5", "node_k"],
+    "s_to_m": ["node_s", "r-4-5", "r-core2-4", "r-4-3", "node_m"],
+    "m_to_f": ["node_m", "r-4-3", "r-3-4", "r-core2-3", "r-3-2", "r-2-3", "node_f"],
+    "f_to_g": ["node_f", "r-2-3", "r-core2-2", "r-2-6", "r-6-2", "node_g"],
+}
+BG_HOSTS = {"node_k": "r-core1-5", "node_s": "r-4-5", "node_m": "r-4-3",
+            "node_f": "r-2-3", "node_g": "r-6-2"}
+
+MSG = 65000  # MGEN message size, bytes
+# Offered load of the background at the scenario's bottleneck, as a fraction of its rate: the
+# study traffic (up to the 100 Mbit/s receiver access) then finds that link its bottleneck.
+HEAVY_LOAD = 0.8
+
+
+def scenario_names() -> list[str]:
+    return list(SCENARIOS)
+
+
+def _bfifo(mbps: float) -> dict[str, Any]:
+    """bfifo of 2 x BDP at the base RTT."""
+    return {"kind": "bfifo", "limit": int(2 * mbps * 1e6 / 8 * BASE_RTT_MS / 1e3)}
+
+
+def _priority(mbps: float, cap_mbps: float) -> dict[str, Any]:
+    """The study's "priority capped" tree: prio, DSCP 10 -> tbf cap -> PIE 1 ms; rest PIE 15 ms."""
+    pie_l = {"kind": "pie", "limit": 20000, "target_ms": 1, "tupdate_ms": 16, "alpha": 2,
+             "beta": 20, "ecn": True, "bytemode": True}
+    pie_c = {"kind": "pie", "limit": 20000, "target_ms": 15, "ecn": True, "bytemode": True}
+    tbf = {"kind": "tbf", "rate_mbps": cap_mbps, "burst": 102400, "limit": 10_000_000,
+           "child": pie_l}
+    return {"kind": "prio", "bands": 3, "filters": [{"dscp": L4S_DSCP, "band": 0}],
+            "children": [tbf, pie_c]}
+
+
+def _dualpi2() -> dict[str, Any]:
+    return {"kind": "dualpi2", "limit": 1000, "target_ms": 15, "tupdate_ms": 16, "alpha": 0.16,
+            "beta": 3.2, "step_thresh_ms": 1, "coupling_factor": 2, "c_protection": 10}
+
+
+MIN_SCALED_MBPS = 2.5 * RECV_ACCESS_MBPS
+MIN_CAP_MBPS = 1.2 * RECV_ACCESS_MBPS
+
+
+def scaled_rates(scale: float) -> tuple[float, float]:
+    """Sender-access and core/peering rates at ``scale``, never below 2.5 x the receiver access
+    (so the receiver access stays the only bottleneck where the study has no other)."""
+    return (max(SEND_ACCESS_MBPS * scale, MIN_SCALED_MBPS), max(CORE_MBPS * scale, MIN_SCALED_MBPS))
+
+
+def cap_rate(study_mbps: float, scale: float) -> float:
+    """The L4S band's tbf rate at ``scale``: the study's x scale, never below 1.2 x the receiver
+    access (the study's caps, 200 and 1000 Mbit/s, exceed what one 100 Mbit/s access carries)."""
+    return max(study_mbps * scale, MIN_CAP_MBPS)
+
+
+def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
+    """The six-AS graph with the queues of ``scenario`` (see ``SCENARIOS``)."""
+    check_scenario(scenario)
+    fam, variant = scenario[:2], scenario[2:]
+    nodes: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    routers: set[str] = set()
+
+    def router(n: str) -> None:
+        if n not in routers:
+            routers.add(n)
+            nodes.append({"name": n})
+
+    def link(a: str, b: str, rate: float = LINE_MBPS, delay: float = 0.0, **kw: Any) -> None:
+        links.append({"a": a, "b": b, "rate": rate, "delay_ms": delay, **kw})
+
+    for asn in range(1, 7):
+        router(f"r-core1-{asn}")
+        router(f"r-core2-{asn}")
+    for x, y in AS_EDGES:
+        for a, b in ((x, y), (y, x)):
+            router(f"r-{a}-{b}")
+            for c in (1, 2):
+                link(f"r-{a}-{b}", f"r-core{c}-{a}")
+        link(f"r-{x}-{y}", f"r-{y}-{x}")
+    for asn in (5, 6):
+        router(f"r-access-{asn}")
+        router(f"lan-{asn}")
+        for c in (1, 2):
+            link(f"r-access-{asn}", f"r-core{c}-{asn}")
+        link(f"r-access-{asn}", f"lan-{asn}")
+        for i in range(3):
+            nodes.append({"name": f"e-{i}-{asn}", "kind": "host"})
+            link(f"lan-{asn}", f"e-{i}-{asn}", delay=HOST_DELAY_MS)
+    for h, r in BG_HOSTS.items():
+        nodes.append({"name": h, "kind": "host"})
+        link(r, h, delay=HOST_DELAY_MS)
+
+    def shape(a: str, b: str, rate: float, qdisc: dict[str, Any], burst: int | None = None) -> None:
+        for ln in links:
+            if (ln["a"], ln["b"]) == (a, b):
+                key = "ab"
+            elif (ln["a"], ln["b"]) == (b, a):
+                key = "ba"
+            else:
+                continue
+            spec: dict[str, Any] = {"rate": rate, "qdisc": qdisc}
+            if burst:
+                spec["burst"] = burst
+            ln[key] = spec
+            return
+        raise KeyError(f"no link {a} - {b}")
+
+    # Receiver access: HTB 100 Mbit/s -> DualPI2 (every scenario).
+    shape(*RECV6, RECV_ACCESS_MBPS, _dualpi2(), burst=1600)
+    send, core = scaled_rates(scale)
+    prio_s2 = fam == "S2" and variant == "b"
+    for a, b in SEND5:
+        shape(a, b, send, _priority(send, cap_rate(200, scale)) if prio_s2 else _bfifo(send))
+    shape(*CORE4, core, _bfifo(core))
+    shape(*CORE3, core, _bfifo(core))
+    shape(*PEER, core, _priority(core, cap_rate(1000, scale)) if scenario == "S4b" else _bfifo(core))
+
+    routes: list[dict[str, Any]] = []
+    sep = scenario == "S3b"
+    for i in range(3):
+        src, dst = f"e-{i}-5", f"e-{i}-6"
+        l4s = _L4S_SEP if sep else _SHARED
+        classic = _CLASSIC_SEP if sep else _SHARED
+        routes.append({"dscp": L4S_DSCP, "path": [src, *l4s, dst]})
+        routes.append({"dscp": 0, "path": [src, *classic, dst]})
+    for i in range(3):  # eps_to_k leaves from every sender endpoint
+        routes.append({"dscp": 0, "path": [f"e-{i}-5", "lan-5", *_BG_PATHS["eps_to_k"]]})
+    for pair in ("s_to_m", "m_to_f", "f_to_g"):
+        routes.append({"dscp": 0, "path": _BG_PATHS[pair]})
+    return {"kind": "graph", "nodes": nodes, "links": links, "routes": routes}
+
+
+def check_scenario(name: str) -> None:
+    if name not in SCENARIOS:
+        raise ValueError(f"unknown ICNP'26 scenario {name!r}; one of {', '.join(SCENARIOS)}")
+
+
+def _prague(**kw: Any) -> dict[str, Any]:
+    return {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}, "dscp": L4S_DSCP,
+            "receiver": {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}}, **kw}
+
+
+def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
+    """The study traffic of one trial, times compressed to ``duration`` (120 s: the study's)."""
+    k = duration / 120.0
+    t = lambda s: round(s * k, 4)  # noqa: E731
+    flows: list[dict[str, Any]] = []
+    for j, start in enumerate((10, 25, 40)):  # streaming: 10 Mbit/s in 2 s chunks
+        flows.append(_prague(name=f"l4s_stream_{j}", **{"from": f"e-{j}-5", "to": f"e-{j}-6"},
+                             start=t(start),
+                             source={"kind": "chunks", "rate_mbps": 10.0, "period": 2.0}))
+    for j, (start, stop) in enumerate(((10, 70), (25, 85), (40, 100), (50, 110))):  # calls
+        flows.append({"name": f"l4s_call_{j}", "from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6",
+                      "dscp": L4S_DSCP, "start": t(start),
+                      "source": {"kind": "udp_prague", "max_rate_mbps": 5.0,
+                                 "packet_size": 1200, "stop": t(stop)}})
+    for j in range(5):  # L4S transfers: 10 MiB from 25 s, one every 10 s
+        flows.append(_prague(name=f"l4s_xfer_{j}", **{"from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6"},
+                             start=t(25 + 10 * j), size=10 * 2**20))
+    for j, start in enumerate((5, 15, 25)):  # classic long CUBIC flows (the study: to 115 s)
+        flows.append({"name": f"classic_long_{j}", "from": f"e-{j}-5", "to": f"e-{j}-6",
+                      "cc": {"name": "cubic"}, "start": t(start)})
+    for j in range(5):  # classic transfers: 5 MiB at random starts in 20-90 s
+        flows.append({"name": f"classic_xfer_{j}", "from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6",
+                      "cc": {"name": "cubic"}, "start": t(rng.uniform(20, 90)), "size": 5 * 2**20})
+    return flows
+
+
+def background_flows(scenario: str, duration: float, *, scale: float = 1.0,
+                     heavy_load: float = HEAVY_LOAD) -> list[dict[str, Any]]:
+    """The MGEN background of the four pairs: per pair 4 long flows of 58 x 65,000 B/s
+    (30 Mbit/s) and Poisson batches of 1..10 messages of 65,000 B on new connections (10
+    batches/s, 28.6 Mbit/s); at the scenario's bottleneck the batches are made heavy (offered
+    ``heavy_load`` x its rate), standing in for the study's eight burst processes there."""
+    heavy = HEAVY_PAIR.get(scenario[:2])
+    stop = round(duration * 115 / 120, 4)
+    out: list[dict[str, Any]] = []
+    mean_batch_bits = 5.5 * MSG * 8
+    for pair in ("eps_to_k", "s_to_m", "m_to_f", "f_to_g"):
+        src, dst = {"eps_to_k": ("e-{i}-5", "node_k"), "s_to_m": ("node_s", "node_m"),
+                    "m_to_f": ("node_m", "node_f"), "f_to_g": ("node_f", "node_g")}[pair]
+        for j in range(4):
+            out.append({"name": f"bg_{pair}_long_{j}", "from": src.format(i=j % 3), "to": dst,
+                        "cc": {"name": "cubic"}, "start": 0.5 * j,
+                        "source": {"kind": "messages", "rate": 58 * scale, "poisson": False,
+                                   "batch_min": 1, "batch_max": 1, "message_size": MSG,
+                                   "persistent": True, "stop": stop}})
+        if pair == heavy:
+            send, core = scaled_rates(scale)
+            bott = send if pair == "eps_to_k" else core
+            offered = heavy_load * bott - 4 * 58 * MSG * 8 / 1e6 * scale
+            rate = max(offered, 0.0) * 1e6 / mean_batch_bits
+        else:
+            rate = 10.0 * scale
+        out.append({"name": f"bg_{pair}_bursts", "from": src.format(i=0), "to": dst,
+                    "cc": {"name": "cubic"}, "start": 5.0 * duration / 120,
+                    "source": {"kind": "messages", "rate": round(rate, 3), "poisson": True,
+                               "batch_min": 1, "batch_max": 10, "message_size": MSG,
+                               "stop": stop}})
+    return out
+
+
+FULL = {"duration": 120.0, "scale": 0.1}
+QUICK = {"duration": 20.0, "scale": 0.05}
+
+
+def scenario(name: str, *, trial: int = 1, duration: float | None = None, scale: float | None = None,
+             quick: bool = False, heavy_load: float = HEAVY_LOAD,
+             sample_interval: float = 0.5) -> dict[str, Any]:
+    """One scenario's run as a scenario dict for ``l4sim.run`` (seeded by ``trial``); ``quick``:
+    20 s at scale 0.05 instead of the study's 120 s at scale 0.1, unless given."""
+    check_scenario(name)
+    base = QUICK if quick else FULL
+    duration = base["duration"] if duration is None else duration
+    scale = base["scale"] if scale is None else scale
+    if not 0 < scale <= 1:
+        raise ValueError(f"scale must be in (0, 1], got {scale}")
+    if duration <= 0:
+        raise ValueError(f"duration must be > 0, got {duration}")
+    rng = random.Random(f"icnp26-{trial}")
+    flows = study_flows(duration, rng) + background_flows(name, duration, scale=scale,
+                                                          heavy_load=heavy_load)
+    return {"name": f"icnp26_{name}_t{trial}", "duration": duration, "seed": trial,
+            "sample_interval": sample_interval,
+            "topology": topology(name, scale=scale), "flows": flows}
+
+
+def bottleneck_egresses(name: str) -> list[str]:
+    """The egress names ("a->b") whose queue counters the report shows for ``name``."""
+    check_scenario(name)
+    fam = name[:2]
+    out = ["->".join(RECV6)]
+    if fam == "S2":
+        out += ["->".join(e) for e in SEND5]
+    elif fam in BOTTLENECK and fam != "S1":
+        out.append("->".join(BOTTLENECK[fam]))
+    return out

@@ -1,0 +1,286 @@
+"""``l4sim reproduce icnp26``: every scenario of the multi-AS study (``l4sim.icnp26``) for every
+trial, in parallel processes, then a markdown report with PNG figures: per scenario the calls'
+RTT and rate over time, streaming and transfer completion, the classic flows' goodput and RTT
+and the bottleneck queues' counters, with the scenarios side by side."""
+
+from __future__ import annotations
+
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from l4sim import icnp26
+
+FULL = {"trials": 8, **icnp26.FULL}
+QUICK = {"trials": 1, **icnp26.QUICK}
+
+
+def register(subparsers: Any) -> None:
+    """Add ``icnp26`` under ``l4sim reproduce``."""
+    p = subparsers.add_parser(
+        "icnp26",
+        help="the multi-AS study (ICNP'26): S1, S2a/b, S3a/b, S4a/b -> report.md + figures",
+        description="Runs the multi-AS study's scenarios (shared FIFO vs rate-capped priority "
+        "queue vs SRv6 path separation at the sender access, an AS core and a peering link) for "
+        "every trial and writes OUT/report.md, OUT/summary.csv and OUT/figures/. Default "
+        f"{FULL['trials']} trials x {FULL['duration']:g} s at scale {FULL['scale']:g} (core "
+        f"rates x scale; docs/icnp26.md); --quick: {QUICK['trials']} trial x "
+        f"{QUICK['duration']:g} s at scale {QUICK['scale']:g}.",
+    )
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--quick", action="store_true", help="short runs, one trial (CI)")
+    p.add_argument("--trials", type=int, help=f"trials per scenario (default {FULL['trials']})")
+    p.add_argument("--duration", type=float, help="run length, s (the study: 120)")
+    p.add_argument("--scale", type=float, help="core/peering/sender-access rate factor, (0, 1]")
+    p.add_argument("--heavy-load", type=float, default=icnp26.HEAVY_LOAD,
+                   help="background offered at the bottleneck, fraction of its rate (default %(default)g)")
+    p.add_argument("--scenarios", help="comma-separated subset, e.g. S1,S3a,S3b")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.set_defaults(func=cmd_reproduce_icnp26)
+
+
+def _err(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def cmd_reproduce_icnp26(args: Any) -> int:
+    base = QUICK if args.quick else FULL
+    trials = args.trials if args.trials is not None else base["trials"]
+    duration = args.duration if args.duration is not None else base["duration"]
+    scale = args.scale if args.scale is not None else base["scale"]
+    names = icnp26.scenario_names()
+    if args.scenarios:
+        names = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+        bad = [s for s in names if s not in icnp26.SCENARIOS]
+        if bad or not names:
+            return _err(f"unknown scenario {', '.join(bad) or '(none)'}; one of {', '.join(icnp26.SCENARIOS)}")
+    if trials < 1:
+        return _err(f"--trials must be >= 1, got {trials}")
+    if not duration > 0:
+        return _err(f"--duration must be > 0, got {duration:g}")
+    if not 0 < scale <= 1:
+        return _err(f"--scale must be in (0, 1], got {scale:g}")
+    if not 0 <= args.heavy_load <= 2:
+        return _err(f"--heavy-load must be in [0, 2], got {args.heavy_load:g}")
+    if args.jobs is not None and args.jobs < 1:
+        return _err(f"--jobs must be >= 1, got {args.jobs}")
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return _err(f"cannot create {out}: {e.strerror}")
+    jobs = [(n, t, duration, scale, args.heavy_load) for n in names for t in range(1, trials + 1)]
+    print(f"ICNP'26: {len(names)} scenarios x {trials} trials x {duration:g} s at scale {scale:g} -> {out}")
+    t0 = time.time()
+    results: list[dict[str, Any]] = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as ex:
+        for res in ex.map(run_one, jobs):
+            results.append(res)
+            print(f"  {res['scenario']} trial {res['trial']}: {res['wall_s']:.1f} s wall")
+    rep = write_report(results, out, duration=duration, scale=scale, heavy_load=args.heavy_load,
+                       wall_s=time.time() - t0)
+    print(f"wrote {rep}")
+    return 0
+
+
+def _series(r: Any, prefix: tuple[str, ...], variable: str) -> pd.DataFrame:
+    s = r.series_flows()
+    s = s[(s["variable"] == variable) & s["name"].str.startswith(prefix)]
+    return s[["t", "name", "value"]].reset_index(drop=True)
+
+
+def run_one(job: tuple[str, int, float, float, float]) -> dict[str, Any]:
+    """Run one (scenario, trial) and keep what the report needs (small, picklable)."""
+    import l4sim
+
+    name, trial, duration, scale, heavy = job
+    t0 = time.time()
+    r = l4sim.run(icnp26.scenario(name, trial=trial, duration=duration, scale=scale, heavy_load=heavy))
+    bott = icnp26.bottleneck_egresses(name)
+    q = r.qdiscs
+    cl = r.classes
+    sq = r.series_qdiscs()
+    conns = r.connections
+    return {
+        "scenario": name, "trial": trial, "wall_s": time.time() - t0,
+        "flows": r.flows[["name", "goodput_mbps", "bytes_delivered", "start_s", "completion_s"]],
+        "udp": r.udp,
+        "chunks": conns[conns["flow"].str.startswith("l4s_stream")][["flow", "size", "start_s", "fct_s"]],
+        "classic_rtt": _series(r, ("classic_long",), "srtt_ms"),
+        "classic_tput": _series(r, ("classic_long",), "tput_mbps"),
+        "stream_rtt": _series(r, ("l4s_stream",), "srtt_ms"),
+        "qdiscs": q[q["name"].isin(bott)][["name", "kind", "enq_pkts", "deq_pkts", "drops", "marks",
+                                           "sojourn_mean_ms", "sojourn_p99_ms", "max_backlog_bytes"]],
+        "classes": cl[cl["qdisc"].isin(bott)].drop(columns=["cdf_ms"], errors="ignore"),
+        "qseries": sq[sq["name"].isin(bott) & (sq["variable"] == "sojourn_ms")][["t", "name", "value"]],
+    }
+
+
+def _summary(res: dict[str, Any]) -> dict[str, Any]:
+    f = res["flows"].set_index("name")
+    udp = res["udp"]
+    x = f[f.index.str.contains("_xfer_")].copy()  # sized bulk flows: done once completion_s is set
+    x["fct_s"] = x["completion_s"]  # completion time from the flow's start
+    x = x.dropna(subset=["completion_s"])
+    l4x = x[x.index.str.startswith("l4s")]
+    clx = x[x.index.str.startswith("classic")]
+    ch = res["chunks"]
+    crtt = res["classic_rtt"]["value"].dropna()
+    srtt = res["stream_rtt"]["value"].dropna()
+    bq = res["qdiscs"]
+    main = bq.iloc[-1] if len(bq) else None
+    if len(bq) > 1:  # the scenario's own bottleneck: the busiest shaped egress besides the receiver access
+        rest = bq[~bq["name"].str.startswith("r-access-6")]
+        main = rest.sort_values("sojourn_mean_ms").iloc[-1] if len(rest) else main
+    return {
+        "scenario": res["scenario"], "trial": res["trial"],
+        "call_rtt_p50_ms": udp["rtt_ms"].median() if len(udp) else float("nan"),
+        "call_rtt_p95_ms": udp["rtt_ms"].quantile(0.95) if len(udp) else float("nan"),
+        "call_rate_mbps": udp["rate_mbps"].mean() if len(udp) else float("nan"),
+        "call_loss_frac": udp["loss_frac"].mean() if len(udp) else float("nan"),
+        "stream_goodput_mbps": f.loc[f.index.str.startswith("l4s_stream"), "goodput_mbps"].mean(),
+        "stream_rtt_p50_ms": srtt.median() if len(srtt) else float("nan"),
+        "chunk_fct_p95_s": ch["fct_s"].quantile(0.95) if len(ch) else float("nan"),
+        "l4s_xfers_done": len(l4x), "l4s_xfer_fct_s": l4x["fct_s"].mean() if len(l4x) else float("nan"),
+        "classic_xfers_done": len(clx),
+        "classic_xfer_fct_s": clx["fct_s"].mean() if len(clx) else float("nan"),
+        "classic_long_goodput_mbps": f.loc[f.index.str.startswith("classic_long"), "goodput_mbps"].sum(),
+        "classic_rtt_p50_ms": crtt.median() if len(crtt) else float("nan"),
+        "bottleneck": main["name"] if main is not None else "",
+        "btl_sojourn_mean_ms": main["sojourn_mean_ms"] if main is not None else float("nan"),
+        "btl_sojourn_p99_ms": main["sojourn_p99_ms"] if main is not None else float("nan"),
+        "btl_drops": main["drops"] if main is not None else 0,
+        "btl_marks": main["marks"] if main is not None else 0,
+    }
+
+
+def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) -> dict[str, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figdir.mkdir(parents=True, exist_ok=True)
+    first = {}
+    for res in results:
+        first.setdefault(res["scenario"], res)
+    names = list(first)
+    figs: dict[str, Path] = {}
+
+    def grid(title: str, fname: str, draw: Any, ylabel: str) -> None:
+        n = len(names)
+        fig, axes = plt.subplots(n, 1, figsize=(9, 1.9 * n + 0.6), sharex=True, squeeze=False)
+        for ax, name in zip(axes[:, 0], names):
+            draw(ax, first[name])
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=6, loc="upper right", ncol=4, frameon=False)
+            ax.set_ylabel(ylabel, fontsize=7)
+            ax.set_title(f"{name}: {icnp26.SCENARIOS[name]}", fontsize=8, loc="left")
+            ax.tick_params(labelsize=7)
+        axes[-1, 0].set_xlabel("time (s)")
+        fig.suptitle(title + " (trial 1)", fontsize=10)
+        fig.tight_layout()
+        p = figdir / f"{fname}.png"
+        fig.savefig(p, dpi=90)
+        plt.close(fig)
+        figs[fname] = p
+
+    def udp_plot(col: str):
+        def draw(ax: Any, res: dict[str, Any]) -> None:
+            for flow, g in res["udp"].groupby("flow"):
+                ax.plot(g["t"], g[col], lw=0.7, label=flow)
+        return draw
+
+    def series_plot(key: str):
+        def draw(ax: Any, res: dict[str, Any]) -> None:
+            for flow, g in res[key].groupby("name"):
+                ax.plot(g["t"], g["value"], lw=0.7, label=flow)
+        return draw
+
+    grid("UDP Prague calls: RTT", "calls_rtt", udp_plot("rtt_ms"), "RTT (ms)")
+    grid("UDP Prague calls: received rate", "calls_rate", udp_plot("rate_mbps"), "Mbit/s")
+    grid("Classic long flows: throughput", "classic_tput", series_plot("classic_tput"), "Mbit/s")
+    grid("Classic long flows: smoothed RTT", "classic_rtt", series_plot("classic_rtt"), "ms")
+    grid("Bottleneck queues: sojourn time", "queues", series_plot("qseries"), "ms")
+
+    # Side by side: one bar per scenario (mean over trials).
+    m = summ.groupby("scenario", sort=False).mean(numeric_only=True).reindex(names)
+    cols = [("call_rtt_p95_ms", "call RTT P95 (ms)"), ("stream_goodput_mbps", "stream goodput (Mbit/s)"),
+            ("l4s_xfer_fct_s", "L4S 10 MiB transfer (s)"), ("classic_long_goodput_mbps", "classic long, sum (Mbit/s)"),
+            ("classic_rtt_p50_ms", "classic RTT P50 (ms)"), ("btl_sojourn_p99_ms", "bottleneck sojourn P99 (ms)")]
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6))
+    for ax, (c, label) in zip(axes.flat, cols):
+        colors = ["tab:gray" if n == "S1" else "tab:red" if n.endswith("a") else "tab:green" for n in names]
+        ax.bar(names, m[c].values, color=colors)
+        ax.set_title(label, fontsize=9)
+        ax.tick_params(labelsize=8)
+    fig.suptitle("Scenarios side by side (red: shared FIFO; green: priority queue / path separation)", fontsize=10)
+    fig.tight_layout()
+    p = figdir / "side_by_side.png"
+    fig.savefig(p, dpi=90)
+    plt.close(fig)
+    figs["side_by_side"] = p
+    return figs
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in df.iterrows():
+        cells = []
+        for c in cols:
+            v = row[c]
+            cells.append(f"{v:.3g}" if isinstance(v, float) else str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_report(results: list[dict[str, Any]], out: Path, *, duration: float, scale: float,
+                 heavy_load: float = icnp26.HEAVY_LOAD, wall_s: float = 0.0) -> Path:
+    """Write OUT/summary.csv, OUT/queues.csv, OUT/figures/*.png and OUT/report.md."""
+    summ = pd.DataFrame([_summary(r) for r in results])
+    summ.to_csv(out / "summary.csv", index=False)
+    qrows = []
+    for r in results:
+        c = r["classes"]
+        for _, row in c[c["kind"] == "class"].iterrows():
+            qrows.append({"scenario": r["scenario"], "trial": r["trial"], "egress": row["qdisc"],
+                          "class": row["name"], "pkts": row["deq_pkts"], "drops": row["drops"],
+                          "marks": row["marks"], "sojourn_mean_ms": row["sojourn_mean_ms"],
+                          "sojourn_p99_ms": row["sojourn_p99_ms"]})
+    queues = pd.DataFrame(qrows)
+    queues.to_csv(out / "queues.csv", index=False)
+    figs = _figures(results, summ, out / "figures")
+    trials = summ["trial"].nunique()
+    mean = summ.groupby("scenario", sort=False).mean(numeric_only=True).drop(columns=["trial"]).reset_index()
+    show = ["scenario", "call_rtt_p50_ms", "call_rtt_p95_ms", "call_rate_mbps", "call_loss_frac",
+            "stream_goodput_mbps", "chunk_fct_p95_s", "l4s_xfers_done", "l4s_xfer_fct_s",
+            "classic_xfers_done", "classic_xfer_fct_s", "classic_long_goodput_mbps",
+            "classic_rtt_p50_ms", "btl_sojourn_mean_ms", "btl_sojourn_p99_ms", "btl_drops", "btl_marks"]
+    btl = summ.groupby("scenario", sort=False)["bottleneck"].first().reset_index()
+    qmean = (queues.groupby(["scenario", "egress", "class"], sort=False)
+             .mean(numeric_only=True).drop(columns=["trial"]).reset_index()) if len(queues) else queues
+    lines = [
+        "# l4sim: the multi-AS study (ICNP 2026)", "",
+        f"{len(summ)} runs: {summ['scenario'].nunique()} scenarios x {trials} trials x {duration:g} s, "
+        f"core/peering/sender-access rates x {scale:g}, background at the bottleneck "
+        f"{heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.", "",
+        "Scenarios: " + "; ".join(f"**{n}** {icnp26.SCENARIOS[n]}" for n in summ['scenario'].unique()), "",
+        "## Side by side (mean over trials)", "", _md_table(mean[show]), "",
+        "![side by side](figures/side_by_side.png)", "",
+        "## The bottleneck each scenario's row reports", "", _md_table(btl), "",
+        "## Queue counters per class at the shaped egresses (mean over trials)", "",
+        _md_table(qmean) if len(qmean) else "(none)", "",
+        "## Over time (trial 1)", "",
+    ]
+    for k in ("calls_rtt", "calls_rate", "classic_tput", "classic_rtt", "queues"):
+        lines += [f"![{k}](figures/{figs[k].name})", ""]
+    lines += ["Per run: `summary.csv`; per class and egress: `queues.csv`.", ""]
+    rep = out / "report.md"
+    rep.write_text("\n".join(lines))
+    return rep

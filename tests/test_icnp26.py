@@ -1,0 +1,123 @@
+"""The multi-AS study (ICNP'26) as scenarios: every scenario validates, the priority queue's
+tbf cap holds, SRv6 path separation keeps L4S off the classic path, and ``reproduce icnp26
+--quick`` writes its report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import l4sim
+from l4sim import icnp26
+from l4sim.cli import main
+from l4sim.scenario import load
+
+
+@pytest.mark.parametrize("name", icnp26.scenario_names())
+def test_every_scenario_validates(name: str):
+    sc = icnp26.scenario(name, trial=3, duration=120.0, scale=0.1)
+    load(sc).validate()
+    assert len(sc["flows"]) == 20 + 4 * 5  # study traffic + four background pairs
+
+
+def test_trials_differ_only_in_their_random_starts():
+    a, b = (icnp26.scenario("S1", trial=t) for t in (1, 2))
+    starts = lambda sc: [f["start"] for f in sc["flows"] if f["name"].startswith("classic_xfer")]  # noqa: E731
+    assert starts(a) != starts(b)
+    assert icnp26.scenario("S1", trial=1) == a
+
+
+def _capped(name: str, src: str, dst: str, egress: str) -> None:
+    """Three Prague bulk flows (DSCP 10) and two CUBIC flows through the scenario's priority
+    queue: the L4S band stays at its tbf rate, the classic band takes the rest."""
+    scale = 0.05
+    send, core = icnp26.scaled_rates(scale)
+    link = send if name == "S2b" else core
+    cap = icnp26.cap_rate(200 if name == "S2b" else 1000, scale)
+    assert cap < link
+    prague = {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}, "dscp": 10,
+              "receiver": {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}}}
+    flows = [{"name": f"l4s{i}", "from": src.format(i=i), "to": dst, **prague} for i in range(3)]
+    flows += [{"name": f"cubic{i}", "from": src.format(i=i), "to": dst, "cc": {"name": "cubic"}}
+              for i in range(2)]
+    r = l4sim.run({"duration": 8.0, "seed": 1, "topology": icnp26.topology(name, scale=scale),
+                   "flows": flows})
+    f = r.flows.set_index("name")
+    l4s = f.loc[["l4s0", "l4s1", "l4s2"], "goodput_mbps"].sum()
+    classic = f.loc[["cubic0", "cubic1"], "goodput_mbps"].sum()
+    # Over the run the band never exceeds its rate (Prague's start-up overshoot into the
+    # band's 1 ms PIE costs it a loss episode, so it stays below the cap on average).
+    assert 0.3 * cap < l4s <= 1.01 * cap, (l4s, cap)
+    assert classic > 0.6 * (link - cap), (classic, link, cap)
+    q = r.qdiscs.set_index("name")
+    assert q.loc[egress, "kind"] == "prio"
+
+
+def test_s2b_l4s_band_keeps_its_tbf_cap():
+    _capped("S2b", "e-{i}-5", "node_k", "r-access-5->r-core1-5")
+
+
+def test_s4b_l4s_band_keeps_its_tbf_cap():
+    _capped("S4b", "node_f", "node_g", "r-2-6->r-6-2")
+
+
+def _per_flow(r, egress: str, prefix: str) -> dict[str, int]:
+    c = r.classes
+    c = c[(c["kind"] == "flow") & (c["qdisc"] == egress) & c["name"].str.startswith(prefix)]
+    return dict(zip(c["name"], c["deq_pkts"]))
+
+
+@pytest.fixture(scope="module")
+def s3():
+    return {n: l4sim.run(icnp26.scenario(n, duration=6.0, scale=0.05)) for n in ("S3a", "S3b")}
+
+
+def test_s3b_pins_l4s_to_the_core1_path_and_classic_to_core2(s3):
+    r = s3["S3b"]
+    l4s_flows = {f for f in r.flows["name"] if f.startswith("l4s_")}
+    classic_flows = {f for f in r.flows["name"] if f.startswith("classic_")}
+    on = lambda eg, p: sum(_per_flow(r, eg, p).values())  # noqa: E731
+    for eg in ("r-access-5->r-core2-5", "r-core2-4->r-4-3", "r-core2-3->r-3-2"):
+        assert on(eg, "l4s_") == 0, eg
+        assert on(eg, "classic_") > 0, eg
+    assert on("r-access-5->r-core1-5", "classic_") == 0
+    # Every L4S flow that sent anything crossed the pinned path's shaped egresses.
+    for eg in ("r-access-5->r-core1-5", "r-2-6->r-6-2"):
+        seen = {f for f, n in _per_flow(r, eg, "l4s_").items() if n > 0}
+        assert seen and seen <= l4s_flows
+    assert classic_flows
+
+
+def test_s3a_shares_the_core_bottleneck(s3):
+    r = s3["S3a"]
+    assert sum(_per_flow(r, "r-core2-4->r-4-3", "l4s_").values()) > 0
+    # The shared FIFO at the loaded core queues the calls; separation keeps them at base RTT.
+    rtt = {n: s3[n].udp["rtt_ms"].median() for n in s3}
+    assert rtt["S3a"] > rtt["S3b"] + 10, rtt
+
+
+@pytest.mark.parametrize(
+    "args,msg",
+    [(["--scenarios", "S9"], "unknown scenario S9"), (["--scale", "2"], "--scale"),
+     (["--trials", "0"], "--trials"), (["--duration", "-1"], "--duration")],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys, args, msg):
+    assert main(["reproduce", "icnp26", "--out", str(tmp_path / "o"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and msg in err and err.count("\n") == 1
+
+
+def test_reproduce_quick_writes_its_report(tmp_path: Path):
+    out = tmp_path / "icnp"
+    p = subprocess.run([sys.executable, "-m", "l4sim", "reproduce", "icnp26", "--quick", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rep = (out / "report.md").read_text()
+    for n in icnp26.scenario_names():
+        assert f"| {n} |" in rep
+    for fig in ("side_by_side", "calls_rtt", "calls_rate", "classic_tput", "classic_rtt", "queues"):
+        assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
+    assert (out / "summary.csv").read_text().count("\n") == 1 + len(icnp26.scenario_names())
