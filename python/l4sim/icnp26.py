@@ -238,9 +238,9 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
     for j in range(5):  # L4S transfers: 10 MiB from 25 s, one every 10 s
         flows.append(_prague(name=f"l4s_xfer_{j}", **{"from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6"},
                              start=t(25 + 10 * j), size=10 * 2**20))
-    for j, start in enumerate((5, 15, 25)):  # classic long CUBIC flows (the study: to 115 s)
+    for j, start in enumerate((5, 15, 25)):  # classic long CUBIC flows, to 115 s
         flows.append({"name": f"classic_long_{j}", "from": f"e-{j}-5", "to": f"e-{j}-6",
-                      "cc": {"name": "cubic"}, "start": t(start)})
+                      "cc": {"name": "cubic"}, "start": t(start), "stop": t(115)})
     for j in range(5):  # classic transfers: 5 MiB at random starts in 20-90 s
         flows.append({"name": f"classic_xfer_{j}", "from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6",
                       "cc": {"name": "cubic"}, "start": t(rng.uniform(20, 90)), "size": 5 * 2**20})

@@ -156,8 +156,7 @@ def _choice(name: str, v: Any, allowed: tuple[str, ...]) -> str:
 
 def cc_factor(name: str, v: Any) -> str:
     """A CC factor value in its canonical spelling (core names plus other builds)."""
-    key = cc_name(v) if isinstance(v, str) else v
-    key = _CC_ALIASES.get(key, key)
+    key = _CC_ALIASES.get(cc_name(v), cc_name(v)) if isinstance(v, str) else None
     if key not in FACTOR_CCS:
         raise scenario_error(name, f"unknown value {v!r}; expected one of {', '.join(FACTOR_CCS)}")
     return key
