@@ -40,7 +40,11 @@ from pathlib import Path
 from typing import Any
 
 import l4sim
-from l4sim.studies.factors import scenario_from_factors
+
+try:
+    from l4sim.studies.factors import scenario_from_factors
+except ImportError:  # an older build run through --against (0.2.0 had flat modules)
+    from l4sim.factors import scenario_from_factors  # type: ignore[no-redef]
 
 COMMON = dict(n_bdp=2, base_rtt=10, ecn_threshold=5)
 CUBIC_VS_CUBIC = dict(aqm="FIFO", cc_l4s="cubic", cc_classic="cubic", tx_l4s_ecn="none", rx_l4s_ecn="none")
