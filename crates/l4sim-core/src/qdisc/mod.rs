@@ -270,9 +270,11 @@ impl QueueDisc for AnyQdisc {
     fn kind(&self) -> &'static str {
         dispatch!(self, q => q.kind())
     }
+    #[inline]
     fn l4s_mask(&self) -> u8 {
         dispatch!(self, q => q.l4s_mask())
     }
+    #[inline]
     fn ready_at(&self, now: SimTime) -> SimTime {
         dispatch!(self, q => q.ready_at(now))
     }
@@ -282,9 +284,15 @@ impl QueueDisc for AnyQdisc {
     fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         dispatch!(self, q => q.dequeue(now, drops))
     }
+    #[inline]
     fn len(&self) -> usize {
         dispatch!(self, q => q.len())
     }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    #[inline]
     fn bytes(&self) -> u64 {
         dispatch!(self, q => q.bytes())
     }
@@ -333,8 +341,6 @@ pub struct QdiscStats {
     pub marks_by_ecn: [u64; 4],
     /// Enqueues by codepoint.
     pub enq_by_ecn: [u64; 4],
-    /// Sojourn time of dequeued packets, ns.
-    pub sojourn: Histogram,
     /// Largest backlog seen, packets and bytes.
     pub max_len: usize,
     pub max_bytes: u64,
@@ -399,6 +405,18 @@ impl QdiscStats {
     }
     pub fn marks(&self) -> u64 {
         self.marks_by_ecn.iter().sum()
+    }
+    /// Sojourn time of every dequeued packet, ns: the two classes' histograms merged (each
+    /// packet is in exactly one class, so this is exact and costs no record per packet).
+    pub fn sojourn(&self) -> Histogram {
+        let mut h = self.class[0].sojourn.clone();
+        h.merge(&self.class[1].sojourn);
+        h
+    }
+    /// (sum ns, count) of the sojourn times so far, without building the merged histogram.
+    pub fn sojourn_totals(&self) -> (u128, u64) {
+        let (a, b) = (&self.class[0].sojourn, &self.class[1].sojourn);
+        (a.sum() + b.sum(), a.count() + b.count())
     }
 }
 
@@ -465,7 +483,6 @@ impl Qdisc {
             let sojourn = now.saturating_sub(p.enq_ts);
             self.stats.deq_pkts += 1;
             self.stats.deq_bytes += p.len as u64;
-            self.stats.sojourn.record(sojourn);
             let marked = p.ecn == Ecn::Ce && p.ecn_in != Ecn::Ce;
             if marked {
                 self.stats.marks_by_ecn[p.ecn_in.index()] += 1;

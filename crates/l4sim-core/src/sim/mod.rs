@@ -839,7 +839,7 @@ impl World {
             let ser = &mut tr.series;
             ser.backlog_pkts.push(p.qdisc.inner.len() as f64);
             ser.backlog_bytes.push(p.qdisc.inner.bytes() as f64);
-            let (sum, n) = (st.sojourn.sum(), st.sojourn.count());
+            let (sum, n) = st.sojourn_totals();
             let dn = n - tr.last_n;
             ser.sojourn_ms.push(if dn > 0 {
                 (sum - tr.last_sum) as f64 / dn as f64 / 1e6

@@ -135,6 +135,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
     let mut bottleneck_pkts = 0;
     for p in &w.net.ports {
         let st = &p.qdisc.stats;
+        let sojourn = st.sojourn();
         let mut extra = BTreeMap::new();
         let mut obs = Vec::new();
         p.qdisc.inner.observe(&mut obs);
@@ -160,11 +161,11 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
                 .iter()
                 .map(|e| (e.name().to_string(), st.marks_by_ecn[e.index()]))
                 .collect(),
-            sojourn_mean_ms: ms(st.sojourn.mean()),
-            sojourn_p50_ms: ms(st.sojourn.quantile(0.5)),
-            sojourn_p90_ms: ms(st.sojourn.quantile(0.9)),
-            sojourn_p99_ms: ms(st.sojourn.quantile(0.99)),
-            sojourn_p999_ms: ms(st.sojourn.quantile(0.999)),
+            sojourn_mean_ms: ms(sojourn.mean()),
+            sojourn_p50_ms: ms(sojourn.quantile(0.5)),
+            sojourn_p90_ms: ms(sojourn.quantile(0.9)),
+            sojourn_p99_ms: ms(sojourn.quantile(0.99)),
+            sojourn_p999_ms: ms(sojourn.quantile(0.999)),
             max_backlog_pkts: st.max_len as u64,
             max_backlog_bytes: st.max_bytes,
             extra,
