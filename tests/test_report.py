@@ -78,6 +78,7 @@ def test_compare_figure_has_three_sides_in_two_sizes_and_log_delays(tmp_path):
     heat = [ax for ax in full.axes if ax.images]
     assert len(heat) == 3 * len(ECN)  # sim | testbed | difference, per classic-ECN case
     assert any("2 trials/cell" in ax.get_title() for ax in heat)
+    assert "simulation (2) vs testbed (10 trials per cell)" in full._suptitle.get_text()
     assert any("10 trials/cell" in ax.get_title() for ax in heat)
     norm = heat[0].images[0].norm
     assert isinstance(norm, plots.matplotlib.colors.LogNorm)  # 1 ms and 100 ms differ
@@ -138,7 +139,8 @@ def test_report_in_a_browser_shows_sim_testbed_difference_per_metric(report, dri
         tops = {round(f.rect["y"]) for f in figs}
         assert len(tops) == 1, "the three panels are side by side"
         links = [a.text for a in sec.find_elements(By.CSS_SELECTOR, "p.files a")]
-        assert "column PDF" in links and "full PDF" in links
+        assert links == ["full page (PDF)", "one paper column, 3.5 in (PDF)"], links
+        assert (report.parent / "figures" / f"compare_{value}_column.pdf").read_bytes()[:4] == b"%PDF"
     # out-of-tolerance: the FIFO 2 x BDP no-ECN row, and its share difference cell
     rows = driver.find_elements(By.CSS_SELECTOR, "tr.out-of-tolerance")
     assert rows and any(r.text.split()[:3] == ["FIFO", "2", "none"] for r in rows)

@@ -37,6 +37,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         fmt="{:.2f}",
         math=r"L4S share $S = T_\mathrm{L4S} / (T_\mathrm{L4S} + T_\mathrm{C})$",
         name="L4S throughput share",
+        dmath=r"$\Delta S$",
     ),
     "rel_delay": dict(
         label="classic relative queueing delay  (Q_c - Q_l) / Q_c",
@@ -48,6 +49,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         fmt="{:.2f}",
         math=r"relative delay $D = (Q_\mathrm{C} - Q_\mathrm{L4S}) / Q_\mathrm{C}$",
         name="classic relative queueing delay",
+        dmath=r"$\Delta D$",
     ),
     "tput": dict(
         label="throughput, Mbit/s (colour: L4S; text: L4S (classic))",
@@ -56,6 +58,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         fmt="{:.1f}",
         math=r"throughput $T$, Mbit/s",
         name="per-flow throughput, L4S (classic)",
+        dmath=r"$\Delta T$, Mbit/s",
     ),
     "qdelay": dict(
         label="queueing delay, ms, log scale (colour: L4S; text: L4S (classic))",
@@ -66,6 +69,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         log_floor=0.1,
         math=r"queueing delay $Q$, ms (log)",
         name="per-flow queueing delay, L4S (classic)",
+        dmath=r"$\Delta Q$, ms (symmetric log)",
     ),
 }
 
@@ -494,19 +498,22 @@ def compare_figure(
         grids[("sim", k)], grids[("testbed", k)], grids[("diff", k)] = (sa, sb), (ta, tb), (sa - ta, sb - tb)
     vnorm = _value_norm(value, [grids[(sd, k)][x] for sd in ("sim", "testbed") for k in keys for x in (0, 1)])
     dnorm = _diff_norm(value, np.concatenate([grids[("diff", k)][0].ravel() for k in keys]))
-    heads = dict(SIDES)
-    n_sim, n_tb = trials
-    heads = {
-        "sim": "simulation" + (f", {n_sim} trials/cell" if n_sim is not None else ""),
-        "testbed": "testbed" + (f", {n_tb} trials/cell" if n_tb is not None else ""),
-        "diff": heads["diff"],
-    }
     column = size == "column"
+    n_sim, n_tb = trials
+
+    def per_cell(n: Any) -> str:
+        return "" if n is None else f", {n} trial{'' if str(n) == '1' else 's'}/cell"
+
+    heads = {
+        "sim": ("sim." if column else "simulation") + per_cell(n_sim),
+        "testbed": "testbed" + per_cell(n_tb),
+        "diff": "sim. - testbed" if column else dict(SIDES)["diff"],
+    }
     nb, na, ns, nk = len(bufs), len(aqms), len(sides), len(keys)
     fs = 4.5 if column else (7 if var["pair"] else 8)
     if column:  # sides stacked, panels side by side
         nrows, ncols = ns, nk
-        figsize = (COLUMN_WIDTH_IN, 0.45 + ns * (0.35 + 0.2 * na * (1.3 if var["pair"] else 1.0)))
+        figsize = (COLUMN_WIDTH_IN, 0.5 + ns * (0.55 + 0.18 * na * (1.25 if var["pair"] else 1.0)))
     else:
         nrows, ncols = nk, ns
         figsize = (1.6 + 1.25 * nb * ns, 0.7 + 0.48 * na * nk * (1.15 if var["pair"] else 1.0))
@@ -528,6 +535,8 @@ def compare_figure(
                 if (si == ns - 1) if column else (ki == nk - 1):
                     ax.set_xlabel(r"buffer, $\times$ BDP")
                 sub = PRETTY.get(panels, "{}").format(_fmt_val(k)) if panels else ""
+                if column and panels == "rx_classic_ecn":
+                    sub = f"classic ECN: {k}"
                 ax.set_title(heads[side] + (f"\n{sub}" if sub else ""))
         value_axes = [ax for side in sides if side != "diff" for ax in _side_axes(axes, sides, side, column)]
         if value_axes:
@@ -535,8 +544,12 @@ def compare_figure(
                          pad=0.01, aspect=30)
         if "diff" in sides:
             fig.colorbar(ims["diff"], ax=_side_axes(axes, sides, "diff", column),
-                         label=r"$\Delta$ " + var["math"].split(",")[0].split(" $")[0], shrink=0.9, pad=0.01, aspect=30)
-        fig.suptitle(title or var["name"])
+                         label=var["dmath"], shrink=0.9, pad=0.01, aspect=30)
+        if title is None:
+            title = var["name"]
+            if n_sim is not None and n_tb is not None:
+                title += f": simulation ({n_sim}) vs testbed ({n_tb} trials per cell)"
+        fig.suptitle(title)
     return fig
 
 

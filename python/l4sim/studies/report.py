@@ -274,6 +274,9 @@ def _trials_text(n: pd.Series | Any) -> str:
     return f"{vals[0]}" if len(vals) == 1 else f"{vals[0]}-{vals[-1]}"
 
 
+_SIZES = {"full": "full page", "column": "one paper column, 3.5 in"}
+
+
 def comparison_blocks(
     sim: pd.DataFrame,
     tb: pd.DataFrame,
@@ -285,8 +288,8 @@ def comparison_blocks(
 ) -> str:
     """HTML: per metric of :data:`COMPARED`, a ``<section class="comparison" id="compare-<metric>">``
     titled with the trials per cell, holding the simulation | testbed | difference heatmaps side by
-    side (``<figure class="panel panel-<side>">``) and links to the combined figure in two sizes
-    (full page; one paper column, 3.5 in) as PNG and vector PDF, written into ``out_dir``."""
+    side (``<figure class="panel panel-<side>">``, PNG) and links to the three as one figure in two
+    sizes (full page; one paper column, 3.5 in) as vector PDF, all written into ``out_dir``."""
     from l4sim.studies import plots
 
     n_sim, n_tb = n_trials
@@ -295,7 +298,7 @@ def comparison_blocks(
         files = {}
         for size in ("full", "column"):
             f = plots.compare_figure(sim, tb, value, panels=panels, trials=(n_sim, n_tb), size=size)
-            files[size] = plots.save(f, out_dir / f"{prefix}{value}_{size}")
+            files[size] = plots.save(f, out_dir / f"{prefix}{value}_{size}", ("pdf",))  # vector, for papers
         title = f"{heading}: simulation ({n_sim} trials per cell) | testbed ({n_tb} trials per cell) | difference"
         shown = []
         for side, label in plots.SIDES:
@@ -311,14 +314,14 @@ def comparison_blocks(
                 f"<figcaption>{html.escape(cap)}</figcaption></figure>"
             )
         links = ", ".join(
-            f"<a href='{html.escape(_rel(p, out_dir.parent))}'>{size} {p.suffix[1:].upper()}</a>"
+            f"<a href='{html.escape(_rel(p, out_dir.parent))}'>{_SIZES[size]} ({p.suffix[1:].upper()})</a>"
             for size, ps in files.items()
             for p in ps
         )
         parts.append(
             f"<section class='comparison' id='compare-{value}' data-metric='{value}'>"
             f"<h3>{html.escape(title)}</h3><div class='panels'>{''.join(shown)}</div>"
-            f"<p class='files'>Figure files (full page; one paper column, 3.5 in): {links}</p></section>"
+            f"<p class='files'>The three panels as one vector figure: {links}</p></section>"
         )
     return "\n".join(parts)
 
@@ -328,7 +331,7 @@ def comparison_section(
 ) -> str:
     """HTML: per metric, simulation | testbed | difference heatmaps side by side (one
     ``<figure class="panel panel-<side>">`` each) and links to the combined figure in two sizes
-    (full page and one paper column, PNG and vector PDF), written into ``out_dir``."""
+    (full page and one paper column, vector PDF), written into ``out_dir``."""
     ref = reference_cells(reference)
     sim = _reference_conditions(c) if not c.empty else c
     if ref is None or sim.empty or "rx_classic_ecn" not in sim:
