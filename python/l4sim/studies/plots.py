@@ -351,6 +351,14 @@ def _slug(keys: Sequence[str], values: Sequence[Any]) -> str:
     return "__" + "_".join(f"{k}-{_fmt_val(v)}" for k, v in zip(keys, values, strict=True))
 
 
+def _trials(cells: pd.DataFrame) -> str:
+    """"10 trials" or "1-3 trials": the trials per cell of a cells table."""
+    n = sorted({int(x) for x in cells["n"].dropna()}) if "n" in cells else []
+    if not n:
+        return "? trials"
+    return f"{n[0]} trial" + ("" if n == [1] else "s") if len(n) == 1 else f"{n[0]}-{n[-1]} trials"
+
+
 def study_figures(
     cells: pd.DataFrame,
     out: str | Path,
@@ -382,13 +390,14 @@ def study_figures(
     for key, g in page_groups:
         key = key if isinstance(key, tuple) else (key,)
         suffix = _slug(pages, key) if pages else ""
-        ttl = panel_title(pages, key) if pages else None
+        page = panel_title(pages, key) if pages else None
         for value, name in (
             ("share", "heatmap_share"),
             ("rel_delay", "heatmap_rel_delay"),
             ("tput", "heatmap_throughput"),
             ("qdelay", "heatmap_qdelay"),
         ):
+            ttl = f"{VARIANTS[value]['name']}: simulation, {_trials(g)} per cell" + (f"; {page}" if page else "")
             f = heatmap(g, value, panels=panels, title=ttl)
             figs[name + suffix] = save(f, out / f"{prefix}{name}{suffix}", formats)[0]
     return figs
@@ -487,7 +496,8 @@ def compare_figure(
     aqms = [a for a in AQMS if a in set(both["aqm"])]
     bufs = sorted({float(b) for b in both["n_bdp"].dropna()})
     if panels and panels in sim and panels in testbed:
-        keys = sorted(set(sim[panels].dropna()) & set(testbed[panels].dropna()), key=str)
+        in_sim = set(sim[panels].dropna())  # in the testbed's order (the reference cases)
+        keys = [k for k in dict.fromkeys(testbed[panels].dropna()) if k in in_sim]
     else:
         keys, panels = [None], None
     grids: dict[tuple[str, Any], tuple[np.ndarray, np.ndarray]] = {}

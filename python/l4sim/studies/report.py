@@ -266,6 +266,11 @@ _DOC = Path(__file__).resolve().parents[3] / "docs" / "validation.md"
 VALIDATION_DOC = _DOC.as_uri() if _DOC.exists() else "docs/validation.md"
 
 
+def _per_cell(n: str) -> str:
+    """"1 trial per cell", "10 trials per cell"."""
+    return f"{n} trial{'' if n == '1' else 's'} per cell"
+
+
 def _trials_text(n: pd.Series | Any) -> str:
     """"10" or "1-3": the number of trials per cell."""
     vals = sorted({int(x) for x in pd.Series(n).dropna()}) if n is not None else []
@@ -299,14 +304,14 @@ def comparison_blocks(
         for size in ("full", "column"):
             f = plots.compare_figure(sim, tb, value, panels=panels, trials=(n_sim, n_tb), size=size)
             files[size] = plots.save(f, out_dir / f"{prefix}{value}_{size}", ("pdf",))  # vector, for papers
-        title = f"{heading}: simulation ({n_sim} trials per cell) | testbed ({n_tb} trials per cell) | difference"
+        title = f"{heading}: simulation ({_per_cell(n_sim)}) | testbed ({_per_cell(n_tb)}) | difference"
         shown = []
         for side, label in plots.SIDES:
             f = plots.compare_figure(
                 sim, tb, value, sides=(side,), panels=panels, trials=(n_sim, n_tb), title=f"{heading}: {label}"
             )
             png = plots.save(f, out_dir / f"{prefix}{value}_{side}", ("png",))[0]
-            cap = {"sim": f"simulation, {n_sim} trials per cell", "testbed": f"testbed, {n_tb} trials per cell"}.get(
+            cap = {"sim": f"simulation, {_per_cell(n_sim)}", "testbed": f"testbed, {_per_cell(n_tb)}"}.get(
                 side, "difference, simulation - testbed"
             )
             shown.append(
@@ -344,7 +349,7 @@ def comparison_section(
     parts = [
         "<h2 id='comparison'>Simulation | testbed | difference</h2>"
         f"<p>The testbed is the ANRW'24 reference data ({n_tb} trials x 60 s per cell); the simulation "
-        f"has {n_sim} trials per cell; difference = simulation - testbed (blue: the simulation is lower). "
+        f"has {_per_cell(n_sim)}; difference = simulation - testbed (blue: the simulation is lower). "
         "Rows AQM, columns buffer size; per-flow metrics read L4S (classic). "
         f"How close the model is, metric by metric: <a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>"
     ]
@@ -401,7 +406,7 @@ def render_report(
         f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         f"<p>Generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M UTC}; "
         f"model version {html.escape(', '.join(mv) or 'unknown')}; {len(runs)} runs, "
-        f"{len(c)} cells, {n_trials} trials per cell.</p>",
+        f"{len(c)} cells, {_per_cell(n_trials)}.</p>",
     ]
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
@@ -442,7 +447,7 @@ def render_report(
         )
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:
-        head = f"{name.replace('_', ' ')} (simulation, {n_trials} trials per cell)"
+        head = f"{name.replace('_', ' ')} (simulation, {_per_cell(n_trials)})"
         parts.append(f"<h2>{html.escape(head)}</h2>{_img(Path(p), head)}")
     if len(items) > max_embedded:
         parts.append(

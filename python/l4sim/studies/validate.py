@@ -449,7 +449,7 @@ def side_cells(cmp: pd.DataFrame, side: str) -> pd.DataFrame:
 
 
 def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
-    from l4sim.studies.report import CSS, VALIDATION_DOC, _img, _table, _trials_text, comparison_blocks
+    from l4sim.studies.report import CSS, VALIDATION_DOC, _table, _trials_text, comparison_blocks
 
     sides = (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))
     vt = pd.DataFrame({f"{side}: {col}": v[col] for col in s.columns_match for side, v in sides})
@@ -469,8 +469,12 @@ def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path,
             f"Tolerances and what they mean: <a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>"
             + comparison_blocks(sim, tb, path.parent / "figures", n_trials=n, panels="case")
         )
-    for name, p in figs.items():
-        parts.append(f"<h2>{html.escape(name)}</h2>{_img(Path(p))}")
+    if figs:  # the per-case difference heatmaps of figures(), as files
+        parts.append(
+            "<p class='files'>Differences per case, as figures: "
+            + ", ".join(f"<a href='figures/{html.escape(Path(p).name)}'>{html.escape(n)}</a>" for n, p in figs.items())
+            + "</p>"
+        )
     show = cmp[[c for c in _SHOW if c in cmp.columns]]
     off = pd.DataFrame(False, index=show.index, columns=show.columns)
     off["share_err"] = ~cmp["share_within_0.10"]
