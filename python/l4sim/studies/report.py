@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from l4sim.studies.analysis import VerdictRules, add_verdicts, cells, verdict_table
+from l4sim.studies.analysis import VerdictRules, add_verdicts, cells, delay_ok, verdict_table
 from l4sim.sweep.store import FLOW_COLUMNS, METRIC_COLUMNS, Store
 
 REFERENCE_ANRW24 = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
@@ -140,8 +140,6 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
 def out_of_tolerance(ref: pd.DataFrame) -> pd.DataFrame:
     """Booleans, the shape of ``reference_comparison``: the share difference beyond
     :data:`SHARE_TOLERANCE`, a queueing delay outside ``validate``'s max(1 ms, 25 %)."""
-    from l4sim.studies.validate import delay_ok
-
     off = pd.DataFrame(False, index=ref.index, columns=ref.columns)
     bad = ref["share diff"].abs() > SHARE_TOLERANCE
     off["share diff"] = off["share within tolerance"] = bad

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from l4sim.studies.analysis import VerdictRules, cells, verdict, verdict_table
+from l4sim.studies.analysis import DELAY_ABS_MS, DELAY_REL, VerdictRules, cells, delay_ok, verdict, verdict_table
 from l4sim.studies.study import Study
 
 REFERENCE = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
@@ -64,8 +64,7 @@ CASES = {
 
 #: Tolerances of the summary figures.
 SHARE_TOLS = (0.05, 0.10)
-DELAY_ABS_MS = 1.0
-DELAY_REL = 0.25
+# delay tolerance max(DELAY_ABS_MS, DELAY_REL x testbed) and delay_ok: analysis (the report uses them too)
 #: Half-width of "the trials' spread" in standard deviations.
 SPREAD_STDS = 2.0
 
@@ -150,12 +149,6 @@ def reference_study(
 def _within_spread(x: pd.Series, mean: pd.Series, std: pd.Series) -> pd.Series:
     half = SPREAD_STDS * std.fillna(0.0)
     return (x - mean).abs() <= half + 1e-9
-
-
-def delay_ok(sim: pd.Series | float, tb: pd.Series | float) -> Any:
-    """``|Q_sim - Q_tb| <= max(1 ms, 25 % of Q_tb)``."""
-    tol = np.maximum(DELAY_ABS_MS, DELAY_REL * np.abs(tb))
-    return np.abs(np.asarray(sim) - np.asarray(tb)) <= tol
 
 
 def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> pd.DataFrame:
