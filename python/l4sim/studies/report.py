@@ -185,11 +185,14 @@ def _img(path: Path, alt: str | None = None) -> str:
 
 
 def fmt_number(x: Any) -> str:
-    """A table number: integers as such, else three significant digits (0.454, 4.53, 45.3, 453)."""
+    """A table entry: integers as such, other numbers to three significant digits (0.454, 4.53,
+    45.3, 453), booleans as yes / no, missing values empty."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return ""
-    if isinstance(x, (bool, str)):
-        return str(x)
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, str):
+        return x
     if isinstance(x, (int,)) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e6):
         return f"{int(x):d}"
     if isinstance(x, float):
