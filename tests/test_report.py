@@ -91,6 +91,13 @@ def test_compare_figure_has_three_sides_in_two_sizes_and_log_delays(tmp_path):
     assert files[0].read_bytes()[:4] == b"%PDF"
 
 
+def test_table_numbers_are_fixed_point_with_about_three_digits():
+    from l4sim.studies.report import fmt_number
+
+    got = [fmt_number(x) for x in (4.57e-05, -1.3e-16, 0.4541, 4.531, 45.31, 453.1, 12345.6, 3.0, True, None)]
+    assert got == ["0.000", "0.000", "0.454", "4.53", "45.3", "453", "12,346", "3", "yes", ""]
+
+
 def _chrome() -> tuple[str | None, str | None]:
     found = (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome"))
     return next((b for b in found if b), None), shutil.which("chromedriver")
@@ -158,6 +165,8 @@ def test_report_in_a_browser_shows_sim_testbed_difference_per_metric(report, dri
             col = [r.find_elements(By.CSS_SELECTOR, "td,th")[j].text for r in body]
             assert any(x not in ("", "n/a") for x in col), (t.text[:80], j)
     assert driver.execute_script("return document.documentElement.scrollWidth") <= width + 20
+    tables = " ".join(t.get_attribute("textContent") for t in driver.find_elements(By.TAG_NAME, "table"))
+    assert not re.search(r"\de[-+]\d", tables), "a number in exponent notation"
     text = driver.find_element(By.TAG_NAME, "body").text
     for repr_ in ("{'", "dict(", "VerdictRules(", "np.float", "nan", "None", "True", "False"):
         assert repr_ not in text, repr_

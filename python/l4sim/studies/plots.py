@@ -219,7 +219,7 @@ def heatmap(
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     if im is not None:
-        fig.colorbar(im, ax=axes, label=var["label"], shrink=0.9)
+        fig.colorbar(im, ax=axes, label=var["math"], shrink=0.9)
     if title:
         fig.suptitle(title)
     return fig

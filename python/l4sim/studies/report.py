@@ -185,8 +185,8 @@ def _img(path: Path, alt: str | None = None) -> str:
 
 
 def fmt_number(x: Any) -> str:
-    """A table entry: integers as such, other numbers to three significant digits (0.454, 4.53,
-    45.3, 453), booleans as yes / no, missing values empty."""
+    """A table entry: integers as such, other numbers in fixed point to about three digits
+    (0.454, 4.53, 45.3, 453), booleans as yes / no, missing values empty."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return ""
     if isinstance(x, bool):
@@ -195,8 +195,10 @@ def fmt_number(x: Any) -> str:
         return x
     if isinstance(x, (int,)) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e6):
         return f"{int(x):d}"
-    if isinstance(x, float):
-        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+    if isinstance(x, float):  # fixed point, never an exponent: 0.005, 4.53, 45.3, 453
+        a = abs(x)
+        t = f"{x:,.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.2f}" if a >= 1 else f"{x:.3f}"
+        return t[1:] if t.startswith("-") and not t.strip("-0.") else t  # no "-0.000"
     return str(x)
 
 
