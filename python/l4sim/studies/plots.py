@@ -161,7 +161,10 @@ def heatmap(
     fig, axes = plt.subplots(
         nrows,
         ncols,
-        figsize=(1.0 + 1.3 * len(bufs) * ncols, 0.6 + 0.48 * len(aqms) * nrows),
+        figsize=(
+            max(1.0 + 1.3 * len(bufs) * ncols, 5.0 if title else 0),  # room for the title
+            0.6 + (0.35 if title else 0) + 0.48 * max(len(aqms), 2) * nrows,
+        ),
         squeeze=False,
         constrained_layout=True,
     )
