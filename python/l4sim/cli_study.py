@@ -343,7 +343,7 @@ def cmd_report(args) -> int:
 def cmd_reproduce_anrw24(args) -> int:
     from l4sim.studies import plots, presets
     from l4sim.studies.analysis import cells, verdict_table
-    from l4sim.studies.report import export_csv, reference_cells, write_report
+    from l4sim.studies.report import export_csv, write_report
     from l4sim.sweep.store import Store
 
     out = Path(args.out)
@@ -376,11 +376,7 @@ def cmd_reproduce_anrw24(args) -> int:
         runs = st.runs(design=study.name)
     c = cells(runs)
     figs = plots.study_figures(c, out / "figures") if not c.empty else {}
-    ref = reference_cells()
-    if ref is not None:  # the testbed's heatmaps, for comparison side by side
-        for value in ("share", "rel_delay"):
-            f = plots.heatmap(ref, value, title="testbed (ANRW'24 reference data, 10 x 60 s)")
-            figs[f"testbed_heatmap_{value}"] = plots.save(f, out / "figures" / f"testbed_heatmap_{value}")[0]
+    # the testbed's heatmaps (sim | testbed | difference, two sizes) come with the report
     vt = verdict_table(runs)
     vt.to_csv(out / "verdicts.csv")
     rep = write_report(

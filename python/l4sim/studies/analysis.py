@@ -69,6 +69,17 @@ _T975 = (
 )
 
 
+#: A simulated queueing delay agrees with the testbed's within max(DELAY_ABS_MS, DELAY_REL x it).
+DELAY_ABS_MS = 1.0
+DELAY_REL = 0.25
+
+
+def delay_ok(sim: pd.Series | float, tb: pd.Series | float) -> Any:
+    """``|Q_sim - Q_tb| <= max(1 ms, 25 % of Q_tb)``."""
+    tol = np.maximum(DELAY_ABS_MS, DELAY_REL * np.abs(tb))
+    return np.abs(np.asarray(sim) - np.asarray(tb)) <= tol
+
+
 def t975(df: int) -> float:
     """t_{0.975} quantile of Student's t with ``df`` degrees of freedom."""
     if df < 1:

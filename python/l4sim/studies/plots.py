@@ -35,6 +35,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
         vmin=0.0,
         vmax=1.0,
         fmt="{:.2f}",
+        math=r"L4S share $S = T_\mathrm{L4S} / (T_\mathrm{L4S} + T_\mathrm{C})$",
+        name="L4S throughput share",
+        dmath=r"$\Delta S$",
     ),
     "rel_delay": dict(
         label="classic relative queueing delay  (Q_c - Q_l) / Q_c",
@@ -44,12 +47,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
         vmin=-2.0,
         vmax=1.0,
         fmt="{:.2f}",
+        math=r"relative delay $D = (Q_\mathrm{C} - Q_\mathrm{L4S}) / Q_\mathrm{C}$",
+        name="classic relative queueing delay",
+        dmath=r"$\Delta D$",
     ),
     "tput": dict(
         label="throughput, Mbit/s (colour: L4S; text: L4S (classic))",
         pair=("l4s_tput_mbps_mean", "classic_tput_mbps_mean"),
         cmap="viridis",
         fmt="{:.1f}",
+        math=r"throughput $T$, Mbit/s",
+        name="per-flow throughput, L4S (classic)",
+        dmath=r"$\Delta T$, Mbit/s",
     ),
     "qdelay": dict(
         label="queueing delay, ms, log scale (colour: L4S; text: L4S (classic))",
@@ -58,6 +67,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
         fmt="{:.1f}",
         # 0.2 ms and 100 ms share one figure: a log scale keeps 1 ms and 10 ms apart
         log_floor=0.1,
+        math=r"queueing delay $Q$, ms (log)",
+        name="per-flow queueing delay, L4S (classic)",
+        dmath=r"$\Delta Q$, ms (symmetric log)",
     ),
 }
 
@@ -149,7 +161,10 @@ def heatmap(
     fig, axes = plt.subplots(
         nrows,
         ncols,
-        figsize=(1.0 + 1.3 * len(bufs) * ncols, 0.6 + 0.48 * len(aqms) * nrows),
+        figsize=(
+            max(1.0 + 1.3 * len(bufs) * ncols, 5.0 if title else 0),  # room for the title
+            0.6 + (0.35 if title else 0) + 0.48 * max(len(aqms), 2) * nrows,
+        ),
         squeeze=False,
         constrained_layout=True,
     )
@@ -207,7 +222,7 @@ def heatmap(
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     if im is not None:
-        fig.colorbar(im, ax=axes, label=var["label"], shrink=0.9)
+        fig.colorbar(im, ax=axes, label=var["math"], shrink=0.9)
     if title:
         fig.suptitle(title)
     return fig
@@ -339,6 +354,14 @@ def _slug(keys: Sequence[str], values: Sequence[Any]) -> str:
     return "__" + "_".join(f"{k}-{_fmt_val(v)}" for k, v in zip(keys, values, strict=True))
 
 
+def _trials(cells: pd.DataFrame) -> str:
+    """"10 trials" or "1-3 trials": the trials per cell of a cells table."""
+    n = sorted({int(x) for x in cells["n"].dropna()}) if "n" in cells else []
+    if not n:
+        return "? trials"
+    return f"{n[0]} trial" + ("" if n == [1] else "s") if len(n) == 1 else f"{n[0]}-{n[-1]} trials"
+
+
 def study_figures(
     cells: pd.DataFrame,
     out: str | Path,
@@ -370,13 +393,179 @@ def study_figures(
     for key, g in page_groups:
         key = key if isinstance(key, tuple) else (key,)
         suffix = _slug(pages, key) if pages else ""
-        ttl = panel_title(pages, key) if pages else None
+        page = panel_title(pages, key) if pages else None
         for value, name in (
             ("share", "heatmap_share"),
             ("rel_delay", "heatmap_rel_delay"),
             ("tput", "heatmap_throughput"),
             ("qdelay", "heatmap_qdelay"),
         ):
+            ttl = f"{VARIANTS[value]['name']}: simulation, {_trials(g)} per cell" + (f"; {page}" if page else "")
             f = heatmap(g, value, panels=panels, title=ttl)
             figs[name + suffix] = save(f, out / f"{prefix}{name}{suffix}", formats)[0]
     return figs
+
+
+# --------------------------------------------------------------------------- sim | testbed | difference
+
+#: The sides of a comparison figure, in order: (key, heading).
+SIDES = (("sim", "simulation"), ("testbed", "testbed"), ("diff", "difference (sim - testbed)"))
+#: Figure sizes: "full" (a page) or "column" (one paper column, 3.5 in wide).
+COLUMN_WIDTH_IN = 3.5
+
+
+def _grids(df: pd.DataFrame, value: str, aqms: list, bufs: list) -> tuple[np.ndarray, np.ndarray]:
+    """(colour values, second values) on the AQM x buffer grid: for per-flow metrics the L4S
+    and the classic flow's value, else the value and NaN."""
+    var = VARIANTS[value]
+    a, b = np.full((len(aqms), len(bufs)), np.nan), np.full((len(aqms), len(bufs)), np.nan)
+    for _, r in df.iterrows():
+        if r["aqm"] not in aqms or pd.isna(r["n_bdp"]) or float(r["n_bdp"]) not in bufs:
+            continue
+        i, j = aqms.index(r["aqm"]), bufs.index(float(r["n_bdp"]))
+        if var["pair"] is None:
+            a[i, j] = r.get(value, np.nan)
+        else:
+            a[i, j], b[i, j] = r.get(var["pair"][0], np.nan), r.get(var["pair"][1], np.nan)
+    return a, b
+
+
+def _value_norm(value: str, arrays: Sequence[np.ndarray]) -> matplotlib.colors.Normalize:
+    var = VARIANTS[value]
+    if var["pair"] is None:
+        return TwoSlopeNorm(vcenter=var["center"], vmin=var["vmin"], vmax=var["vmax"])
+    allv = np.concatenate([x.ravel() for x in arrays])
+    allv = allv[np.isfinite(allv)]
+    lo, hi = (float(allv.min()), float(allv.max())) if allv.size else (1.0, 10.0)
+    if var.get("log_floor"):
+        lo = max(lo, var["log_floor"])
+        return matplotlib.colors.LogNorm(vmin=lo, vmax=max(hi, lo * 10), clip=True)
+    return matplotlib.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
+
+
+def _diff_norm(value: str, diff: np.ndarray) -> matplotlib.colors.Normalize:
+    """Diverging, centred at 0; delays on a symmetric log scale (1 ms and 100 ms apart)."""
+    d = np.abs(diff[np.isfinite(diff)])
+    m = float(d.max()) if d.size and d.max() > 0 else 1.0
+    if value == "qdelay":
+        return matplotlib.colors.SymLogNorm(linthresh=1.0, vmin=-max(m, 2.0), vmax=max(m, 2.0), base=10)
+    # a floor per metric: rounding noise (1e-16) is no reason for a full-strength colour
+    m = max(m, {"share": 0.1, "rel_delay": 0.1, "tput": 2.0}.get(value, 0.0))
+    return TwoSlopeNorm(vcenter=0.0, vmin=-m, vmax=m)
+
+
+def _draw(ax, a: np.ndarray, b: np.ndarray, cmap: str, norm, fmt: str, fontsize: float, signed: bool = False):
+    im = ax.imshow(np.ma.masked_invalid(a), cmap=cmap, norm=norm, aspect="auto")
+    f = fmt.replace("{:", "{:+") if signed else fmt
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            v, w = a[i, j], b[i, j]
+            if not np.isfinite(v):
+                continue  # no data: left blank (masked), never "n/a" text
+            r_, g_, b_, _ = plt.get_cmap(cmap)(norm(v))
+            dark = 0.2126 * r_ + 0.7152 * g_ + 0.0722 * b_ < 0.45
+            t = f.format(v) + (f"\n({f.format(w)})" if np.isfinite(w) else "")
+            ax.text(j, i, t, ha="center", va="center", fontsize=fontsize, color="white" if dark else "black")
+    return im
+
+
+def compare_figure(
+    sim: pd.DataFrame,
+    testbed: pd.DataFrame,
+    value: str,
+    *,
+    sides: Sequence[str] = ("sim", "testbed", "diff"),
+    panels: str | None = "rx_classic_ecn",
+    trials: tuple[Any, Any] = (None, None),
+    size: str = "full",
+    title: str | None = None,
+) -> plt.Figure:
+    """Simulation | testbed | difference heatmaps of one metric (rows AQM, columns buffer).
+
+    ``sim`` and ``testbed`` are cells tables (``analysis.cells`` / ``report.reference_cells``);
+    ``panels``: the factor splitting each side (default the classic receiver's ECN).
+    Simulation and testbed share one colour scale (log for delays); the difference (sim -
+    testbed, per cell present in both) uses a diverging scale centred at 0. Per-flow metrics
+    are annotated "L4S (classic)". ``size``: "full" (sides side by side) or "column" (3.5 in
+    wide, sides stacked, for one paper column). ``trials``: (sim, testbed) trials per cell, in
+    the titles. Labels use matplotlib math text.
+    """
+    if value not in VARIANTS:
+        raise ValueError(f"unknown heatmap value {value!r} (one of {list(VARIANTS)})")
+    if size not in ("full", "column"):
+        raise ValueError(f"unknown figure size {size!r} (full or column)")
+    var = VARIANTS[value]
+    both = pd.concat([sim, testbed], ignore_index=True)
+    aqms = [a for a in AQMS if a in set(both["aqm"])]
+    bufs = sorted({float(b) for b in both["n_bdp"].dropna()})
+    if panels and panels in sim and panels in testbed:
+        in_sim = set(sim[panels].dropna())  # in the testbed's order (the reference cases)
+        keys = [k for k in dict.fromkeys(testbed[panels].dropna()) if k in in_sim]
+    else:
+        keys, panels = [None], None
+    grids: dict[tuple[str, Any], tuple[np.ndarray, np.ndarray]] = {}
+    for k in keys:
+        s = sim if panels is None else sim[sim[panels] == k]
+        t = testbed if panels is None else testbed[testbed[panels] == k]
+        (sa, sb), (ta, tb) = _grids(s, value, aqms, bufs), _grids(t, value, aqms, bufs)
+        grids[("sim", k)], grids[("testbed", k)], grids[("diff", k)] = (sa, sb), (ta, tb), (sa - ta, sb - tb)
+    vnorm = _value_norm(value, [grids[(sd, k)][x] for sd in ("sim", "testbed") for k in keys for x in (0, 1)])
+    dnorm = _diff_norm(value, np.concatenate([grids[("diff", k)][0].ravel() for k in keys]))
+    column = size == "column"
+    n_sim, n_tb = trials
+
+    def per_cell(n: Any) -> str:
+        return "" if n is None else f", {n} trial{'' if str(n) == '1' else 's'}/cell"
+
+    heads = {
+        "sim": ("sim." if column else "simulation") + per_cell(n_sim),
+        "testbed": "testbed" + per_cell(n_tb),
+        "diff": "sim. - testbed" if column else dict(SIDES)["diff"],
+    }
+    nb, na, ns, nk = len(bufs), len(aqms), len(sides), len(keys)
+    fs = 4.5 if column else (7 if var["pair"] else 8)
+    if column:  # sides stacked, panels side by side
+        nrows, ncols = ns, nk
+        figsize = (COLUMN_WIDTH_IN, 0.5 + ns * (0.55 + 0.18 * na * (1.25 if var["pair"] else 1.0)))
+    else:
+        nrows, ncols = nk, ns
+        figsize = (1.6 + 1.25 * nb * ns, 0.7 + 0.48 * na * nk * (1.15 if var["pair"] else 1.0))
+    with plt.rc_context({"font.size": 6 if column else 9, "axes.titlesize": 6 if column else 9}):
+        fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, constrained_layout=True)
+        ims: dict[str, Any] = {}
+        for si, side in enumerate(sides):
+            for ki, k in enumerate(keys):
+                ax = axes[si, ki] if column else axes[ki, si]
+                a, b = grids[(side, k)]
+                if side == "diff":
+                    cmap, norm = "RdBu_r", dnorm
+                else:
+                    cmap, norm = var["cmap"], vnorm
+                ims[side] = _draw(ax, a, b, cmap, norm, var["fmt"], fs, signed=side == "diff")
+                ax.set_xticks(range(nb), [_fmt_val(float(x)) for x in bufs])
+                ax.set_yticks(range(na), aqms if (ki == 0 if column else si == 0) else [""] * na)
+                ax.tick_params(labelsize=fs + 0.5 if column else 7, length=2)
+                if (si == ns - 1) if column else (ki == nk - 1):
+                    ax.set_xlabel(r"buffer, $\times$ BDP")
+                sub = PRETTY.get(panels, "{}").format(_fmt_val(k)) if panels else ""
+                if column and panels == "rx_classic_ecn":
+                    sub = f"classic ECN: {k}"
+                ax.set_title(heads[side] + (f"\n{sub}" if sub else ""))
+        value_axes = [ax for side in sides if side != "diff" for ax in _side_axes(axes, sides, side, column)]
+        if value_axes:
+            fig.colorbar(ims[next(s for s in sides if s != "diff")], ax=value_axes, label=var["math"], shrink=0.9,
+                         pad=0.01, aspect=30)
+        if "diff" in sides:
+            fig.colorbar(ims["diff"], ax=_side_axes(axes, sides, "diff", column),
+                         label=var["dmath"], shrink=0.9, pad=0.01, aspect=30)
+        if title is None:
+            title = var["name"]
+            if n_sim is not None and n_tb is not None:
+                title += f": simulation ({n_sim}) vs testbed ({n_tb} trials per cell)"
+        fig.suptitle(title)
+    return fig
+
+
+def _side_axes(axes: np.ndarray, sides: Sequence[str], side: str, column: bool) -> list:
+    i = list(sides).index(side)
+    return list(axes[i, :]) if column else list(axes[:, i])

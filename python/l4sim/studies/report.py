@@ -12,13 +12,14 @@ import base64
 import datetime as _dt
 import html
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from l4sim.studies.analysis import VerdictRules, add_verdicts, cells, verdict_table
+from l4sim.studies.analysis import VerdictRules, add_verdicts, cells, delay_ok, verdict_table
 from l4sim.sweep.store import FLOW_COLUMNS, METRIC_COLUMNS, Store
 
 REFERENCE_ANRW24 = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
@@ -87,21 +88,27 @@ def _open(store_dir: str | Path) -> Store:
 SHARE_TOLERANCE = 0.1
 
 
-def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
-    """Simulated vs testbed (ANRW'24 reference CSV) share and queueing delays per cell."""
-    p = Path(reference)
-    if not p.exists() or cell_df.empty:
-        return None
-    ref = pd.read_csv(p)
-    ref = ref.assign(rx_classic_ecn=ref["rx_legacy_ecn"].map({0: "none", 1: "classic"}))
+def _reference_conditions(cell_df: pd.DataFrame) -> pd.DataFrame:
+    """The simulated cells under the reference's conditions (100 Mbit/s, 10 ms, fallback off,
+    Prague vs CUBIC), with a float buffer size."""
     want: dict[str, Any] = {"btl_capacity": 100, "base_rtt": 10, "ecn_fallback": 0, "cc_classic": "cubic"}
     sim = cell_df
     for k, v in want.items():
         if k in sim:
             sim = sim[sim[k].astype(str).isin([str(v), str(float(v)) if not isinstance(v, str) else v])]
+    return sim.assign(n_bdp=sim["n_bdp"].astype(float)) if "n_bdp" in sim else sim
+
+
+def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
+    """Simulated vs testbed (ANRW'24 reference CSV) share, relative delay and queueing delays per cell."""
+    p = Path(reference)
+    if not p.exists() or cell_df.empty:
+        return None
+    ref = pd.read_csv(p)
+    ref = ref.assign(rx_classic_ecn=ref["rx_legacy_ecn"].map({0: "none", 1: "classic"}))
+    sim = _reference_conditions(cell_df)
     if sim.empty or "rx_classic_ecn" not in sim:
         return None
-    sim = sim.assign(n_bdp=sim["n_bdp"].astype(float))
     ref = ref.assign(n_bdp=ref["n_bdp"].astype(float))
     m = sim.merge(ref, on=["aqm", "n_bdp", "rx_classic_ecn"], how="inner")
     if m.empty:
@@ -111,22 +118,35 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
             "aqm": m["aqm"],
             "n_bdp": m["n_bdp"],
             "classic ECN": m["rx_classic_ecn"],
+            "trials sim": m["n"] if "n" in m else float("nan"),
             "share sim": m["share"],
             "share testbed": m["l4s_share"],
-            "L4S qdelay sim": m["l4s_qdelay_ms_mean"],
-            "L4S qdelay testbed": m["l4s_qdelay_ms"],
-            "classic qdelay sim": m["classic_qdelay_ms_mean"],
-            "classic qdelay testbed": m["legacy_qdelay_ms"],
         }
     )
     out["share diff"] = out["share sim"] - out["share testbed"]
     # relative delay (Q_c - Q_l) / Q_c, as the study's heatmaps, side by side
-    qc, ql = out["classic qdelay testbed"], out["L4S qdelay testbed"]
+    qc, ql = m["legacy_qdelay_ms"], m["l4s_qdelay_ms"]
     out["rel delay sim"] = m["rel_delay"] if "rel_delay" in m else float("nan")
     out["rel delay testbed"] = ((qc - ql) / qc).where(qc > 0)
     out["rel delay diff"] = out["rel delay sim"] - out["rel delay testbed"]
+    out["L4S qdelay sim"] = m["l4s_qdelay_ms_mean"]
+    out["L4S qdelay testbed"] = m["l4s_qdelay_ms"]
+    out["classic qdelay sim"] = m["classic_qdelay_ms_mean"]
+    out["classic qdelay testbed"] = m["legacy_qdelay_ms"]
     out["share within tolerance"] = out["share diff"].abs().le(SHARE_TOLERANCE).map({True: "yes", False: "NO"})
     return out
+
+
+def out_of_tolerance(ref: pd.DataFrame) -> pd.DataFrame:
+    """Booleans, the shape of ``reference_comparison``: the share difference beyond
+    :data:`SHARE_TOLERANCE`, a queueing delay outside ``validate``'s max(1 ms, 25 %)."""
+    off = pd.DataFrame(False, index=ref.index, columns=ref.columns)
+    bad = ref["share diff"].abs() > SHARE_TOLERANCE
+    off["share diff"] = off["share within tolerance"] = bad
+    for who in ("L4S", "classic"):
+        s, t = ref[f"{who} qdelay sim"], ref[f"{who} qdelay testbed"]
+        off[f"{who} qdelay sim"] = ~pd.Series(delay_ok(s, t), index=ref.index) & s.notna()
+    return off
 
 
 def reference_cells(reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
@@ -147,6 +167,7 @@ def reference_cells(reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | 
             "classic_qdelay_ms_mean": q_c,
             "share": ref["l4s_tput_mean"] / (ref["l4s_tput_mean"] + ref["legacy_tput_mean"]),
             "rel_delay": (q_c - q_l) / q_c,
+            "n": ref["l4s_tput_n"] if "l4s_tput_n" in ref else 10,
         }
     )
 
@@ -158,19 +179,71 @@ def _rel(p: Path, base: Path) -> str:
         return str(p.resolve())
 
 
-def _img(path: Path) -> str:
+def _img(path: Path, alt: str | None = None) -> str:
     b = base64.b64encode(path.read_bytes()).decode()
-    return f'<img src="data:image/png;base64,{b}" alt="{html.escape(path.stem)}">'
+    return f'<img src="data:image/png;base64,{b}" alt="{html.escape(alt or path.stem)}">'
 
 
-def _table(df: pd.DataFrame, index: bool = False) -> str:
-    return df.to_html(index=index, float_format=lambda x: f"{x:.3f}", na_rep="n/a", border=0, classes="t")
+def fmt_number(x: Any) -> str:
+    """A table entry: integers as such, other numbers in fixed point to about three digits
+    (0.454, 4.53, 45.3, 453), booleans as yes / no, missing values empty."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return ""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (int,)) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e6):
+        return f"{int(x):d}"
+    if isinstance(x, float):  # fixed point, never an exponent: 0.005, 4.53, 45.3, 453
+        a = abs(x)
+        t = f"{x:,.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.2f}" if a >= 1 else f"{x:.3f}"
+        return t[1:] if t.startswith("-") and not t.strip("-0.") else t  # no "-0.000"
+    return str(x)
+
+
+def _table(
+    df: pd.DataFrame, index: bool = False, *, cell_classes: pd.DataFrame | None = None, css: str = "t"
+) -> str:
+    """An HTML table in a horizontally scrolling wrapper; columns with no value at all (every
+    entry missing or "n/a") are left out; ``cell_classes``: booleans, True adds class "off"."""
+    def empty(v: Any) -> bool:
+        return v is None or (isinstance(v, str) and v == "n/a") or (isinstance(v, float) and not math.isfinite(v))
+
+    keep = [c for c in df.columns if not df[c].map(empty).all()]
+    d = df[keep]
+    head = ([html.escape(str(d.index.name or ""))] if index else []) + [html.escape(str(c)) for c in d.columns]
+    rows = []
+    for pos, (idx, r) in enumerate(d.iterrows()):
+        flagged = [c for c in keep if cell_classes is not None and c in cell_classes]
+        off_row = bool(flagged) and bool(cell_classes.iloc[pos][flagged].any())
+        tds = [f"<th>{html.escape(str(idx))}</th>"] if index else []
+        for c in keep:
+            v = r[c]
+            x = v.item() if hasattr(v, "item") else v
+            off = cell_classes is not None and c in cell_classes and bool(cell_classes.iloc[pos][c])
+            cls = " class='off'" if off else ""
+            tds.append(f"<td{cls}>{html.escape(fmt_number(x))}</td>")
+        tr = "<tr class='out-of-tolerance'>" if off_row else "<tr>"
+        rows.append(tr + "".join(tds) + "</tr>")
+    return (
+        f"<div class='scroll'><table class='{css}'><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}
+div.scroll{overflow-x:auto;max-width:100%}
 table.t{border-collapse:collapse;font-size:12px}table.t td,table.t th{padding:2px 6px;
-border-bottom:1px solid #ddd;text-align:right}img{max-width:100%}pre{background:#f6f6f6;
-padding:.5em;font-size:12px;overflow:auto}h2{border-bottom:1px solid #ccc}"""
+border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}img{max-width:100%}pre{background:#f6f6f6;
+padding:.5em;font-size:12px;overflow:auto}h2{border-bottom:1px solid #ccc}
+tr.out-of-tolerance{background:#fff4e5}td.off{background:#f8c9c4;font-weight:bold}
+div.panels{display:flex;flex-wrap:wrap;gap:.5em;align-items:flex-start}
+figure.panel{margin:0;flex:1 1 30%;min-width:260px}figure.panel figcaption{font-size:12px;text-align:center}
+p.files{font-size:12px}"""
 
 
 def rules_text(r: VerdictRules) -> str:
@@ -184,11 +257,133 @@ def rules_text(r: VerdictRules) -> str:
     )
 
 
+#: The metrics compared with the testbed: (heatmap value, heading).
+COMPARED = (
+    ("share", "L4S throughput share"),
+    ("rel_delay", "classic relative queueing delay"),
+    ("tput", "per-flow throughput"),
+    ("qdelay", "per-flow queueing delay"),
+)
+_DOC = Path(__file__).resolve().parents[3] / "docs" / "validation.md"
+#: Link target of "docs/validation.md": the file of this source checkout, else the repository path.
+VALIDATION_DOC = _DOC.as_uri() if _DOC.exists() else "docs/validation.md"
+
+
+def _per_cell(n: str) -> str:
+    """"1 trial per cell", "10 trials per cell"."""
+    return f"{n} trial{'' if n == '1' else 's'} per cell"
+
+
+def _trials_text(n: pd.Series | Any) -> str:
+    """"10" or "1-3": the number of trials per cell."""
+    vals = sorted({int(x) for x in pd.Series(n).dropna()}) if n is not None else []
+    if not vals:
+        return "?"
+    return f"{vals[0]}" if len(vals) == 1 else f"{vals[0]}-{vals[-1]}"
+
+
+_SIZES = {"full": "full page", "column": "one paper column, 3.5 in"}
+
+
+def comparison_blocks(
+    sim: pd.DataFrame,
+    tb: pd.DataFrame,
+    out_dir: Path,
+    *,
+    n_trials: tuple[str, str],
+    panels: str = "rx_classic_ecn",
+    prefix: str = "compare_",
+) -> str:
+    """HTML: per metric of :data:`COMPARED`, a ``<section class="comparison" id="compare-<metric>">``
+    titled with the trials per cell, holding the simulation | testbed | difference heatmaps side by
+    side (``<figure class="panel panel-<side>">``, PNG) and links to the three as one figure in two
+    sizes (full page; one paper column, 3.5 in) as vector PDF, all written into ``out_dir``."""
+    from l4sim.studies import plots
+
+    n_sim, n_tb = n_trials
+    parts = []
+    for value, heading in COMPARED:
+        files = {}
+        for size in ("full", "column"):
+            f = plots.compare_figure(sim, tb, value, panels=panels, trials=(n_sim, n_tb), size=size)
+            files[size] = plots.save(f, out_dir / f"{prefix}{value}_{size}", ("pdf",))  # vector, for papers
+        title = f"{heading}: simulation ({_per_cell(n_sim)}) | testbed ({_per_cell(n_tb)}) | difference"
+        shown = []
+        for side, label in plots.SIDES:
+            f = plots.compare_figure(
+                sim, tb, value, sides=(side,), panels=panels, trials=(n_sim, n_tb), title=f"{heading}: {label}"
+            )
+            png = plots.save(f, out_dir / f"{prefix}{value}_{side}", ("png",))[0]
+            cap = {"sim": f"simulation, {_per_cell(n_sim)}", "testbed": f"testbed, {_per_cell(n_tb)}"}.get(
+                side, "difference, simulation - testbed"
+            )
+            shown.append(
+                f"<figure class='panel panel-{side}' id='{value}-{side}'>{_img(png, f'{heading}: {cap}')}"
+                f"<figcaption>{html.escape(cap)}</figcaption></figure>"
+            )
+        links = ", ".join(
+            f"<a href='{html.escape(_rel(p, out_dir.parent))}'>{_SIZES[size]} ({p.suffix[1:].upper()})</a>"
+            for size, ps in files.items()
+            for p in ps
+        )
+        parts.append(
+            f"<section class='comparison' id='compare-{value}' data-metric='{value}'>"
+            f"<h3>{html.escape(title)}</h3><div class='panels'>{''.join(shown)}</div>"
+            f"<p class='files'>The three panels as one vector figure: {links}</p></section>"
+        )
+    return "\n".join(parts)
+
+
+def comparison_section(
+    c: pd.DataFrame, out_dir: Path, *, reference: str | Path = REFERENCE_ANRW24, prefix: str = "compare_"
+) -> str:
+    """HTML: per metric, simulation | testbed | difference heatmaps side by side (one
+    ``<figure class="panel panel-<side>">`` each) and links to the combined figure in two sizes
+    (full page and one paper column, vector PDF), written into ``out_dir``."""
+    ref = reference_cells(reference)
+    sim = _reference_conditions(c) if not c.empty else c
+    if ref is None or sim.empty or "rx_classic_ecn" not in sim:
+        return ""
+    keys = set(zip(sim["aqm"], sim["n_bdp"].astype(float), sim["rx_classic_ecn"], strict=True))
+    tb = ref[[k in keys for k in zip(ref["aqm"], ref["n_bdp"], ref["rx_classic_ecn"], strict=True)]]
+    if tb.empty:
+        return ""
+    n_sim, n_tb = _trials_text(sim["n"]), _trials_text(tb["n"])
+    parts = [
+        "<h2 id='comparison'>Simulation | testbed | difference</h2>"
+        f"<p>The testbed is the ANRW'24 reference data ({n_tb} trials x 60 s per cell); the simulation "
+        f"has {_per_cell(n_sim)}; difference = simulation - testbed (blue: the simulation is lower). "
+        "Rows AQM, columns buffer size; per-flow metrics read L4S (classic). "
+        f"How close the model is, metric by metric: <a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>"
+    ]
+    parts.append(comparison_blocks(sim, tb, out_dir, n_trials=(n_sim, n_tb), prefix=prefix))
+    return "\n".join(parts)
+
+
 def write_report(
     store_dir: str | Path,
     out: str | Path,
     *,
     design: str | None = None,
+    **kw: Any,
+) -> Path:
+    """Write ``out`` (an .html file) from the store: status, verdicts, figures, testbed
+    comparison, cell table (keywords: :func:`render_report`)."""
+    with _open(store_dir) as st:
+        runs = st.runs(design=design)
+        status = pd.DataFrame(st.status())
+        designs = st.designs()
+    if design is not None and not status.empty:
+        status = status[status["design"] == design]
+    return render_report(runs, out, status=status, designs=designs, **kw)
+
+
+def render_report(
+    runs: pd.DataFrame,
+    out: str | Path,
+    *,
+    status: pd.DataFrame | None = None,
+    designs: list[dict[str, Any]] | None = None,
     title: str = "l4sim study report",
     rules: VerdictRules | None = None,
     figures: Mapping[str, Path] | None = None,
@@ -196,33 +391,32 @@ def write_report(
     notes: str = "",
     max_embedded: int = 16,
 ) -> Path:
-    """Write ``out`` (an .html file) from the store: status, verdicts, figures, cell table."""
+    """Write the HTML report ``out`` from per-run rows (``Store.runs``); ``status``: the store's
+    design status (``Store.status``; a design with missing runs makes the report partial)."""
     from l4sim.studies import plots
 
     out = Path(out)
     rules = rules or VerdictRules()
-    with _open(store_dir) as st:
-        runs = st.runs(design=design)
-        status = pd.DataFrame(st.status())
-        designs = st.designs()
+    status = status if status is not None else pd.DataFrame()
+    designs = designs or []
     c = add_verdicts(cells(runs), rules) if not runs.empty else pd.DataFrame()
     if figures is None:
         figures = plots.study_figures(c, out.parent / "figures") if not c.empty else {}
-    mv = sorted(set(runs["model_version"])) if not runs.empty else []
+    mv = sorted(set(runs["model_version"])) if not runs.empty and "model_version" in runs else []
+    n_trials = _trials_text(c["n"]) if "n" in c else "?"
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         f"<p>Generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M UTC}; "
-        f"model version {html.escape(', '.join(mv) or 'n/a')}; {len(runs)} runs, "
-        f"{len(c)} cells.</p>",
+        f"model version {html.escape(', '.join(mv) or 'unknown')}; {len(runs)} runs, "
+        f"{len(c)} cells, {_per_cell(n_trials)}.</p>",
     ]
     if notes:
         parts.append(f"<p>{html.escape(notes)}</p>")
     # A partial grid is never presented as complete: say what is missing, give no verdicts.
-    shown = status if design is None or status.empty else status[status["design"] == design]
-    partial = not shown.empty and bool((shown["missing"] > 0).any())
+    partial = not status.empty and bool((status["missing"] > 0).any())
     if partial:
-        have, total = int(shown["done"].sum()), int(shown["total"].sum())
+        have, total = int(status["done"].sum()), int(status["total"].sum())
         parts.append(
             f"<p class='partial'><b>Partial results: {have} of {total} planned runs are done.</b> "
             "Figures and the cell table show only the finished runs; no verdicts are given "
@@ -235,14 +429,29 @@ def write_report(
     else:
         parts.append(
             "<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
-            "harmful to the classic flow; n/a = the design has no such cells. Rules: "
+            "harmful to the classic flow; columns the design has no cells for are left out. Rules: "
             + html.escape(rules_text(rules))
             + " (docs/study-workflow.md in the l4sim repository).</p>"
         )
         parts.append(_table(verdict_table(runs, rules), index=True))
+    ref = reference_comparison(c, reference or REFERENCE_ANRW24) if not c.empty else None
+    if ref is not None:
+        off = out_of_tolerance(ref)
+        parts.append(comparison_section(c, out.parent / "figures", reference=reference or REFERENCE_ANRW24))
+        parts.append(
+            "<h2>Simulation vs testbed, cell by cell (ANRW'24 reference data)</h2>"
+            f"<p>Mean |share difference| = {ref['share diff'].abs().mean():.3f} "
+            f"over {len(ref)} cells; {int((ref['share within tolerance'] == 'NO').sum())} cells differ by more "
+            f"than {SHARE_TOLERANCE:g} (flagged NO). Highlighted: a share difference beyond "
+            f"{SHARE_TOLERANCE:g}, or a simulated queueing delay outside max(1 ms, 25 %) of the testbed's. "
+            "Delays in ms. How close the model is, metric by metric: "
+            f"<a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>"
+            + _table(ref, cell_classes=off)
+        )
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:
-        parts.append(f"<h2>{html.escape(name.replace('_', ' '))}</h2>{_img(Path(p))}")
+        head = f"{name.replace('_', ' ')} (simulation, {_per_cell(n_trials)})"
+        parts.append(f"<h2>{html.escape(head)}</h2>{_img(Path(p), head)}")
     if len(items) > max_embedded:
         parts.append(
             "<h2>More figures</h2><ul>"
@@ -251,15 +460,6 @@ def write_report(
                 for name, p in items[max_embedded:]
             )
             + "</ul>"
-        )
-    ref = reference_comparison(c, reference or REFERENCE_ANRW24) if not c.empty else None
-    if ref is not None:
-        parts.append(
-            "<h2>Simulation vs testbed (ANRW'24 reference data)</h2>"
-            f"<p>Mean |share difference| = {ref['share diff'].abs().mean():.3f} "
-            f"over {len(ref)} cells; {int((ref['share within tolerance'] == 'NO').sum())} cells differ by more "
-            f"than {SHARE_TOLERANCE:g} (flagged NO). How close the model is, metric by metric: "
-            "docs/validation.md in the l4sim repository.</p>" + _table(ref)
         )
     if not c.empty:
         cols = [x for x in c.columns if not x.endswith("_std")]
@@ -288,4 +488,13 @@ def _json(o: Any) -> str:
     return json.dumps(o, default=str)
 
 
-__all__ = ["results_frame", "export_csv", "write_report", "reference_comparison", "status_lines", "METRIC_COLUMNS"]
+__all__ = [
+    "results_frame",
+    "export_csv",
+    "write_report",
+    "render_report",
+    "comparison_section",
+    "reference_comparison",
+    "status_lines",
+    "METRIC_COLUMNS",
+]

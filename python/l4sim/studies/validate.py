@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from l4sim.studies.analysis import VerdictRules, cells, verdict, verdict_table
+from l4sim.studies.analysis import DELAY_ABS_MS, DELAY_REL, VerdictRules, cells, delay_ok, verdict, verdict_table
 from l4sim.studies.study import Study
 
 REFERENCE = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
@@ -64,8 +64,7 @@ CASES = {
 
 #: Tolerances of the summary figures.
 SHARE_TOLS = (0.05, 0.10)
-DELAY_ABS_MS = 1.0
-DELAY_REL = 0.25
+# delay tolerance max(DELAY_ABS_MS, DELAY_REL x testbed) and delay_ok: analysis (the report uses them too)
 #: Half-width of "the trials' spread" in standard deviations.
 SPREAD_STDS = 2.0
 
@@ -150,12 +149,6 @@ def reference_study(
 def _within_spread(x: pd.Series, mean: pd.Series, std: pd.Series) -> pd.Series:
     half = SPREAD_STDS * std.fillna(0.0)
     return (x - mean).abs() <= half + 1e-9
-
-
-def delay_ok(sim: pd.Series | float, tb: pd.Series | float) -> Any:
-    """``|Q_sim - Q_tb| <= max(1 ms, 25 % of Q_tb)``."""
-    tol = np.maximum(DELAY_ABS_MS, DELAY_REL * np.abs(tb))
-    return np.abs(np.asarray(sim) - np.asarray(tb)) <= tol
 
 
 def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> pd.DataFrame:
@@ -386,6 +379,8 @@ _SHOW = [
     "share_sim",
     "share_tb",
     "share_err",
+    "rel_delay_sim",
+    "rel_delay_tb",
     "l4s_tput_mbps_sim",
     "l4s_tput_mbps_tb",
     "classic_tput_mbps_sim",
@@ -434,8 +429,20 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
     return "\n".join(lines) + "\n"
 
 
+def side_cells(cmp: pd.DataFrame, side: str) -> pd.DataFrame:
+    """One side ("sim" or "tb") of the comparison as a cells table (``analysis.cells`` columns),
+    the reference case (its description) in ``case``: for ``plots.compare_figure``."""
+    case = cmp["case"].map(lambda c: CASES.get(c, c))
+    d = pd.DataFrame({"aqm": cmp["aqm"], "n_bdp": cmp["n_bdp"].astype(float), "case": case})
+    for metric, _, _ in _METRICS:
+        d[f"{metric}_mean"] = cmp[f"{metric}_{side}"]
+    d["share"], d["rel_delay"] = cmp[f"share_{side}"], cmp[f"rel_delay_{side}"]
+    d["n"] = cmp["trials"] if side == "sim" else FULL_TRIALS
+    return d[cmp["trials"] > 0] if side == "sim" else d
+
+
 def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
-    from l4sim.studies.report import CSS, _img, _table
+    from l4sim.studies.report import CSS, VALIDATION_DOC, _table, _trials_text, comparison_blocks
 
     sides = (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))
     vt = pd.DataFrame({f"{side}: {col}": v[col] for col in s.columns_match for side, v in sides})
@@ -446,11 +453,29 @@ def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path,
         "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in s.lines()) + "</ul>",
         "<h2>Is it OK to turn on TCP Prague? (fallback off)</h2>" + _table(vt, index=True),
     ]
-    for name, p in figs.items():
-        parts.append(f"<h2>{html.escape(name)}</h2>{_img(Path(p))}")
+    sim, tb = side_cells(cmp, "sim"), side_cells(cmp, "tb")
+    if not sim.empty:
+        n = (_trials_text(sim["n"]), str(FULL_TRIALS))
+        parts.append(
+            "<h2 id='comparison'>Simulation | testbed | difference</h2><p>One row of panels per reference "
+            f"case; the testbed has {FULL_TRIALS} trials x {FULL_DURATION:g} s per cell, the simulation {n[0]}. "
+            f"Tolerances and what they mean: <a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>"
+            + comparison_blocks(sim, tb, path.parent / "figures", n_trials=n, panels="case")
+        )
+    if figs:  # the per-case difference heatmaps of figures(), as files
+        parts.append(
+            "<p class='files'>Differences per case, as figures: "
+            + ", ".join(f"<a href='figures/{html.escape(Path(p).name)}'>{html.escape(n)}</a>" for n, p in figs.items())
+            + "</p>"
+        )
     show = cmp[[c for c in _SHOW if c in cmp.columns]]
-    parts.append("<h2>Cells off</h2>" + _table(show[cmp["off"]]))
-    parts.append("<h2>All cells</h2>" + _table(show))
+    off = pd.DataFrame(False, index=show.index, columns=show.columns)
+    off["share_err"] = ~cmp["share_within_0.10"]
+    off["l4s_qdelay_ms_sim"] = ~cmp["l4s_qdelay_ok"]
+    off["classic_qdelay_ms_sim"] = ~cmp["classic_qdelay_ok"]
+    off = off & (cmp["trials"] > 0).to_numpy()[:, None]
+    parts.append("<h2>Cells off</h2>" + _table(show[cmp["off"]], cell_classes=off[cmp["off"]]))
+    parts.append("<h2>All cells</h2>" + _table(show, cell_classes=off))
     parts.append(f"<h2>Summary (markdown)</h2><pre>{html.escape(md)}</pre></body></html>")
     path.write_text("\n".join(parts))
     return path
