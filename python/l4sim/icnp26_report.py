@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
         f"rates x scale; docs/icnp26.md); --quick: {QUICK['trials']} trial x "
         f"{QUICK['duration']:g} s at scale {QUICK['scale']:g}.",
     )
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (report.md, summary.csv, queues.csv, figures)")
     p.add_argument("--quick", action="store_true", help="short runs, one trial (CI)")
     p.add_argument("--trials", type=int, help=f"trials per scenario (default {FULL['trials']})")
     p.add_argument("--duration", type=float, help="run length, s (the study: 120)")
