@@ -176,3 +176,30 @@ def fake_engine(monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(_core, "run", fake_core_run)
     return fake_core_run
+
+
+def headless_chromium(width: int, height: int):
+    """A Selenium driver on the system's headless Chromium, or a skip when there is none (a
+    failure when L4SIM_REQUIRE_BROWSER is set, as CI sets it). The caller quits it."""
+    import os
+    import shutil
+
+    required = bool(os.environ.get("L4SIM_REQUIRE_BROWSER"))
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        if required:
+            raise
+        pytest.skip("selenium is not installed")
+    found = (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome"))
+    binary, driver_path = next((b for b in found if b), None), shutil.which("chromedriver")
+    if not (binary and driver_path):
+        if required:
+            pytest.fail("L4SIM_REQUIRE_BROWSER is set but chromium/chromedriver is missing")
+        pytest.skip("chromium and chromedriver are needed (apt-get install chromium chromium-driver)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+        opts.add_argument(a)
+    return webdriver.Chrome(options=opts, service=Service(driver_path))

@@ -11,7 +11,6 @@ import asyncio
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import pytest
 
 from l4sim.cli import build_parser
 from l4sim.demo.model import AQMS, CCS, DEFAULT, HISTORY_S, PRESETS, DemoError, Session, check, mix_delay
-from l4sim_testdata import REPO
+from l4sim_testdata import REPO, headless_chromium
 
 # --- the model, without a browser ---
 
@@ -203,12 +202,6 @@ def test_demo_is_a_subcommand_and_bad_ports_are_one_line_errors():
 # --- the page, in a real browser ---
 
 
-def _chrome() -> tuple[str | None, str | None]:
-    found = (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome"))
-    browser = next((b for b in found if b), None)
-    return browser, shutil.which("chromedriver")
-
-
 PLOTS = ("plot-rate", "plot-window", "plot-delay", "plot-prob", "plot-util", "plot-fct")
 HAS_DATA = "return arguments[0].every(id => (document.getElementById(id).data || []).some(t => (t.x || []).length > 0))"
 FCT_POINTS = "return (document.getElementById('plot-fct').data || []).reduce((n, t) => n + t.x.length, 0)"
@@ -217,20 +210,7 @@ FCT_POINTS = "return (document.getElementById('plot-fct').data || []).reduce((n,
 @pytest.fixture
 def browser_page():
     """A running ``l4sim demo`` (subprocess) and a headless Chromium on its page."""
-    binary, driver_path = _chrome()
-    required = bool(os.environ.get("L4SIM_REQUIRE_BROWSER"))
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        if required:
-            raise
-        pytest.skip("selenium is not installed")
-    if not (binary and driver_path):
-        if required:
-            pytest.fail("L4SIM_REQUIRE_BROWSER is set but chromium/chromedriver is missing")
-        pytest.skip("chromium and chromedriver are needed (apt-get install chromium chromium-driver)")
-
+    driver = headless_chromium(1400, 1000)
     log = tempfile.TemporaryFile("w+")  # a file, not a pipe: the server never blocks on it
     proc = subprocess.Popen(
         [sys.executable, "-m", "l4sim", "demo", "--no-browser", "--port", "0"],
@@ -240,15 +220,11 @@ def browser_page():
     )
     line = proc.stdout.readline()
     if "http://" not in line:
+        driver.quit()
         proc.kill()
         log.seek(0)
         pytest.fail(f"l4sim demo did not start: {line}{log.read()}")
     url = line.split()[2]
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = binary
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        opts.add_argument(a)
-    driver = webdriver.Chrome(options=opts, service=Service(driver_path))
     try:
         driver.get(url)
         yield driver, proc, url

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +19,7 @@ import pytest
 from l4sim.studies import plots
 from l4sim.studies.report import COMPARED, SHARE_TOLERANCE, reference_comparison, render_report
 from l4sim.studies.analysis import cells
-from l4sim_testdata import REPO
+from l4sim_testdata import REPO, headless_chromium
 
 AQMS = ("FIFO", "DualPI2", "FQ_Codel")
 BUFS = (0.5, 2.0)
@@ -98,31 +97,9 @@ def test_table_numbers_are_fixed_point_with_about_three_digits():
     assert got == ["0.000", "0.000", "0.454", "4.53", "45.3", "453", "12,346", "3", "yes", ""]
 
 
-def _chrome() -> tuple[str | None, str | None]:
-    found = (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome"))
-    return next((b for b in found if b), None), shutil.which("chromedriver")
-
-
 @pytest.fixture
 def driver():
-    binary, driver_path = _chrome()
-    required = bool(os.environ.get("L4SIM_REQUIRE_BROWSER"))
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        if required:
-            raise
-        pytest.skip("selenium is not installed")
-    if not (binary and driver_path):
-        if required:
-            pytest.fail("L4SIM_REQUIRE_BROWSER is set but chromium/chromedriver is missing")
-        pytest.skip("chromium and chromedriver are needed (apt-get install chromium chromium-driver)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = binary
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"):
-        opts.add_argument(a)
-    d = webdriver.Chrome(options=opts, service=Service(driver_path))
+    d = headless_chromium(1200, 900)
     try:
         yield d
     finally:
