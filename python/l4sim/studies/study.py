@@ -44,6 +44,7 @@ from l4sim.scenario import canonical_name
 from l4sim.studies.factors import (
     AQMS,  # the study's AQM order (rows of every heatmap)
     FACTOR_CCS,
+    FACTOR_NAMES,
     canonical_aqm,
     cc_factor,
 )
@@ -51,26 +52,11 @@ from l4sim.sweep.designs import DesignError, RunSpec, canonical_json, cell_of, s
 
 ECN_MODES = ("none", "classic", "accecn")
 
-# Factor order of the study's dictionary: also the column order of exports.
+# Factor order of the study's dictionary: also the column order of exports (the buffer and the
+# path first, then the other factors of scenario_from_factors in its order, then run parameters).
+_LEAD = ("n_bdp", "btl_capacity", "base_rtt", "aqm")
 FACTOR_ORDER: tuple[str, ...] = (
-    "n_bdp",
-    "btl_capacity",
-    "base_rtt",
-    "aqm",
-    "ecn_threshold",
-    "ecn_fallback",
-    "tx_l4s_ecn",
-    "rx_l4s_ecn",
-    "tx_classic_ecn",
-    "rx_classic_ecn",
-    "cc_l4s",
-    "cc_classic",
-    "rx_l4s_cc",
-    "rx_classic_cc",
-    "n_l4s",
-    "n_classic",
-    "trial",
-    "duration",
+    _LEAD + tuple(f for f in FACTOR_NAMES if f not in _LEAD) + ("trial", "duration")
 )
 # Settings accepted in [fixed] besides the factors (passed through to scenario_from_factors).
 EXTRA_SETTINGS = ("sample_interval",)

@@ -1062,32 +1062,55 @@ mod tests {
         assert!(c.alpha() > 0.01 && c.alpha() < 0.2, "alpha {}", c.alpha());
     }
 
-    /// Rounds with a deep, jittery queue: RTT samples alternate between 30 and 70 ms over a
-    /// 10 ms base RTT, one CE per round.
-    fn jittery_rounds(c: &mut Prague, sk: &mut Sock, rounds: u32) {
+    /// `rounds` rounds of one ACK per segment in flight, one CE per round (on the first ACK),
+    /// `step` apart, with the RTT sample of ACK `i` of round `r` from `rtt(i, r)`; the gain
+    /// comes from ssthresh ~100 (gs = 10), and each round leaves CWR so the next round's mark
+    /// is a new CWR entry.
+    fn rounds_of(
+        c: &mut Prague,
+        sk: &mut Sock,
+        rounds: u32,
+        step: u64,
+        rtt: impl Fn(u32, u32) -> u64,
+    ) {
         sk.snd_ssthresh = 100;
-        c.ssthresh(sk); // gain from ssthresh ~100: gs = 10
+        c.ssthresh(sk);
         sk.snd_ssthresh = sk.snd_cwnd;
         for r in 0..rounds {
             let n = sk.snd_cwnd;
             for i in 0..n {
-                let rtt = if (i + r) % 2 == 0 { 30 * MS } else { 70 * MS };
                 let s = AckSample {
                     pkts_acked: 1,
-                    rtt: rtt as i64,
+                    rtt: rtt(i, r) as i64,
                     in_flight: n,
                 };
                 c.pkts_acked(sk, &s);
-                sk.now += MS / 2;
+                sk.now += step;
                 ack(c, sk, 1, u32::from(i == 0));
             }
-            // Leave CWR so the next round's mark is a new CWR entry.
             c.set_state(sk, CaState::Open);
             sk.ca_state = CaState::Open;
             sk.snd_cwnd = 100;
             sk.snd_ssthresh = 100;
             c.cwnd_cnt = 0;
         }
+    }
+
+    /// Rounds with a deep, jittery queue: RTT samples alternate between 30 and 70 ms over a
+    /// 10 ms base RTT.
+    fn jittery_rounds(c: &mut Prague, sk: &mut Sock, rounds: u32) {
+        rounds_of(c, sk, rounds, MS / 2, |i, r| {
+            if (i + r) % 2 == 0 {
+                30 * MS
+            } else {
+                70 * MS
+            }
+        });
+    }
+
+    /// Rounds whose RTT is a steady `rtt` (an L4S queue's ~0.2 ms above min_rtt).
+    fn steady_rounds(c: &mut Prague, sk: &mut Sock, rounds: u32, rtt: u64) {
+        rounds_of(c, sk, rounds, MS / 10, |_, _| rtt);
     }
 
     #[test]
@@ -1109,31 +1132,6 @@ mod tests {
         c.set_state(&mut sk, CaState::Cwr);
         let red = -c.cwnd_cnt as f64 / ONE as f64;
         assert!((red - 31.25).abs() < 0.01, "reduction {red}");
-    }
-
-    /// Rounds of ACKs whose RTT is a steady `rtt` (an L4S queue's ~0.2 ms above min_rtt).
-    fn steady_rounds(c: &mut Prague, sk: &mut Sock, rounds: u32, rtt: u64) {
-        sk.snd_ssthresh = 100;
-        c.ssthresh(sk);
-        sk.snd_ssthresh = sk.snd_cwnd;
-        for _ in 0..rounds {
-            let n = sk.snd_cwnd;
-            for i in 0..n {
-                let s = AckSample {
-                    pkts_acked: 1,
-                    rtt: rtt as i64,
-                    in_flight: n,
-                };
-                c.pkts_acked(sk, &s);
-                sk.now += MS / 10;
-                ack(c, sk, 1, u32::from(i == 0));
-            }
-            c.set_state(sk, CaState::Open);
-            sk.ca_state = CaState::Open;
-            sk.snd_cwnd = 100;
-            sk.snd_ssthresh = 100;
-            c.cwnd_cnt = 0;
-        }
     }
 
     #[test]
