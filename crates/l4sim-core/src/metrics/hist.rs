@@ -1,28 +1,19 @@
 //! Log-linear histogram of nanosecond values (HDR-style: 64 linear sub-buckets per power of
-//! two, so any quantile is within 1.6% of the true value). Memory is fixed, so a run's
-//! sojourn and RTT distributions cost the same whatever the packet count.
+//! two, so any quantile is within 1.6% of the true value). Memory is fixed (allocated at the
+//! first record), so a run's sojourn and RTT distributions cost the same whatever the
+//! packet count.
 
 const SUB_BITS: u32 = 6;
 const SUB: usize = 1 << SUB_BITS;
 const GROUPS: usize = 64 - SUB_BITS as usize + 1;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Histogram {
+    /// Count per bucket; empty until the first record.
     counts: Vec<u64>,
     n: u64,
     sum: u128,
     max: u64,
-}
-
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            counts: vec![0; GROUPS * SUB],
-            n: 0,
-            sum: 0,
-            max: 0,
-        }
-    }
 }
 
 fn index(v: u64) -> usize {
@@ -49,6 +40,9 @@ fn bucket(i: usize) -> (u64, u64) {
 
 impl Histogram {
     pub fn record(&mut self, v: u64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; GROUPS * SUB];
+        }
         self.counts[index(v)] += 1;
         self.n += 1;
         self.sum += v as u128;
@@ -75,27 +69,40 @@ impl Histogram {
     }
     /// Quantile q in [0, 1], interpolated within the bucket; 0 for an empty histogram.
     pub fn quantile(&self, q: f64) -> f64 {
+        self.quantiles(&[q])[0]
+    }
+    /// [`Histogram::quantile`] of each of `qs` (ascending), in one pass over the buckets.
+    pub fn quantiles(&self, qs: &[f64]) -> Vec<f64> {
         if self.n == 0 {
-            return 0.0;
+            return vec![0.0; qs.len()];
         }
-        let rank = (q.clamp(0.0, 1.0) * self.n as f64).max(1.0);
+        let mut out = Vec::with_capacity(qs.len());
+        let rank = |q: f64| (q.clamp(0.0, 1.0) * self.n as f64).max(1.0);
         let mut seen = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {
             if c == 0 {
                 continue;
             }
-            if (seen + c) as f64 >= rank {
+            while let Some(&q) = qs.get(out.len()) {
+                let r = rank(q);
+                if ((seen + c) as f64) < r {
+                    break;
+                }
                 let (lo, w) = bucket(i);
-                let frac = (rank - seen as f64) / c as f64;
-                return (lo as f64 + frac * w as f64).min(self.max as f64);
+                let frac = (r - seen as f64) / c as f64;
+                out.push((lo as f64 + frac * w as f64).min(self.max as f64));
             }
             seen += c;
         }
-        self.max as f64
+        out.resize(qs.len(), self.max as f64);
+        out
     }
     /// What was recorded since `earlier`, a copy of this histogram taken before (the max is
     /// this histogram's whole-run max, an upper bound).
     pub fn since(&self, earlier: &Histogram) -> Histogram {
+        if earlier.counts.is_empty() {
+            return self.clone();
+        }
         Histogram {
             counts: self
                 .counts
@@ -113,11 +120,16 @@ impl Histogram {
         if self.n == 0 {
             return Vec::new();
         }
-        (0..=100).map(|i| self.quantile(i as f64 / 100.0)).collect()
+        let qs: Vec<f64> = (0..=100).map(|i| i as f64 / 100.0).collect();
+        self.quantiles(&qs)
     }
     pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
+        if self.counts.is_empty() {
+            self.counts = other.counts.clone();
+        } else {
+            for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+                *a += b;
+            }
         }
         self.n += other.n;
         self.sum += other.sum;
@@ -154,6 +166,24 @@ mod tests {
         }
         assert_eq!(h.quantile(1.0), 3.0);
         assert_eq!(h.max(), 3);
+    }
+
+    #[test]
+    fn empty_histograms_merge_and_subtract() {
+        let empty = Histogram::default();
+        let mut h = Histogram::default();
+        h.merge(&empty);
+        assert_eq!((h.count(), h.quantile(0.5)), (0, 0.0));
+        for v in [10, 20, 30] {
+            h.record(v);
+        }
+        assert_eq!(h.since(&empty).count(), 3);
+        let mut m = Histogram::default();
+        m.merge(&h);
+        m.merge(&h);
+        assert_eq!(m.count(), 6);
+        // Two of each value: rank 1 of 6 sits half-way through the first bucket.
+        assert_eq!(m.quantiles(&[0.0, 0.5, 1.0]), vec![10.5, 20.5, 30.0]);
     }
 
     #[test]

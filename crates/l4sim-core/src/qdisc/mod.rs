@@ -344,10 +344,9 @@ pub struct QdiscStats {
     /// Largest backlog seen, packets and bytes.
     pub max_len: usize,
     pub max_bytes: u64,
-    /// Per traffic class ([`Class`]): what DualPI2 separates into its L and C queues.
-    pub class: [ClassStats; 2],
-    /// Per scenario flow (the packet's `group`), grown on first use.
-    pub group: Vec<ClassStats>,
+    /// Per (scenario flow, class) cell, index `2 * group + class`: each packet is counted
+    /// in exactly one cell, and the per-class and per-flow views below are sums of cells.
+    cells: Vec<ClassStats>,
 }
 
 /// The L4S class (on arrival, `ecn & mask != 0`: ECT(1) or CE with DualPI2's default
@@ -386,19 +385,25 @@ pub struct ClassStats {
 }
 
 impl ClassStats {
-    fn group(v: &mut Vec<ClassStats>, g: u16) -> &mut ClassStats {
-        let g = g as usize;
-        if v.len() <= g {
-            v.resize_with(g + 1, ClassStats::default);
-        }
-        &mut v[g]
+    fn add(&mut self, o: &ClassStats) {
+        self.enq_pkts += o.enq_pkts;
+        self.deq_pkts += o.deq_pkts;
+        self.drops += o.drops;
+        self.marks += o.marks;
+        self.sojourn.merge(&o.sojourn);
     }
 }
 
 impl QdiscStats {
+    fn cell(&mut self, group: u16, c: Class) -> &mut ClassStats {
+        let i = 2 * group as usize + c as usize;
+        if self.cells.len() <= i {
+            self.cells.resize_with(i + 1, ClassStats::default);
+        }
+        &mut self.cells[i]
+    }
     fn count_drop(&mut self, p: &Packet, mask: u8) {
-        self.class[Class::of(p.ecn_in, mask) as usize].drops += 1;
-        ClassStats::group(&mut self.group, p.group).drops += 1;
+        self.cell(p.group, Class::of(p.ecn_in, mask)).drops += 1;
     }
     pub fn drops(&self) -> u64 {
         self.drops_by_reason.iter().sum()
@@ -406,17 +411,46 @@ impl QdiscStats {
     pub fn marks(&self) -> u64 {
         self.marks_by_ecn.iter().sum()
     }
-    /// Sojourn time of every dequeued packet, ns: the two classes' histograms merged (each
-    /// packet is in exactly one class, so this is exact and costs no record per packet).
+    /// Traffic class `c` ([`Class`]): what DualPI2 separates into its L and C queues.
+    pub fn class(&self, c: Class) -> ClassStats {
+        let mut s = ClassStats::default();
+        for cs in self.cells.iter().skip(c as usize).step_by(2) {
+            s.add(cs);
+        }
+        s
+    }
+    /// (enqueued, marked, dropped) packets of class `c`, without merging histograms.
+    pub fn class_counts(&self, c: Class) -> [u64; 3] {
+        let cells = self.cells.iter().skip(c as usize).step_by(2);
+        cells.fold([0; 3], |a, cs| {
+            [a[0] + cs.enq_pkts, a[1] + cs.marks, a[2] + cs.drops]
+        })
+    }
+    /// Number of scenario flows (groups) with a cell here; those never seen are empty.
+    pub fn n_groups(&self) -> usize {
+        self.cells.len().div_ceil(2)
+    }
+    /// Scenario flow `g`: both its classes.
+    pub fn group(&self, g: usize) -> ClassStats {
+        let mut s = ClassStats::default();
+        for cs in self.cells.iter().skip(2 * g).take(2) {
+            s.add(cs);
+        }
+        s
+    }
+    /// Sojourn time of every dequeued packet, ns: all cells merged (exact, as each packet
+    /// is in exactly one cell).
     pub fn sojourn(&self) -> Histogram {
-        let mut h = self.class[0].sojourn.clone();
-        h.merge(&self.class[1].sojourn);
+        let mut h = Histogram::default();
+        for cs in &self.cells {
+            h.merge(&cs.sojourn);
+        }
         h
     }
     /// (sum ns, count) of the sojourn times so far, without building the merged histogram.
     pub fn sojourn_totals(&self) -> (u128, u64) {
-        let (a, b) = (&self.class[0].sojourn, &self.class[1].sojourn);
-        (a.sum() + b.sum(), a.count() + b.count())
+        let h = self.cells.iter().map(|cs| &cs.sojourn);
+        h.fold((0, 0), |(s, n), h| (s + h.sum(), n + h.count()))
     }
 }
 
@@ -444,8 +478,7 @@ impl Qdisc {
         self.stats.enq_bytes += pkt.len as u64;
         self.stats.enq_by_ecn[pkt.ecn.index()] += 1;
         let mask = self.inner.l4s_mask();
-        self.stats.class[Class::of(pkt.ecn, mask) as usize].enq_pkts += 1;
-        ClassStats::group(&mut self.stats.group, pkt.group).enq_pkts += 1;
+        self.stats.cell(pkt.group, Class::of(pkt.ecn, mask)).enq_pkts += 1;
         self.drops.clear();
         self.inner.enqueue(pkt, now, &mut self.drops);
         for d in &self.drops {
@@ -487,14 +520,10 @@ impl Qdisc {
             if marked {
                 self.stats.marks_by_ecn[p.ecn_in.index()] += 1;
             }
-            for cs in [
-                &mut self.stats.class[Class::of(p.ecn_in, mask) as usize],
-                ClassStats::group(&mut self.stats.group, p.group),
-            ] {
-                cs.deq_pkts += 1;
-                cs.marks += marked as u64;
-                cs.sojourn.record(sojourn);
-            }
+            let cs = self.stats.cell(p.group, Class::of(p.ecn_in, mask));
+            cs.deq_pkts += 1;
+            cs.marks += marked as u64;
+            cs.sojourn.record(sojourn);
         }
         pkt
     }

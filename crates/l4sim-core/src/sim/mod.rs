@@ -854,8 +854,7 @@ impl World {
                 .push((p.tx_bytes - tr.last_tx) as f64 * 8.0 / dt / 1e6);
             tr.last_tx = p.tx_bytes;
             for c in Class::ALL {
-                let cs = &st.class[c as usize];
-                let now = [cs.enq_pkts, cs.marks, cs.drops];
+                let now = st.class_counts(c);
                 let last = &mut tr.last_class[c as usize];
                 let col = match c {
                     Class::L4s => &mut ser.l4s,
@@ -1182,10 +1181,11 @@ impl World {
         for (p, tr) in self.net.ports.iter().zip(&mut self.qtrack) {
             let s = &tr.series;
             let mut hists = serde_json::Map::new();
-            let groups = &p.qdisc.stats.group;
+            let st = &p.qdisc.stats;
             tr.drained_groups
-                .resize_with(groups.len(), Default::default);
-            for (g, cs) in groups.iter().enumerate() {
+                .resize_with(st.n_groups(), Default::default);
+            for g in 0..st.n_groups() {
+                let cs = st.group(g);
                 let h = cs.sojourn.since(&tr.drained_groups[g]);
                 if h.count() > 0 {
                     hists.insert(
@@ -1194,7 +1194,7 @@ impl World {
                                "cdf_ms": h.cdf().iter().map(|v| v / 1e6).collect::<Vec<_>>()}),
                     );
                 }
-                tr.drained_groups[g] = cs.sojourn.clone();
+                tr.drained_groups[g] = cs.sojourn;
             }
             let rate = p.shaper.rate.bps as f64;
             qdiscs.insert(

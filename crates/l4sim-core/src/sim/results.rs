@@ -175,12 +175,13 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
                 &p.name,
                 "class",
                 c.name(),
-                &st.class[c as usize],
+                &st.class(c),
             ));
         }
-        for (g, cs) in st.group.iter().enumerate() {
+        for g in 0..st.n_groups() {
+            let cs = st.group(g);
             if cs.enq_pkts > 0 {
-                classes.push(class_result(&p.name, "flow", &w.flows[g].spec.name, cs));
+                classes.push(class_result(&p.name, "flow", &w.flows[g].spec.name, &cs));
             }
         }
         let rate = p.shaper.rate.bps as f64;
