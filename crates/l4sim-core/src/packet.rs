@@ -140,7 +140,7 @@ pub struct Packet {
     /// Index of the scenario flow (traffic source) the packet belongs to, for per-source
     /// queue-delay histograms; `flow` is the connection.
     pub group: u16,
-    /// DSCP (the upper six bits of the IP TOS byte), set from the sending flow's `dscp`.
+    /// DSCP (the upper six bits of the IP TOS byte), set by the sender from its flow's `dscp`.
     pub dscp: u8,
 }
 

@@ -459,11 +459,14 @@ pub struct Qdisc {
     pub inner: AnyQdisc,
     pub stats: QdiscStats,
     drops: Vec<Drop>,
+    /// `inner.l4s_mask()`, fixed for the qdisc's life (looked up once, not per packet).
+    mask: u8,
 }
 
 impl Qdisc {
     pub fn new(inner: AnyQdisc) -> Qdisc {
         Qdisc {
+            mask: inner.l4s_mask(),
             inner,
             stats: QdiscStats::default(),
             drops: Vec::with_capacity(64),
@@ -477,7 +480,7 @@ impl Qdisc {
         self.stats.enq_pkts += 1;
         self.stats.enq_bytes += pkt.len as u64;
         self.stats.enq_by_ecn[pkt.ecn.index()] += 1;
-        let mask = self.inner.l4s_mask();
+        let mask = self.mask;
         self.stats.cell(pkt.group, Class::of(pkt.ecn, mask)).enq_pkts += 1;
         self.drops.clear();
         self.inner.enqueue(pkt, now, &mut self.drops);
@@ -505,7 +508,7 @@ impl Qdisc {
     /// Dequeue; `drops` receives the packets dropped at dequeue.
     pub fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         let start = drops.len();
-        let mask = self.inner.l4s_mask();
+        let mask = self.mask;
         let pkt = self.inner.dequeue(now, drops);
         for d in &drops[start..] {
             self.stats.drops_by_reason[d.reason.index()] += 1;
@@ -533,7 +536,7 @@ impl Qdisc {
     /// drops (reason `overlimit`, the closest of the tc counters); the counters carry on.
     pub fn replace(&mut self, inner: AnyQdisc, now: SimTime, drops: &mut Vec<Drop>) {
         let mut old = std::mem::replace(&mut self.inner, inner);
-        let mask = old.l4s_mask();
+        let mask = std::mem::replace(&mut self.mask, self.inner.l4s_mask());
         let start = drops.len();
         let mut scratch = Vec::new();
         // Drain the old qdisc without its AQM acting: dequeue drops and marks from a

@@ -300,6 +300,7 @@ impl World {
         let p = UdpParams {
             flow: slot as u32,
             group: fi as u16,
+            dscp: self.flows[fi].spec.dscp,
             sender: snd,
             receiver: rcv,
             hash_fwd: hrng.next_u32(),
@@ -318,6 +319,7 @@ impl World {
         let params = ConnParams {
             flow: slot as u32,
             group: fi as u16,
+            dscp: f.spec.dscp,
             sender: f.hosts.0,
             receiver: f.hosts.1,
             hash_fwd: hrng.next_u32(),
@@ -622,10 +624,9 @@ impl World {
 
     /// Send the packets an endpoint produced, in order, from its host.
     fn emit(&mut self, out: &mut Vec<Packet>) {
-        for mut pkt in out.drain(..) {
+        for pkt in out.drain(..) {
             if pkt.dir == Dir::Fwd {
                 self.data_sent_net += pkt.is_data() as u64;
-                pkt.dscp = self.flows[pkt.group as usize].spec.dscp;
             }
             self.conns[pkt.flow as usize].as_mut().unwrap().in_net += 1;
             self.forward(pkt.src, pkt);

@@ -128,6 +128,8 @@ pub struct ConnParams {
     pub flow: u32,
     /// The scenario flow (traffic source) this connection belongs to.
     pub group: u16,
+    /// DSCP of the sender's packets (the socket's IP_TOS, fixed when it opens).
+    pub dscp: u8,
     /// Host node ids of the sender (client) and receiver (server).
     pub sender: u32,
     pub receiver: u32,

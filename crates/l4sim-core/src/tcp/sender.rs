@@ -303,6 +303,7 @@ impl TcpSender {
         p.ts_val = now;
         p.ts_ecr = self.ts_recent;
         p.group = self.params.group;
+        p.dscp = self.params.dscp;
         p
     }
 

@@ -54,6 +54,7 @@ struct Harness {
 fn params(size: Option<u64>) -> ConnParams {
     ConnParams {
         group: 0,
+        dscp: 0,
         flow: 0,
         sender: 1,
         receiver: 2,

@@ -93,6 +93,8 @@ impl UdpSpec {
 pub struct UdpParams {
     pub flow: u32,
     pub group: u16,
+    /// DSCP of the sender's packets.
+    pub dscp: u8,
     pub sender: u32,
     pub receiver: u32,
     pub hash_fwd: u32,
@@ -160,6 +162,7 @@ impl UdpSender {
             pkt.ecn = self.ecn;
             pkt.hash = self.p.hash_fwd;
             pkt.group = self.p.group;
+            pkt.dscp = self.p.dscp;
             pkt.seq = self.seq;
             pkt.ts_val = self.next;
             out.push(pkt);
@@ -217,6 +220,7 @@ mod tests {
         UdpParams {
             flow: 0,
             group: 0,
+            dscp: 0,
             sender: 0,
             receiver: 1,
             hash_fwd: 1,

@@ -743,6 +743,7 @@ impl UdpPragueSender {
             pkt.payload = self.packet_size as u32;
             pkt.len = hdr::ETH + hdr::IP + UDP_HDR + pkt.payload;
             pkt.group = self.p.group;
+            pkt.dscp = self.p.dscp;
             pkt.ecn = ecn;
             pkt.seq = self.seqnr as u32;
             pkt.ts_val = ts;
@@ -1126,6 +1127,7 @@ mod tests {
         UdpParams {
             flow: 3,
             group: 0,
+            dscp: 0,
             sender: 1,
             receiver: 2,
             hash_fwd: 11,
