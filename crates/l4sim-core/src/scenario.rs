@@ -159,8 +159,9 @@ pub struct BottleneckSpec {
     pub burst: Option<u32>,
 }
 
-/// A bottleneck on a tree link. `link` names the egress: "root_down", "root_up",
-/// "agg{i}_down" / "agg{i}_up" (group of four i), "pair{j}_down" / "pair{j}_up".
+/// A bottleneck on a tree link. `link` names the data egress: "up_pair{j}" / "down_pair{j}"
+/// (pair router j), "up_agg{k}" (group-of-four router k -> root) / "down_agg{k}" (root ->
+/// the receivers' group router k); see [`crate::net::topology::tree`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TreeBottleneck {

@@ -87,6 +87,7 @@ FACTOR_NAMES: tuple[str, ...] = (
     "rx_classic_cc",
     "n_l4s",
     "n_classic",
+    "tree_level",
 )
 
 #: Run parameters that are not design factors.
@@ -94,6 +95,13 @@ RUN_PARAMS: tuple[str, ...] = ("duration", "seed", "trial", "sample_interval")
 
 #: Keys accepted in ``**extra``: scenario settings outside the design.
 EXTRA_KEYS: tuple[str, ...] = ("name", "nic_rate", "burst")
+
+#: ``tree_level`` -> the tree egress that becomes the bottleneck (``net/topology.rs::tree``).
+#: The L4S flows use pair 0 and the classic flows pair 1, which share pair router 0, group
+#: of four 0 and the root, so each of these links carries both.
+TREE_LINKS = {"pair": "up_pair0", "agg": "up_agg0", "root": "down_agg0"}
+#: Sender/receiver pairs of the study's tree (the smallest the builder allows).
+TREE_PAIRS = 4
 
 #: Values of the ECN factors.
 L4S_SENDER_ECN = ("accecn", "classic", "none")
@@ -248,6 +256,7 @@ def scenario_from_factors(
     rx_classic_cc: str | None = None,
     n_l4s: int = 1,
     n_classic: int = 1,
+    tree_level: str | None = None,
     duration: float = 60,
     seed: int | None = None,
     trial: int | None = None,
@@ -259,7 +268,9 @@ def scenario_from_factors(
     Units as in the study: ``btl_capacity`` Mbit/s, ``base_rtt`` and ``ecn_threshold`` ms,
     ``duration`` s. ``seed`` defaults to 1, or to :func:`seed_for_trial` of ``trial`` when a
     trial is given and no seed. ``extra`` may hold ``name``, ``nic_rate`` (Mbit/s) and
-    ``burst`` (HTB burst, bytes); any other key is an error naming it.
+    ``burst`` (HTB burst, bytes); any other key is an error naming it. ``tree_level``
+    (``pair``, ``agg`` or ``root``, see :data:`TREE_LINKS`) runs the flows over the original
+    multi-bottleneck tree with the bottleneck at that level instead of the dumbbell.
     """
     unknown = sorted(k for k in extra if k not in EXTRA_KEYS)
     if unknown:
@@ -289,6 +300,8 @@ def scenario_from_factors(
     rx_classic_cc = cc_factor("rx_classic_cc", CLASSIC_RECEIVER_CC if rx_classic_cc is None else rx_classic_cc)
     n_l4s = _count("n_l4s", n_l4s)
     n_classic = _count("n_classic", n_classic)
+    if tree_level is not None:
+        tree_level = _choice("tree_level", tree_level, tuple(TREE_LINKS))
     if n_l4s + n_classic == 0:
         raise scenario_error("n_l4s", "n_l4s and n_classic are both 0: at least one flow is needed")
     if ecn_fallback and cc_l4s != "prague":
@@ -338,7 +351,14 @@ def scenario_from_factors(
     bottleneck: dict[str, Any] = {"rate": btl_capacity, "qdisc": qdisc}
     if extra.get("burst") is not None:
         bottleneck["burst"] = extra["burst"]
-    topology: dict[str, Any] = {"kind": "dumbbell", "base_rtt": base_rtt, "bottleneck": bottleneck}
+    topology: dict[str, Any]
+    if tree_level is None:
+        topology = {"kind": "dumbbell", "base_rtt": base_rtt, "bottleneck": bottleneck}
+    else:
+        link = {"link": TREE_LINKS[tree_level], **bottleneck}
+        topology = {"kind": "tree", "base_rtt": base_rtt, "pairs": TREE_PAIRS, "bottlenecks": [link]}
+        for f in flows:
+            f["pair"] = 0 if f["name"] == "l4s" else 1
     if extra.get("nic_rate") is not None:
         topology["nic_rate"] = extra["nic_rate"]
 
@@ -346,8 +366,9 @@ def scenario_from_factors(
     # Receiver CCs appear in the name only when they differ from the default.
     rx_l4s_tag = "" if rx_l4s_cc == rx_l4s_default else f"-rx{rx_l4s_cc}"
     rx_classic_tag = "" if rx_classic_cc == CLASSIC_RECEIVER_CC else f"-rx{rx_classic_cc}"
+    tree_tag = "" if tree_level is None else f"_tree-{tree_level}"
     name = extra.get("name") or (
-        f"{aqm}_{_fmt(n_bdp)}bdp_{_fmt(btl_capacity)}mbit_{_fmt(base_rtt)}ms{threshold}_fb{ecn_fallback}"
+        f"{aqm}{tree_tag}_{_fmt(n_bdp)}bdp_{_fmt(btl_capacity)}mbit_{_fmt(base_rtt)}ms{threshold}_fb{ecn_fallback}"
         f"_{cc_l4s}-{tx_l4s_ecn}-{rx_l4s_ecn}{rx_l4s_tag}x{n_l4s}"
         f"_{cc_classic}-{tx_classic_ecn}-{rx_classic_ecn}{rx_classic_tag}x{n_classic}"
     )
@@ -408,6 +429,7 @@ def scenario_from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
         check_scale(out, None)
     except ScenarioError as e:
         field = getattr(e, "field", "")
+        field = field.replace("topology.bottlenecks[0].", "topology.bottleneck.")  # the tree's
         field = _FACTOR_OF_FIELD.get(field, field)
         msg = plain_words(getattr(e, "message", str(e)))
         if field in factors:

@@ -24,6 +24,9 @@ a study file also takes a preset name. Each preset's TOML text is stored with it
 - ``pam25-flows``: PAM'25 N vs M flows: the nine AQMs x N, M in {1, 2, 5, 10, 25} (Prague vs
   CUBIC, both ECN-capable receivers), 2 BDP, 100 Mbit/s, 10 ms, T = 5 ms, 10 trials.
   (The buffer of the N vs M grid is our reconstruction; change ``n_bdp`` if you know better.)
+- ``tree``: the original multi-bottleneck tree (``docs/topologies.md``): Prague vs CUBIC with
+  the bottleneck on the pair, group-of-four or root level (``tree_level``), nine AQMs, 2 BDP,
+  100 Mbit/s, 10 ms, T = 5 ms, 5 trials: 135 runs.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from l4sim.studies.study import Study, StudyError
 
 #: The presets, in the order ``l4sim study presets`` lists them; each is a study file in
 #: ``presets/NAME.toml`` beside this module (its text is stored with its results).
-ORDER = ("full-factorial", "first-grid", "anrw24", "pam25-cc", "pam25-flows")
+ORDER = ("full-factorial", "first-grid", "anrw24", "pam25-cc", "pam25-flows", "tree")
 PRESET_DIR = Path(__file__).with_name("presets")
 PRESETS: dict[str, str] = {n: (PRESET_DIR / f"{n}.toml").read_text(encoding="utf-8") for n in ORDER}
 

@@ -45,6 +45,7 @@ from l4sim.studies.factors import (
     AQMS,  # the study's AQM order (rows of every heatmap)
     FACTOR_CCS,
     FACTOR_NAMES,
+    TREE_LINKS,
     canonical_aqm,
     cc_factor,
 )
@@ -135,6 +136,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "rx_classic_cc": _cc_name,
     "n_l4s": lambda n, v: _positive_int(n, v, 0),
     "n_classic": lambda n, v: _positive_int(n, v, 0),
+    "tree_level": _choice(TREE_LINKS),
     "trial": lambda n, v: _positive_int(n, v, 1),
     "duration": _positive_number,
     "sample_interval": _positive_number,
