@@ -73,3 +73,30 @@ fn without_the_filter_the_same_dscp_follows_the_priomap() {
         low.goodput_mbps
     );
 }
+
+#[test]
+fn a_saturated_wifi_hop_delivers_full_aggregates_at_their_airtime_efficiency() {
+    // A 300 Mbit/s PHY behind a 1 Gbit/s HTB class (so airtime, not the class, limits), CUBIC
+    // filling the default 1000-packet child: aggregates of 43 full frames (65,535 bytes), each
+    // costing AIFS 43 us + mean backoff 67.5 us + header 40 us + 1,736 us of frames + SIFS and
+    // block ack 48 us.
+    let wifi = json!({"kind": "wifi", "phy_rate_mbps": 300});
+    let sc = dumbbell(
+        10.0,
+        1000.0,
+        20.0,
+        wifi,
+        vec![json!({"name": "bulk", "cc": {"name": "cubic"}})],
+    );
+    let r = run(&sc);
+    let frames = 43.0 * 1514.0 * 8.0 / 300.0;
+    let want = 43.0 * 1448.0 * 8.0 / (43.0 + 67.5 + 40.0 + frames + 48.0);
+    let got = r.flows[0].goodput_mbps;
+    assert!(
+        got > 0.9 * want && got < 1.01 * want,
+        "goodput {got}, airtime bound {want}"
+    );
+    let q = &r.qdiscs[0];
+    assert_eq!(q.kind, "wifi");
+    assert!(q.extra["mean_aggregate_pkts"] > 35.0, "{:?}", q.extra);
+}

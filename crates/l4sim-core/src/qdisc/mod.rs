@@ -8,8 +8,8 @@
 //! Qdiscs (one file each, following the Linux file named in its module doc): `fifo` (bfifo,
 //! pfifo), `fq` (sch_fq on a router), `codel` (codel_impl.h core + sch_codel), `fq_codel`,
 //! `pie`, `dualpi2` (L4STeam hrtimer version), `red`, `netem` (a link's impairments), and the
-//! classful `tbf` (a token bucket over a child) and `prio` (strict-priority bands of
-//! children), which nest any of them. Periodic controllers (PIE, DualPI2,
+//! classful `tbf` (a token bucket over a child), `prio` (strict-priority bands of children)
+//! and `wifi` (a Wi-Fi transmitter's aggregates over a child), which nest any of them. Periodic controllers (PIE, DualPI2,
 //! adaptive RED) expose their update times through `next_timer`/`on_timer`. Like Linux
 //! under an HTB parent, they expect `dequeue` only while they hold packets; a dequeue on an
 //! empty qdisc is the root-qdisc case (it starts RED's idle period and zeroes DualPI2's
@@ -32,6 +32,7 @@ pub mod pie;
 pub mod prio;
 pub mod red;
 pub mod tbf;
+pub mod wifi;
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -141,6 +142,8 @@ pub enum QdiscSpec {
     Prio(prio::PrioParams),
     /// `netem` (sch_netem): delay, jitter, loss, reordering, rate and slots.
     Netem(netem::NetemParams),
+    /// A Wi-Fi transmitter: EDCA channel access and A-MPDU aggregates over a child qdisc.
+    Wifi(wifi::WifiParams),
 }
 
 type SpecError = (String, String);
@@ -230,6 +233,7 @@ impl QdiscSpec {
             QdiscSpec::Tbf(p) => p.validate()?,
             QdiscSpec::Prio(p) => p.validate()?,
             QdiscSpec::Netem(p) => p.validate()?,
+            QdiscSpec::Wifi(p) => p.validate()?,
         }
         Ok(())
     }
@@ -247,6 +251,7 @@ pub enum AnyQdisc {
     Tbf(Box<tbf::Tbf>),
     Prio(Box<prio::Prio>),
     Netem(Box<netem::Netem>),
+    Wifi(Box<wifi::Wifi>),
 }
 
 macro_rules! dispatch {
@@ -262,6 +267,7 @@ macro_rules! dispatch {
             AnyQdisc::Tbf($q) => $e,
             AnyQdisc::Prio($q) => $e,
             AnyQdisc::Netem($q) => $e,
+            AnyQdisc::Wifi($q) => $e,
         }
     };
 }
@@ -323,6 +329,7 @@ pub fn build(spec: &QdiscSpec, mut rng: Rng) -> AnyQdisc {
         QdiscSpec::Tbf(p) => AnyQdisc::Tbf(Box::new(tbf::Tbf::new(p, rng))),
         QdiscSpec::Prio(p) => AnyQdisc::Prio(Box::new(prio::Prio::new(p, rng))),
         QdiscSpec::Netem(p) => AnyQdisc::Netem(Box::new(netem::Netem::new(p, rng))),
+        QdiscSpec::Wifi(p) => AnyQdisc::Wifi(Box::new(wifi::Wifi::new(p, rng))),
     }
 }
 
@@ -481,7 +488,9 @@ impl Qdisc {
         self.stats.enq_bytes += pkt.len as u64;
         self.stats.enq_by_ecn[pkt.ecn.index()] += 1;
         let mask = self.mask;
-        self.stats.cell(pkt.group, Class::of(pkt.ecn, mask)).enq_pkts += 1;
+        self.stats
+            .cell(pkt.group, Class::of(pkt.ecn, mask))
+            .enq_pkts += 1;
         self.drops.clear();
         self.inner.enqueue(pkt, now, &mut self.drops);
         for d in &self.drops {

@@ -171,12 +171,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
             extra,
         });
         for c in Class::ALL {
-            classes.push(class_result(
-                &p.name,
-                "class",
-                c.name(),
-                &st.class(c),
-            ));
+            classes.push(class_result(&p.name, "class", c.name(), &st.class(c)));
         }
         for g in 0..st.n_groups() {
             let cs = st.group(g);
