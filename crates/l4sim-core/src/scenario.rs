@@ -402,7 +402,7 @@ impl Scenario {
             if f.dscp > 63 {
                 return Err(err(
                     format!("{p}.dscp"),
-                    &format!("a DSCP is 0..63, got {}", f.dscp),
+                    format!("a DSCP is 0..63, got {}", f.dscp),
                 ));
             }
             if f.streams == 0 {
