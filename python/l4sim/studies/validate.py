@@ -422,7 +422,7 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for _, r in off.iterrows():
         lines.append(
-            f"| {r['case']} | {r['aqm']} | {r['n_bdp']:g} | {r['share_sim']:.2f} | {r['share_tb']:.2f} | "
+            f"| {CASES.get(r['case'], r['case'])} | {r['aqm']} | {r['n_bdp']:g} | {r['share_sim']:.2f} | {r['share_tb']:.2f} | "
             f"{r['l4s_qdelay_ms_sim']:.2f} | {r['l4s_qdelay_ms_tb']:.2f} | {r['classic_qdelay_ms_sim']:.2f} | "
             f"{r['classic_qdelay_ms_tb']:.2f} |"
         )
@@ -468,7 +468,7 @@ def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path,
             + ", ".join(f"<a href='figures/{html.escape(Path(p).name)}'>{html.escape(n)}</a>" for n, p in figs.items())
             + "</p>"
         )
-    show = cmp[[c for c in _SHOW if c in cmp.columns]]
+    show = cmp[[c for c in _SHOW if c in cmp.columns]].assign(case=cmp["case"].map(lambda c: CASES.get(c, c)))
     off = pd.DataFrame(False, index=show.index, columns=show.columns)
     off["share_err"] = ~cmp["share_within_0.10"]
     off["l4s_qdelay_ms_sim"] = ~cmp["l4s_qdelay_ok"]
