@@ -565,7 +565,7 @@ def register(subparsers: Any) -> None:
         metavar="CSV",
         help="reference data (repeatable; default: both shipped references, Prague vs CUBIC and vs BBR)",
     )
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_validate)
 
 
