@@ -1,9 +1,10 @@
 """Export a store to CSV and write a self-contained HTML report (figures embedded as base64).
 
-``results.csv``: one row per run: the factors (study order), then ``l4s_tput_mbps``,
-``classic_tput_mbps``, ``l4s_qdelay_ms``, ``classic_qdelay_ms``, then everything else recorded
-(seed, key, model version, timings, Jain index, utilisation, per-flow columns
-``<flow>_<field>``, bottleneck qdisc columns ``qdisc_<name>_<field>``).
+``results.csv``: one row per run: the factors (study order), then the study's per-run metrics
+(``analysis.run_metrics``: ``l4s_tput_mbps``, ``classic_tput_mbps``, ``l4s_qdelay_ms``,
+``classic_qdelay_ms``, ``jain_index``, ``utilisation``), then everything else recorded (seed,
+key, model version, backend, timings, per-flow columns ``<flow>_<field>``, bottleneck qdisc
+columns ``qdisc_<name>_<field>``).
 """
 
 from __future__ import annotations
