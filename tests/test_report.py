@@ -92,7 +92,8 @@ def test_compare_figure_has_three_sides_in_two_sizes_and_log_delays(tmp_path):
 
 
 def _headings(page: str) -> list[str]:
-    return [html.unescape(h) for th in re.findall(r"<thead>(.*?)</thead>", page) for h in re.findall(r"<th>(.*?)</th>", th)]
+    heads = re.findall(r"<thead>(.*?)</thead>", page)
+    return [html.unescape(h) for th in heads for h in re.findall(r"<th>(.*?)</th>", th)]
 
 
 def test_every_table_heading_is_in_words_and_factors_read_as_written(report, tmp_path):

@@ -244,8 +244,6 @@ HEADINGS: dict[str, str] = {
     "sample_interval": "sample interval (s)",
     "n": "trials",
     "jain": "Jain's index",
-    "favourable": "favourable",
-    "harmful": "harmful",
     "ok": "OK",
     "total": "planned runs",
     "class_sim": "verdict class (sim)",
@@ -556,7 +554,8 @@ def render_report(
         )
     if not c.empty:
         shown, same = cells_display(c)
-        parts.append(f"<h2>Cells (mean over trials ± 95 % CI)</h2><p>Every cell: {html.escape(same)}.</p>" + _table(shown))
+        common = f"<p>Every cell: {html.escape(same)}.</p>" if same else ""
+        parts.append("<h2>Cells (mean over trials ± 95 % CI)</h2>" + common + _table(shown))
     for d in designs:
         parts.append(f"<h2>Design {html.escape(d['name'])}</h2><pre>{html.escape(d['content'])}</pre>")
     parts.append("</body></html>")

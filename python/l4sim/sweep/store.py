@@ -14,11 +14,10 @@ object of per-run metrics computed by whatever study registered a metrics functi
 
 A run's key is sha256(canonical scenario JSON, seed, model version). A finished run is
 committed in ONE transaction (its ``runs``, ``flows`` and ``qdisc_stats`` rows), after its
-series file was written
-under a temporary name and renamed into place. So killing the writer at any moment
-loses at most the runs in flight; a series file without a row (killed between rename and
-commit) is removed when the next writer opens the store, and the run is simply done again.
-Readers open the index read-only and can read while a study runs (WAL).
+series file was written under a temporary name and renamed into place. So killing the
+writer at any moment loses at most the runs in flight; a series file without a row (killed
+between rename and commit) is removed when the next writer opens the store, and the run is
+simply done again. Readers open the index read-only and can read while a study runs (WAL).
 """
 
 from __future__ import annotations
