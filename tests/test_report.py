@@ -9,6 +9,7 @@ test is fast. The browser part skips only when Chromium or its driver is missing
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from pathlib import Path
@@ -62,9 +63,9 @@ def report(tmp_path_factory) -> Path:
 def test_comparison_flags_exactly_the_cell_out_of_tolerance():
     ref = reference_comparison(cells(_runs()))
     assert ref is not None and len(ref) == len(AQMS) * len(BUFS) * len(ECN)
-    off = ref[ref["share diff"].abs() > SHARE_TOLERANCE]
-    assert list(zip(off["aqm"], off["n_bdp"], off["classic ECN"])) == [("FIFO", 2.0, "none")]
-    assert ref["rel delay testbed"].notna().all() and ref["rel delay sim"].notna().all()
+    off = ref[ref["share_diff"].abs() > SHARE_TOLERANCE]
+    assert list(zip(off["aqm"], off["n_bdp"], off["rx_classic_ecn"])) == [("FIFO", 2.0, "none")]
+    assert ref["rel_delay_tb"].notna().all() and ref["rel_delay_sim"].notna().all()
 
 
 def test_compare_figure_has_three_sides_in_two_sizes_and_log_delays(tmp_path):
@@ -88,6 +89,29 @@ def test_compare_figure_has_three_sides_in_two_sizes_and_log_delays(tmp_path):
     assert col.get_size_inches()[0] == pytest.approx(plots.COLUMN_WIDTH_IN)
     files = plots.save(col, tmp_path / "col", ("pdf",))
     assert files[0].read_bytes()[:4] == b"%PDF"
+
+
+def _headings(page: str) -> list[str]:
+    heads = re.findall(r"<thead>(.*?)</thead>", page)
+    return [html.unescape(h) for th in heads for h in re.findall(r"<th>(.*?)</th>", th)]
+
+
+def test_every_table_heading_is_in_words_and_factors_read_as_written(report, tmp_path):
+    """No internal column name (``share_sim``, ``l4s_tput_mbps_mean``) heads a table of the
+    reproduce or the validate report; buffer sizes read 0.5, not 0.500."""
+    from l4sim.studies import validate
+
+    ref = validate.load_reference(validate.REFERENCE)
+    ref = ref[ref["aqm"].isin(AQMS) & ref["n_bdp"].isin(BUFS)]
+    cmp = validate.compare(_runs(), ref)
+    page = validate.write_html(cmp, validate.summarise(cmp, _runs(), ref), {}, tmp_path / "v.html", md="")
+    for p in (report, page):
+        text = p.read_text()
+        heads = _headings(text)
+        assert "L4S share (sim)" in heads and "buffer (x BDP)" in heads, heads
+        assert not [h for h in heads if re.search(r"[a-z0-9]_[a-z0-9]", h)], heads
+        assert "<td>0.5</td>" in text and "<td>0.500</td>" not in text
+    assert "L4S throughput (Mbit/s)" in _headings(report.read_text())  # the cell table
 
 
 def test_table_numbers_are_fixed_point_with_about_three_digits():

@@ -500,10 +500,10 @@ def test_reproduce_report_compares_share_and_relative_delay_with_the_testbed(tmp
     with Store(out / "store") as st:
         ref = reference_comparison(cells(st.runs()))
     assert ref is not None and len(ref) == 90
-    for col in ("share sim", "share testbed", "share diff", "rel delay sim", "rel delay testbed", "rel delay diff"):
+    for col in ("share_sim", "share_tb", "share_diff", "rel_delay_sim", "rel_delay_tb", "rel_delay_diff"):
         assert col in ref and ref[col].notna().any(), col
-    flagged = ref["share within tolerance"] == "NO"
-    assert (ref.loc[flagged, "share diff"].abs() > SHARE_TOLERANCE).all()
-    assert (ref.loc[~flagged, "share diff"].abs() <= SHARE_TOLERANCE).all()
+    flagged = ref["share_ok"] == "NO"
+    assert (ref.loc[flagged, "share_diff"].abs() > SHARE_TOLERANCE).all()
+    assert (ref.loc[~flagged, "share_diff"].abs() <= SHARE_TOLERANCE).all()
     html = (out / "report.html").read_text()
-    assert "rel delay testbed" in html and "flagged NO" in html and "docs/validation.md" in html
+    assert "relative delay (testbed)" in html and "flagged NO" in html and "docs/validation.md" in html

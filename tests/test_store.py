@@ -212,3 +212,38 @@ def test_qdisc_statistics_are_stored_generically_one_row_per_run_and_qdisc(tmp_p
     assert (b["kind"], b["drops"], b["sojourn_p99_ms"]) == ("dualpi2", 3, 4.5)
     assert (b["drops_by_reason.aqm"], b["extra.step_marks"]) == (2, 7)
     assert q.loc["other", "marks"] == 9 and q.loc["other", "kind"] == "fq_codel"
+
+
+def test_a_store_written_before_runs_had_metrics_reads_and_resumes(tmp_path):
+    """Rows of a schema-1 store (no ``metrics`` column) get their metrics computed from the
+    stored result; a writer adds the column and new rows store theirs."""
+    import sqlite3
+
+    with Store(tmp_path, write=True) as st:
+        st.record("old", design="d", factors={"aqm": "FIFO"}, seed=1, model_version="f", result=fake_result())
+    db = sqlite3.connect(tmp_path / "index.sqlite")
+    db.execute("ALTER TABLE runs DROP COLUMN metrics")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    assert Store(tmp_path).runs()["l4s_tput_mbps"].tolist() == [60.0]  # read-only, as it is
+    with Store(tmp_path, write=True) as st:
+        st.record("new", design="d", factors={"aqm": "FIFO"}, seed=2, model_version="f", result=fake_result(l4s=70))
+        df = st.runs()
+    assert df["l4s_tput_mbps"].tolist() == [60.0, 70.0] and df["utilisation"].tolist() == [0.97, 0.97]
+
+
+def test_the_runs_table_is_generic_the_metrics_are_the_registered_studys(tmp_path):
+    """sweep/ names no study metric: the runs table has one JSON ``metrics`` column, filled by
+    the function ``l4sim.studies`` registers."""
+    import sqlite3
+
+    from l4sim.studies.analysis import run_metrics
+
+    with Store(tmp_path, write=True) as st:
+        st.record("k", design="d", factors={}, seed=1, model_version="f", result=fake_result())
+    cols = {r[1] for r in sqlite3.connect(tmp_path / "index.sqlite").execute("PRAGMA table_info(runs)")}
+    assert "metrics" in cols and not cols & {"l4s_tput_mbps", "jain_index", "utilisation"}
+    assert Store(tmp_path).runs().iloc[0][list(run_metrics(fake_result()))].tolist() == list(
+        run_metrics(fake_result()).values()
+    )

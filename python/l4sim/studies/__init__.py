@@ -8,8 +8,8 @@
 - ``validate``: simulation vs the testbed's reference data
 
 Importing this package registers what the study adds to the generic layers: the
-``[factors]`` form of a scenario file (``l4sim.scenario``) and the study's metric columns and
-factor order in the results store (``l4sim.sweep.store``).
+``[factors]`` form of a scenario file (``l4sim.scenario``) and, in the results store
+(``l4sim.sweep.store``), the study's per-run metrics function and factor column order.
 """
 
 from l4sim import scenario as _scenario

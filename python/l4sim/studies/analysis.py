@@ -127,19 +127,20 @@ def _flow(result: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
 
 
 def run_metrics(result: Mapping[str, Any], l4s: str = "l4s", classic: str = "classic") -> dict:
-    """The study's per-run metrics from one run's result dict (results.rs schema)."""
-    out: dict[str, Any] = {}
-    for role, name in (("l4s", l4s), ("classic", classic)):
-        f = _flow(result, name)
-        out[f"{role}_tput_mbps"] = None if f is None else f.get("goodput_mbps")
-        out[f"{role}_qdelay_ms"] = None if f is None else f.get("qdelay_ms")
-    out["jain_index"] = result.get("jain_index")
+    """The study's per-run metrics from one run's result dict (results.rs schema), in the
+    order of :data:`METRICS`, then Jain's index and the bottleneck's utilisation (the results
+    store keeps them per run and shows them as columns in this order)."""
+    fl, fc = _flow(result, l4s) or {}, _flow(result, classic) or {}
     links = result.get("links") or []
-    link = next((lk for lk in links if lk.get("name") == "bottleneck"), links[0] if links else None)
-    out["utilisation"] = None if link is None else link.get("utilisation")
-    for k in ("sim_seconds", "wall_seconds", "events"):
-        out[k] = result.get(k)
-    return out
+    link = next((lk for lk in links if lk.get("name") == "bottleneck"), links[0] if links else {})
+    return {
+        "l4s_tput_mbps": fl.get("goodput_mbps"),
+        "classic_tput_mbps": fc.get("goodput_mbps"),
+        "l4s_qdelay_ms": fl.get("qdelay_ms"),
+        "classic_qdelay_ms": fc.get("qdelay_ms"),
+        "jain_index": result.get("jain_index"),
+        "utilisation": link.get("utilisation"),
+    }
 
 
 def cell_columns(df: pd.DataFrame) -> list[str]:

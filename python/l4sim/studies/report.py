@@ -1,9 +1,10 @@
 """Export a store to CSV and write a self-contained HTML report (figures embedded as base64).
 
-``results.csv``: one row per run: the factors (study order), then ``l4s_tput_mbps``,
-``classic_tput_mbps``, ``l4s_qdelay_ms``, ``classic_qdelay_ms``, then everything else recorded
-(seed, key, model version, timings, Jain index, utilisation, per-flow columns
-``<flow>_<field>``, bottleneck qdisc columns ``qdisc_<name>_<field>``).
+``results.csv``: one row per run: the factors (study order), then the study's per-run metrics
+(``analysis.run_metrics``: ``l4s_tput_mbps``, ``classic_tput_mbps``, ``l4s_qdelay_ms``,
+``classic_qdelay_ms``, ``jain_index``, ``utilisation``), then everything else recorded (seed,
+key, model version, backend, timings, per-flow columns ``<flow>_<field>``, bottleneck qdisc
+columns ``qdisc_<name>_<field>``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from l4sim.studies.analysis import VerdictRules, add_verdicts, cells, delay_ok, verdict_table
-from l4sim.sweep.store import FLOW_COLUMNS, METRIC_COLUMNS, Store
+from l4sim.studies.analysis import METRICS, VerdictRules, add_verdicts, cells, delay_ok, verdict_table
+from l4sim.studies.study import FACTOR_ORDER
+from l4sim.sweep.store import FLOW_COLUMNS, Store
 
 REFERENCE_ANRW24 = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
 _QDISC_FIELDS = (
@@ -117,23 +119,23 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
         {
             "aqm": m["aqm"],
             "n_bdp": m["n_bdp"],
-            "classic ECN": m["rx_classic_ecn"],
-            "trials sim": m["n"] if "n" in m else float("nan"),
-            "share sim": m["share"],
-            "share testbed": m["l4s_share"],
+            "rx_classic_ecn": m["rx_classic_ecn"],
+            "trials": m["n"] if "n" in m else float("nan"),
+            "share_sim": m["share"],
+            "share_tb": m["l4s_share"],
         }
     )
-    out["share diff"] = out["share sim"] - out["share testbed"]
+    out["share_diff"] = out["share_sim"] - out["share_tb"]
     # relative delay (Q_c - Q_l) / Q_c, as the study's heatmaps, side by side
     qc, ql = m["legacy_qdelay_ms"], m["l4s_qdelay_ms"]
-    out["rel delay sim"] = m["rel_delay"] if "rel_delay" in m else float("nan")
-    out["rel delay testbed"] = ((qc - ql) / qc).where(qc > 0)
-    out["rel delay diff"] = out["rel delay sim"] - out["rel delay testbed"]
-    out["L4S qdelay sim"] = m["l4s_qdelay_ms_mean"]
-    out["L4S qdelay testbed"] = m["l4s_qdelay_ms"]
-    out["classic qdelay sim"] = m["classic_qdelay_ms_mean"]
-    out["classic qdelay testbed"] = m["legacy_qdelay_ms"]
-    out["share within tolerance"] = out["share diff"].abs().le(SHARE_TOLERANCE).map({True: "yes", False: "NO"})
+    out["rel_delay_sim"] = m["rel_delay"] if "rel_delay" in m else float("nan")
+    out["rel_delay_tb"] = ((qc - ql) / qc).where(qc > 0)
+    out["rel_delay_diff"] = out["rel_delay_sim"] - out["rel_delay_tb"]
+    out["l4s_qdelay_ms_sim"] = m["l4s_qdelay_ms_mean"]
+    out["l4s_qdelay_ms_tb"] = m["l4s_qdelay_ms"]
+    out["classic_qdelay_ms_sim"] = m["classic_qdelay_ms_mean"]
+    out["classic_qdelay_ms_tb"] = m["legacy_qdelay_ms"]
+    out["share_ok"] = out["share_diff"].abs().le(SHARE_TOLERANCE).map({True: "yes", False: "NO"})
     return out
 
 
@@ -141,11 +143,11 @@ def out_of_tolerance(ref: pd.DataFrame) -> pd.DataFrame:
     """Booleans, the shape of ``reference_comparison``: the share difference beyond
     :data:`SHARE_TOLERANCE`, a queueing delay outside ``validate``'s max(1 ms, 25 %)."""
     off = pd.DataFrame(False, index=ref.index, columns=ref.columns)
-    bad = ref["share diff"].abs() > SHARE_TOLERANCE
-    off["share diff"] = off["share within tolerance"] = bad
-    for who in ("L4S", "classic"):
-        s, t = ref[f"{who} qdelay sim"], ref[f"{who} qdelay testbed"]
-        off[f"{who} qdelay sim"] = ~pd.Series(delay_ok(s, t), index=ref.index) & s.notna()
+    bad = ref["share_diff"].abs() > SHARE_TOLERANCE
+    off["share_diff"] = off["share_ok"] = bad
+    for who in ("l4s", "classic"):
+        s, t = ref[f"{who}_qdelay_ms_sim"], ref[f"{who}_qdelay_ms_tb"]
+        off[f"{who}_qdelay_ms_sim"] = ~pd.Series(delay_ok(s, t), index=ref.index) & s.notna()
     return off
 
 
@@ -202,17 +204,77 @@ def fmt_number(x: Any) -> str:
     return str(x)
 
 
+#: The study's quantities: column stem -> (what, unit).
+_QUANTITIES = {
+    "share": ("L4S share", ""),
+    "rel_delay": ("relative delay", ""),
+    "l4s_tput_mbps": ("L4S throughput", "Mbit/s"),
+    "classic_tput_mbps": ("classic throughput", "Mbit/s"),
+    "l4s_qdelay_ms": ("L4S queueing delay", "ms"),
+    "classic_qdelay_ms": ("classic queueing delay", "ms"),
+}
+_SIDE_NAMES = {"sim": "sim", "tb": "testbed", "diff": "difference", "err": "difference"}
+
+
+def _heading(what: str, *notes: str) -> str:
+    """"L4S throughput (sim, Mbit/s)": the quantity, then its side and unit if any."""
+    notes = tuple(n for n in notes if n)
+    return f"{what} ({', '.join(notes)})" if notes else what
+
+
+#: Table headings: column name -> what a reader sees (every table of the reports).
+HEADINGS: dict[str, str] = {
+    "aqm": "AQM",
+    "n_bdp": "buffer (x BDP)",
+    "btl_capacity": "bottleneck (Mbit/s)",
+    "base_rtt": "base RTT (ms)",
+    "ecn_threshold": "ECN threshold (ms)",
+    "ecn_fallback": "Prague ECN fallback",
+    "tx_l4s_ecn": "L4S sender ECN",
+    "rx_l4s_ecn": "L4S receiver ECN",
+    "tx_classic_ecn": "classic sender ECN",
+    "rx_classic_ecn": "classic receiver ECN",
+    "cc_l4s": "L4S CC",
+    "cc_classic": "classic CC",
+    "rx_l4s_cc": "L4S receiver CC",
+    "rx_classic_cc": "classic receiver CC",
+    "n_l4s": "L4S flows",
+    "n_classic": "classic flows",
+    "duration": "duration (s)",
+    "sample_interval": "sample interval (s)",
+    "n": "trials",
+    "jain": "Jain's index",
+    "ok": "OK",
+    "total": "planned runs",
+    "class_sim": "verdict class (sim)",
+    "class_tb": "verdict class (testbed)",
+    **{q: _heading(w, u) for q, (w, u) in _QUANTITIES.items()},
+    **{f"{q}_mean": _heading(w, u) for q, (w, u) in _QUANTITIES.items()},
+    **{f"{q}_{s}": _heading(w, side, u) for q, (w, u) in _QUANTITIES.items() for s, side in _SIDE_NAMES.items()},
+    "share_ok": f"L4S share within {SHARE_TOLERANCE:g}",
+    "l4s_qdelay_ok": "L4S queueing delay within tolerance",
+    "classic_qdelay_ok": "classic queueing delay within tolerance",
+    **{f"{q}_sim_in_tb": f"{w}: sim within testbed spread" for q, (w, _) in _QUANTITIES.items()},
+    **{f"{q}_tb_in_sim": f"{w}: testbed within sim spread" for q, (w, _) in _QUANTITIES.items()},
+}
+#: Columns holding a factor's value: shown as written (0.5, 100), not to three digits.
+_AS_WRITTEN = set(FACTOR_ORDER)
+
+
 def _table(
     df: pd.DataFrame, index: bool = False, *, cell_classes: pd.DataFrame | None = None, css: str = "t"
 ) -> str:
-    """An HTML table in a horizontally scrolling wrapper; columns with no value at all (every
-    entry missing or "n/a") are left out; ``cell_classes``: booleans, True adds class "off"."""
+    """An HTML table in a horizontally scrolling wrapper, headed by :data:`HEADINGS`; columns
+    with no value at all (every entry missing or "n/a") are left out; ``cell_classes``:
+    booleans, True adds class "off"."""
     def empty(v: Any) -> bool:
         return v is None or (isinstance(v, str) and v == "n/a") or (isinstance(v, float) and not math.isfinite(v))
 
     keep = [c for c in df.columns if not df[c].map(empty).all()]
     d = df[keep]
-    head = ([html.escape(str(d.index.name or ""))] if index else []) + [html.escape(str(c)) for c in d.columns]
+    head = ([html.escape(str(d.index.name or ""))] if index else []) + [
+        html.escape(HEADINGS.get(str(c), str(c))) for c in d.columns
+    ]
     rows = []
     for pos, (idx, r) in enumerate(d.iterrows()):
         flagged = [c for c in keep if cell_classes is not None and c in cell_classes]
@@ -223,7 +285,8 @@ def _table(
             x = v.item() if hasattr(v, "item") else v
             off = cell_classes is not None and c in cell_classes and bool(cell_classes.iloc[pos][c])
             cls = " class='off'" if off else ""
-            tds.append(f"<td{cls}>{html.escape(fmt_number(x))}</td>")
+            text = _as_written(x) if c in _AS_WRITTEN and isinstance(x, float) and math.isfinite(x) else fmt_number(x)
+            tds.append(f"<td{cls}>{html.escape(text)}</td>")
         tr = "<tr class='out-of-tolerance'>" if off_row else "<tr>"
         rows.append(tr + "".join(tds) + "</tr>")
     return (
@@ -238,7 +301,8 @@ def _table(
 CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}
 div.scroll{overflow-x:auto;max-width:100%}
 table.t{border-collapse:collapse;font-size:12px}table.t td,table.t th{padding:2px 6px;
-border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}img{max-width:100%}pre{background:#f6f6f6;
+border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+table.t thead th{white-space:normal;vertical-align:bottom;max-width:8em}img{max-width:100%}pre{background:#f6f6f6;
 padding:.5em;font-size:12px;overflow:auto}h2{border-bottom:1px solid #ccc}
 tr.out-of-tolerance{background:#fff4e5}td.off{background:#f8c9c4;font-weight:bold}
 div.panels{display:flex;flex-wrap:wrap;gap:.5em;align-items:flex-start}
@@ -360,6 +424,33 @@ def comparison_section(
     return "\n".join(parts)
 
 
+def cells_display(c: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The cell table as shown: the factors that vary, then each metric's mean "± 95 % CI"
+    (the CI where there are two trials or more), Jain's index, utilisation and the verdicts;
+    and the factors every cell shares, in words ("AQM = FIFO, base RTT (ms) = 10")."""
+    factors = [f for f in FACTOR_ORDER + ("n",) if f in c]
+    varying = [f for f in factors if c[f].map(_as_written).nunique() > 1]
+    same = ", ".join(f"{HEADINGS.get(f, f)} = {_as_written(c[f].iloc[0])}" for f in factors if f not in varying)
+    out = c[varying].copy()
+    for q in ("share", "rel_delay", *(f"{m}_mean" for m in METRICS)):
+        ci = c.get(f"{q.removesuffix('_mean')}_ci95")
+        out[q] = [
+            f"{fmt_number(v)} ± {fmt_number(e)}" if e is not None and math.isfinite(e) else v
+            for v, e in zip(c[q], ci if ci is not None else [None] * len(c), strict=True)
+        ]
+    for k in ("jain", "utilisation", "favourable", "harmful", "ok"):
+        if k in c:
+            out[k] = c[k]
+    return out, same
+
+
+def _as_written(x: Any) -> str:
+    """A factor's value as the study writes it: 0.5, 100, FIFO; no value as "none"."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "none"
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
 def write_report(
     store_dir: str | Path,
     out: str | Path,
@@ -440,8 +531,8 @@ def render_report(
         parts.append(comparison_section(c, out.parent / "figures", reference=reference or REFERENCE_ANRW24))
         parts.append(
             "<h2>Simulation vs testbed, cell by cell (ANRW'24 reference data)</h2>"
-            f"<p>Mean |share difference| = {ref['share diff'].abs().mean():.3f} "
-            f"over {len(ref)} cells; {int((ref['share within tolerance'] == 'NO').sum())} cells differ by more "
+            f"<p>Mean |share difference| = {ref['share_diff'].abs().mean():.3f} "
+            f"over {len(ref)} cells; {int((ref['share_ok'] == 'NO').sum())} cells differ by more "
             f"than {SHARE_TOLERANCE:g} (flagged NO). Highlighted: a share difference beyond "
             f"{SHARE_TOLERANCE:g}, or a simulated queueing delay outside max(1 ms, 25 %) of the testbed's. "
             "Delays in ms. How close the model is, metric by metric: "
@@ -462,8 +553,9 @@ def render_report(
             + "</ul>"
         )
     if not c.empty:
-        cols = [x for x in c.columns if not x.endswith("_std")]
-        parts.append("<h2>Cells (mean over trials, 95 % CI)</h2>" + _table(c[cols]))
+        shown, same = cells_display(c)
+        common = f"<p>Every cell: {html.escape(same)}.</p>" if same else ""
+        parts.append("<h2>Cells (mean over trials ± 95 % CI)</h2>" + common + _table(shown))
     for d in designs:
         parts.append(f"<h2>Design {html.escape(d['name'])}</h2><pre>{html.escape(d['content'])}</pre>")
     parts.append("</body></html>")
@@ -496,5 +588,4 @@ __all__ = [
     "comparison_section",
     "reference_comparison",
     "status_lines",
-    "METRIC_COLUMNS",
 ]

@@ -399,6 +399,8 @@ _SHOW = [
 
 
 def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, model_version: str) -> str:
+    from l4sim.studies.report import HEADINGS, fmt_number
+
     lines = [
         "# l4sim validation against the testbed",
         "",
@@ -418,14 +420,13 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
             lines.append(f"| {col} | {row} | {a} | {b} | {same} |")
     off = cmp[cmp["off"]]
     lines += ["", f"## Cells off ({len(off)}): |share error| > 0.10 or a delay outside max(1 ms, 25 %)", ""]
-    lines.append("| case | AQM | BDP | share sim | share tb | Q_l4s sim | Q_l4s tb | Q_classic sim | Q_classic tb |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    cols = ["aqm", "n_bdp", "share_sim", "share_tb"]
+    cols += [f"{who}_qdelay_ms_{side}" for who in ("l4s", "classic") for side in ("sim", "tb")]
+    lines.append("| case | " + " | ".join(HEADINGS[c] for c in cols) + " |")
+    lines.append("|---|---|" + "---:|" * (len(cols) - 1))
     for _, r in off.iterrows():
-        lines.append(
-            f"| {r['case']} | {r['aqm']} | {r['n_bdp']:g} | {r['share_sim']:.2f} | {r['share_tb']:.2f} | "
-            f"{r['l4s_qdelay_ms_sim']:.2f} | {r['l4s_qdelay_ms_tb']:.2f} | {r['classic_qdelay_ms_sim']:.2f} | "
-            f"{r['classic_qdelay_ms_tb']:.2f} |"
-        )
+        vals = [r["aqm"], f"{r['n_bdp']:g}", *(fmt_number(r[c]) for c in cols[2:])]
+        lines.append(f"| {CASES.get(r['case'], r['case'])} | " + " | ".join(vals) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -468,7 +469,7 @@ def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path,
             + ", ".join(f"<a href='figures/{html.escape(Path(p).name)}'>{html.escape(n)}</a>" for n, p in figs.items())
             + "</p>"
         )
-    show = cmp[[c for c in _SHOW if c in cmp.columns]]
+    show = cmp[[c for c in _SHOW if c in cmp.columns]].assign(case=cmp["case"].map(lambda c: CASES.get(c, c)))
     off = pd.DataFrame(False, index=show.index, columns=show.columns)
     off["share_err"] = ~cmp["share_within_0.10"]
     off["l4s_qdelay_ms_sim"] = ~cmp["l4s_qdelay_ok"]
@@ -565,7 +566,7 @@ def register(subparsers: Any) -> None:
         metavar="CSV",
         help="reference data (repeatable; default: both shipped references, Prague vs CUBIC and vs BBR)",
     )
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_validate)
 
 

@@ -6,13 +6,18 @@ Layout::
     DIR/series/KEY.parquet  time series of one run (pandas + pyarrow; ``.npz`` if no pyarrow)
     DIR/lock                held with fcntl.flock by the one writer; holds its pid
 
+The records are generic: a ``runs`` row per run (design, factors, seed, model version,
+backend, status, timings, the result without its series as JSON, and ``metrics``: a JSON
+object of per-run metrics computed by whatever study registered a metrics function, see
+:func:`register_study_columns`), ``flows`` (one row per run and flow) and ``qdisc_stats``
+(every numeric statistic of each qdisc). Nothing here knows a study's metric names.
+
 A run's key is sha256(canonical scenario JSON, seed, model version). A finished run is
-committed in ONE transaction (its ``runs`` row, its ``flows`` rows and its ``qdisc_stats``
-rows: every numeric statistic of each qdisc, generic), after its series file was written
-under a temporary name and renamed into place. So killing the writer at any moment
-loses at most the runs in flight; a series file without a row (killed between rename and
-commit) is removed when the next writer opens the store, and the run is simply done again.
-Readers open the index read-only and can read while a study runs (WAL).
+committed in ONE transaction (its ``runs``, ``flows`` and ``qdisc_stats`` rows), after its
+series file was written under a temporary name and renamed into place. So killing the
+writer at any moment loses at most the runs in flight; a series file without a row (killed
+between rename and commit) is removed when the next writer opens the store, and the run is
+simply done again. Readers open the index read-only and can read while a study runs (WAL).
 """
 
 from __future__ import annotations
@@ -30,13 +35,14 @@ from typing import Any
 
 from l4sim.sweep.designs import canonical_json
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 #: Which backend produced a run when its result does not say (the packet-level simulator).
 DEFAULT_BACKEND = "l4sim-sim"
 
 # What a study adds to the generic store (registered by ``l4sim.studies`` when imported): the
-# per-run metric columns computed from a result, and the order of factor columns in
-# ``Store.runs()``. The store itself knows nothing of any study's factors or metrics.
+# per-run metrics computed from a result (stored as the JSON column ``runs.metrics``, shown as
+# columns by ``Store.runs()`` in the order the function returns them), and the order of factor
+# columns in ``Store.runs()``. The store itself knows nothing of any study's factors or metrics.
 _metrics_fn: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 _factor_order: tuple[str, ...] = ()
 
@@ -50,8 +56,12 @@ def register_study_columns(
     _metrics_fn = metrics
 
 
-METRIC_COLUMNS = ("l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms", "classic_qdelay_ms")
-EXTRA_COLUMNS = ("jain_index", "utilisation", "sim_seconds", "wall_seconds", "events")
+#: Numbers every result reports (results.rs), kept as columns of ``runs``.
+RESULT_COLUMNS = ("sim_seconds", "wall_seconds", "events")
+#: Columns ``runs`` gained after schema 1, with their type: added when a writer opens an older
+#: store. Rows written before have no ``metrics``; ``Store.runs()`` computes them from the
+#: stored result (the same function on the same numbers).
+_ADDED_COLUMNS = {"backend": f"TEXT DEFAULT '{DEFAULT_BACKEND}'", "metrics": "TEXT"}
 FLOW_COLUMNS = (
     "name",
     "cc",
@@ -93,7 +103,8 @@ CREATE TABLE IF NOT EXISTS runs (
     status TEXT NOT NULL,
     error TEXT,
     started REAL, finished REAL,
-    {", ".join(c + " REAL" for c in METRIC_COLUMNS + EXTRA_COLUMNS)},
+    {", ".join(c + " REAL" for c in RESULT_COLUMNS)},
+    metrics TEXT,
     series TEXT,
     summary TEXT);
 CREATE TABLE IF NOT EXISTS qdisc_stats (
@@ -212,10 +223,11 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
-            if "backend" not in {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}:
-                # stores written before runs recorded their backend: all were the simulator's
-                self.db.execute(f"ALTER TABLE runs ADD COLUMN backend TEXT DEFAULT '{DEFAULT_BACKEND}'")
-            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+            have = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
+            for col, typ in _ADDED_COLUMNS.items():  # an older store: runs before had none
+                if col not in have:
+                    self.db.execute(f"ALTER TABLE runs ADD COLUMN {col} {typ}")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             self._cleanup()
         else:
             idx = self.path / "index.sqlite"
@@ -314,13 +326,11 @@ class Store:
         if not self.write:
             raise StoreError("store opened read-only")
         cell = {k: v for k, v in factors.items() if k != "trial"}
-        series_name = None
-        metrics: dict[str, Any] = {}
+        series_name = metrics = summary = None
         flows: list[Mapping[str, Any]] = []
-        summary = None
         if result is not None:
             series_name = self._write_series(key, result)
-            metrics = dict(_metrics_fn(result)) if _metrics_fn is not None else {}
+            metrics = json.dumps(dict(_metrics_fn(result))) if _metrics_fn is not None else None
             flows = result.get("flows") or []
             summary = json.dumps({k: v for k, v in result.items() if k not in ("series", "rtt_samples")})
         status = "done" if result is not None else "error"
@@ -337,8 +347,8 @@ class Store:
             "error",
             "started",
             "finished",
-            *METRIC_COLUMNS,
-            *EXTRA_COLUMNS,
+            *RESULT_COLUMNS,
+            "metrics",
             "series",
             "summary",
         ]
@@ -354,8 +364,8 @@ class Store:
             error,
             started,
             finished,
-            *[metrics.get(c) for c in METRIC_COLUMNS],
-            *[metrics.get(c) if c in metrics else (result or {}).get(c) for c in EXTRA_COLUMNS],
+            *[(result or {}).get(c) for c in RESULT_COLUMNS],
+            metrics,
             series_name,
             summary,
         ]
@@ -416,7 +426,8 @@ class Store:
         return out
 
     def runs(self, *, design: str | None = None, status: str | None = "done"):
-        """One row per run: factor columns (study order), the study metrics, then the rest."""
+        """One row per run: factor columns (study order), the registered study's metrics,
+        then the rest (seed, key, design, model version, backend, status, timings, ...)."""
         import pandas as pd
 
         q = "SELECT r.* FROM runs r"
@@ -434,44 +445,32 @@ class Store:
         q += " ORDER BY r.rowid"
         rows = [dict(r) for r in self.db.execute(q, args)]
         facs = [json.loads(r["factors"]) for r in rows]
+        mets = [self._metrics(r) for r in rows]
         names = [k for k in _factor_order if any(k in f for f in facs)]
         names += sorted({k for f in facs for k in f} - set(names))
-        data = []
-        for r, f in zip(rows, facs, strict=True):
-            d = {k: f.get(k) for k in names}
-            for c in METRIC_COLUMNS:
-                d[c] = r[c]
-            d["seed"] = r["seed"]
-            d["key"] = r["key"]
-            d["design"] = r["design"]
-            d["model_version"] = r["model_version"]
-            d["backend"] = r["backend"]
-            d["status"] = r["status"]
-            for c in EXTRA_COLUMNS:
-                d[c] = r[c]
-            d["started"] = r["started"]
-            d["finished"] = r["finished"]
-            d["series"] = r["series"]
-            d["error"] = r["error"]
-            data.append(d)
-        cols = (
-            names
-            + list(METRIC_COLUMNS)
-            + [
-                "seed",
-                "key",
-                "design",
-                "model_version",
-                "backend",
-                "status",
-                *EXTRA_COLUMNS,
-                "started",
-                "finished",
-                "series",
-                "error",
-            ]
-        )
-        return pd.DataFrame(data, columns=cols)
+        metric_names = list(dict.fromkeys(k for m in mets for k in m))
+        rest = ["seed", "key", "design", "model_version", "backend", "status", *RESULT_COLUMNS]
+        rest += ["started", "finished", "series", "error"]
+        data = [
+            {
+                **{k: f.get(k) for k in names},
+                **{k: m.get(k) for k in metric_names},
+                **{k: r.get(k) for k in rest},
+                "backend": r.get("backend") or DEFAULT_BACKEND,
+            }
+            for r, f, m in zip(rows, facs, mets, strict=True)
+        ]
+        return pd.DataFrame(data, columns=names + metric_names + rest)
+
+    @staticmethod
+    def _metrics(row: Mapping[str, Any]) -> dict[str, Any]:
+        """A run row's study metrics: stored, or (rows of an older store) computed from its
+        stored result by the registered function."""
+        if row.get("metrics"):
+            return json.loads(row["metrics"])
+        if row.get("summary") and _metrics_fn is not None:
+            return dict(_metrics_fn(json.loads(row["summary"])))
+        return {}
 
     def qdiscs(self):
         """One row per run and qdisc: every numeric statistic the run reported for it
