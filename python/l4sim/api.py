@@ -6,6 +6,7 @@ module turns each table into a pandas DataFrame:
 * ``flows``, ``qdiscs``, ``links``: one row per flow / qdisc / link, columns = result fields;
   the per-reason and per-codepoint dicts of a qdisc are flattened into columns
   (``drops_overlimit``, ``drops_ect1``, ``marks_ect1``, ...), its ``extra`` entries too;
+  ``qdisc_classes`` the same for the classes of classful qdiscs (``tc -s`` per class);
 * ``series_flows()`` / ``series_qdiscs()``: long format (``t``, ``name``, ``variable``,
   ``value``); ``timeseries(flow=...)`` a wide frame indexed by ``t``.
 """
@@ -175,6 +176,13 @@ class RunResult:
     def qdiscs(self) -> pd.DataFrame:
         """One row per qdisc; drop/mark dicts flattened (``drops_overlimit``, ``marks_ect1``)."""
         return _frame([_flatten_qdisc(q) for q in self.raw.get("qdiscs", [])], _QDISC_FLOATS)
+
+    @property
+    def qdisc_classes(self) -> pd.DataFrame:
+        """The classes of classful qdiscs (prio bands, a tbf's or wifi's child) with their own
+        counters, as ``tc -s`` lists them: one row each, columns as ``qdiscs``, named
+        ``PORT/band0``, ``PORT/band0/child``, ...; empty without a classful qdisc."""
+        return _frame([_flatten_qdisc(q) for q in self.raw.get("qdisc_classes", [])], _QDISC_FLOATS)
 
     @property
     def links(self) -> pd.DataFrame:

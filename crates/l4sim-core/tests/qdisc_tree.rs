@@ -46,6 +46,35 @@ fn a_tbf_capped_priority_band_keeps_its_cap_and_the_classic_band_takes_the_rest(
     assert!(r.conservation_ok);
     let q = &r.qdiscs[0];
     assert_eq!(q.kind, "prio");
+    // Per-class counters as `tc -s` lists them: the bands (and the tbf's child) add up to the
+    // root, and the capped band carried the L4S flow's packets only.
+    let class = |n: &str| r.qdisc_classes.iter().find(|c| c.name == n).unwrap();
+    let names: Vec<&str> = r.qdisc_classes.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "bottleneck/band0",
+            "bottleneck/band0/child",
+            "bottleneck/band1",
+            "bottleneck/band2"
+        ]
+    );
+    let bands = ["bottleneck/band0", "bottleneck/band1", "bottleneck/band2"];
+    assert_eq!(
+        bands.iter().map(|b| class(b).deq_pkts).sum::<u64>(),
+        q.deq_pkts
+    );
+    assert_eq!(bands.iter().map(|b| class(b).drops).sum::<u64>(), q.drops);
+    assert_eq!(class("bottleneck/band0").kind, "tbf");
+    assert_eq!(class("bottleneck/band0/child").kind, "pie");
+    let l4s_pkts = r
+        .classes
+        .iter()
+        .find(|c| c.kind == "flow" && c.name == "l4s")
+        .unwrap()
+        .deq_pkts;
+    assert_eq!(class("bottleneck/band0").deq_pkts, l4s_pkts);
+    assert_eq!(class("bottleneck/band2").enq_pkts, 0);
 }
 
 #[test]

@@ -200,6 +200,10 @@ pub struct RunResult {
     /// Per qdisc: queue delay and counters per traffic class and per flow.
     #[serde(default)]
     pub classes: Vec<ClassResult>,
+    /// The classes of classful qdiscs (prio bands, a tbf's or wifi's child), each with its
+    /// own counters as `tc -s` shows them, named `PORT/band0`, `PORT/band0/child`, ...
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qdisc_classes: Vec<QdiscResult>,
     /// udp_prague flows: the receiver's records every 100 ms.
     #[serde(default)]
     pub udp_records: BTreeMap<String, Vec<crate::traffic::udp_prague::UdpRecord>>,

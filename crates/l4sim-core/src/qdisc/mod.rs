@@ -114,6 +114,11 @@ pub trait QueueDisc {
     fn l4s_mask(&self) -> u8 {
         Ecn::Ect1.bits()
     }
+    /// A classful qdisc's classes, each a child qdisc with its own counters (what
+    /// `tc -s class show` and `tc -s qdisc show` list below the root).
+    fn classes(&self) -> Vec<(String, &Qdisc)> {
+        Vec::new()
+    }
 }
 
 /// Qdisc configuration: `kind` picks the qdisc, the other keys are its tc parameters.
@@ -283,6 +288,9 @@ impl QueueDisc for AnyQdisc {
     #[inline]
     fn ready_at(&self, now: SimTime) -> SimTime {
         dispatch!(self, q => q.ready_at(now))
+    }
+    fn classes(&self) -> Vec<(String, &Qdisc)> {
+        dispatch!(self, q => q.classes())
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         dispatch!(self, q => q.enqueue(pkt, now, drops))
@@ -540,6 +548,11 @@ impl Qdisc {
         pkt
     }
 
+    /// A child of a classful qdisc: built from `spec`, with its own counters.
+    pub fn child(spec: &QdiscSpec, rng: Rng) -> Qdisc {
+        Qdisc::new(build(spec, rng))
+    }
+
     /// Replace the qdisc (`tc qdisc replace`): Linux grafts the new qdisc and resets and
     /// destroys the old one, freeing every packet it held. Those packets are returned as
     /// drops (reason `overlimit`, the closest of the tc counters); the counters carry on.
@@ -567,6 +580,44 @@ impl Qdisc {
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
             self.stats.count_drop(&d.pkt, mask);
         }
+    }
+}
+
+/// A counted qdisc as the child of a classful one: enqueue and dequeue count as the root's
+/// wrapper does, everything else is the inner qdisc's.
+impl QueueDisc for Qdisc {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+    fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
+        drops.extend_from_slice(Qdisc::enqueue(self, pkt, now));
+    }
+    fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
+        Qdisc::dequeue(self, now, drops)
+    }
+    fn ready_at(&self, now: SimTime) -> SimTime {
+        self.inner.ready_at(now)
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn bytes(&self) -> u64 {
+        self.inner.bytes()
+    }
+    fn next_timer(&self) -> SimTime {
+        self.inner.next_timer()
+    }
+    fn on_timer(&mut self, now: SimTime) {
+        self.inner.on_timer(now)
+    }
+    fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
+        self.inner.observe(out)
+    }
+    fn l4s_mask(&self) -> u8 {
+        self.mask
+    }
+    fn classes(&self) -> Vec<(String, &Qdisc)> {
+        self.inner.classes()
     }
 }
 

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AnyQdisc, Drop, QdiscSpec, QueueDisc};
+use super::{Drop, Qdisc, QdiscSpec, QueueDisc};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{SimTime, NEVER};
@@ -107,7 +107,7 @@ impl PrioParams {
 pub struct Prio {
     /// Band per DSCP (filters first, then the priomap), computed once.
     band_of: [[u8; 4]; 64],
-    bands: Vec<AnyQdisc>,
+    bands: Vec<Qdisc>,
 }
 
 impl Prio {
@@ -131,7 +131,7 @@ impl Prio {
                     .get(b)
                     .cloned()
                     .unwrap_or(QdiscSpec::Pfifo { limit: 1000 });
-                super::build(&spec, Rng::new(rng.next_u64(), b as u64))
+                Qdisc::child(&spec, Rng::new(rng.next_u64(), b as u64))
             })
             .collect();
         Prio { band_of, bands }
@@ -149,7 +149,7 @@ impl QueueDisc for Prio {
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         let b = self.classify(&pkt);
-        self.bands[b].enqueue(pkt, now, drops);
+        QueueDisc::enqueue(&mut self.bands[b], pkt, now, drops);
     }
     fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         for q in &mut self.bands {
@@ -194,6 +194,10 @@ impl QueueDisc for Prio {
         for (q, name) in self.bands.iter().zip(NAMES) {
             out.push((name, q.len() as f64));
         }
+    }
+    fn classes(&self) -> Vec<(String, &Qdisc)> {
+        let bands = self.bands.iter().enumerate();
+        bands.map(|(b, q)| (format!("band{b}"), q)).collect()
     }
 }
 

@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AnyQdisc, Drop, DropReason, QdiscSpec, QueueDisc};
+use super::{Drop, DropReason, Qdisc, QdiscSpec, QueueDisc};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{Rate, SimDuration, SimTime};
@@ -87,7 +87,7 @@ pub struct Tbf {
     t_c: SimTime,
     /// Largest packet that can ever pass (`q->max_size`).
     max_size: u32,
-    child: Box<AnyQdisc>,
+    child: Box<Qdisc>,
     /// The child's head, dequeued and waiting for tokens.
     held: Option<Packet>,
     /// When the tokens cover `held` (the watchdog).
@@ -98,8 +98,8 @@ impl Tbf {
     pub fn new(p: &TbfParams, rng: Rng) -> Tbf {
         let rate = Rate::mbps(p.rate_mbps);
         let child = match &p.child {
-            Some(c) => super::build(c, rng),
-            None => super::build(
+            Some(c) => Qdisc::child(c, rng),
+            None => Qdisc::child(
                 &QdiscSpec::Bfifo {
                     limit: p.limit_bytes(),
                 },
@@ -132,7 +132,7 @@ impl QueueDisc for Tbf {
             });
             return;
         }
-        self.child.enqueue(pkt, now, drops);
+        QueueDisc::enqueue(&mut *self.child, pkt, now, drops);
     }
     fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         if self.held.is_none() {
@@ -174,6 +174,12 @@ impl QueueDisc for Tbf {
             "tokens_bytes",
             self.rate.bytes_in(self.tokens.max(0) as u64) as f64,
         ));
+    }
+    fn l4s_mask(&self) -> u8 {
+        self.child.l4s_mask()
+    }
+    fn classes(&self) -> Vec<(String, &Qdisc)> {
+        vec![("child".into(), &*self.child)]
     }
 }
 

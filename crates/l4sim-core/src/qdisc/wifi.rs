@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AnyQdisc, Drop, QdiscSpec, QueueDisc};
+use super::{Drop, Qdisc, QdiscSpec, QueueDisc};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{Rate, SimTime, NEVER, US};
@@ -135,7 +135,7 @@ pub struct Wifi {
     header: u64,
     /// SIFS + block ack: the medium is busy this long after an aggregate's last frame.
     tail: u64,
-    child: Box<AnyQdisc>,
+    child: Box<Qdisc>,
     rng: Rng,
     /// A packet taken from the child that did not fit the last aggregate.
     held: Option<Packet>,
@@ -152,8 +152,8 @@ pub struct Wifi {
 impl Wifi {
     pub fn new(p: &WifiParams, mut rng: Rng) -> Wifi {
         let child = match &p.child {
-            Some(c) => super::build(c, Rng::new(rng.next_u64(), 1)),
-            None => super::build(&QdiscSpec::Pfifo { limit: 1000 }, rng.clone()),
+            Some(c) => Qdisc::child(c, Rng::new(rng.next_u64(), 1)),
+            None => Qdisc::child(&QdiscSpec::Pfifo { limit: 1000 }, rng.clone()),
         };
         Wifi {
             rate: Rate::mbps(p.phy_rate_mbps),
@@ -207,7 +207,7 @@ impl QueueDisc for Wifi {
         "wifi"
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
-        self.child.enqueue(pkt, now, drops);
+        QueueDisc::enqueue(&mut *self.child, pkt, now, drops);
     }
     fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         if let Some(&(t, _)) = self.air.front() {
@@ -255,6 +255,9 @@ impl QueueDisc for Wifi {
     }
     fn l4s_mask(&self) -> u8 {
         self.child.l4s_mask()
+    }
+    fn classes(&self) -> Vec<(String, &Qdisc)> {
+        vec![("child".into(), &*self.child)]
     }
 }
 

@@ -8,7 +8,7 @@ use crate::metrics::results::{
     jain_index, ClassResult, FlowResult, FlowSeries, LinkResult, QdiscResult, RunResult, Series,
 };
 use crate::packet::Ecn;
-use crate::qdisc::{Class, ClassStats, DropReason, QueueDisc};
+use crate::qdisc::{Class, ClassStats, DropReason, Qdisc, QueueDisc};
 use crate::time::{to_secs, NEVER};
 use crate::traffic::SourceSpec;
 
@@ -34,6 +34,55 @@ fn class_result(qdisc: &str, kind: &str, name: &str, cs: &ClassStats) -> ClassRe
         sojourn_p99_ms: ms(h.quantile(0.99)),
         sojourn_p999_ms: ms(h.quantile(0.999)),
         cdf_ms: h.cdf().into_iter().map(ms).collect(),
+    }
+}
+
+/// Counters and queue delay of one qdisc (a port's root or a class's child).
+fn qdisc_result(name: &str, q: &Qdisc) -> QdiscResult {
+    let st = &q.stats;
+    let sojourn = st.sojourn();
+    let mut extra = BTreeMap::new();
+    let mut obs = Vec::new();
+    q.inner.observe(&mut obs);
+    for (k, v) in obs {
+        extra.insert(k.to_string(), v);
+    }
+    QdiscResult {
+        name: name.to_string(),
+        kind: q.inner.kind().to_string(),
+        enq_pkts: st.enq_pkts,
+        deq_pkts: st.deq_pkts,
+        drops: st.drops(),
+        drops_by_reason: DropReason::ALL
+            .iter()
+            .map(|r| (r.name().to_string(), st.drops_by_reason[r.index()]))
+            .collect(),
+        drops_by_ecn: Ecn::ALL
+            .iter()
+            .map(|e| (e.name().to_string(), st.drops_by_ecn[e.index()]))
+            .collect(),
+        marks: st.marks(),
+        marks_by_ecn: Ecn::ALL
+            .iter()
+            .map(|e| (e.name().to_string(), st.marks_by_ecn[e.index()]))
+            .collect(),
+        sojourn_mean_ms: ms(sojourn.mean()),
+        sojourn_p50_ms: ms(sojourn.quantile(0.5)),
+        sojourn_p90_ms: ms(sojourn.quantile(0.9)),
+        sojourn_p99_ms: ms(sojourn.quantile(0.99)),
+        sojourn_p999_ms: ms(sojourn.quantile(0.999)),
+        max_backlog_pkts: st.max_len as u64,
+        max_backlog_bytes: st.max_bytes,
+        extra,
+    }
+}
+
+/// The classes below `q`, depth first, named by their path from the port.
+fn class_tree(path: &str, q: &Qdisc, out: &mut Vec<QdiscResult>) {
+    for (name, c) in q.inner.classes() {
+        let path = format!("{path}/{name}");
+        out.push(qdisc_result(&path, c));
+        class_tree(&path, c, out);
     }
 }
 
@@ -130,46 +179,14 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
         }
     }
     let mut qdiscs = Vec::new();
+    let mut qdisc_classes = Vec::new();
     let mut links = Vec::new();
     let mut classes = Vec::new();
     let mut bottleneck_pkts = 0;
     for p in &w.net.ports {
         let st = &p.qdisc.stats;
-        let sojourn = st.sojourn();
-        let mut extra = BTreeMap::new();
-        let mut obs = Vec::new();
-        p.qdisc.inner.observe(&mut obs);
-        for (k, v) in obs {
-            extra.insert(k.to_string(), v);
-        }
-        qdiscs.push(QdiscResult {
-            name: p.name.clone(),
-            kind: p.qdisc.inner.kind().to_string(),
-            enq_pkts: st.enq_pkts,
-            deq_pkts: st.deq_pkts,
-            drops: st.drops(),
-            drops_by_reason: DropReason::ALL
-                .iter()
-                .map(|r| (r.name().to_string(), st.drops_by_reason[r.index()]))
-                .collect(),
-            drops_by_ecn: Ecn::ALL
-                .iter()
-                .map(|e| (e.name().to_string(), st.drops_by_ecn[e.index()]))
-                .collect(),
-            marks: st.marks(),
-            marks_by_ecn: Ecn::ALL
-                .iter()
-                .map(|e| (e.name().to_string(), st.marks_by_ecn[e.index()]))
-                .collect(),
-            sojourn_mean_ms: ms(sojourn.mean()),
-            sojourn_p50_ms: ms(sojourn.quantile(0.5)),
-            sojourn_p90_ms: ms(sojourn.quantile(0.9)),
-            sojourn_p99_ms: ms(sojourn.quantile(0.99)),
-            sojourn_p999_ms: ms(sojourn.quantile(0.999)),
-            max_backlog_pkts: st.max_len as u64,
-            max_backlog_bytes: st.max_bytes,
-            extra,
-        });
+        qdiscs.push(qdisc_result(&p.name, &p.qdisc));
+        class_tree(&p.name, &p.qdisc, &mut qdisc_classes);
         for c in Class::ALL {
             classes.push(class_result(&p.name, "class", c.name(), &st.class(c)));
         }
@@ -245,6 +262,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
         conservation_ok: w.conservation_ok(),
         connections: w.records.clone(),
         classes,
+        qdisc_classes,
         udp_records,
     }
 }
