@@ -129,3 +129,24 @@ fn a_saturated_wifi_hop_delivers_full_aggregates_at_their_airtime_efficiency() {
     assert_eq!(q.kind, "wifi");
     assert!(q.extra["mean_aggregate_pkts"] > 35.0, "{:?}", q.extra);
 }
+
+#[test]
+fn htb_leaf_classes_on_one_egress_give_each_flow_its_guaranteed_rate() {
+    // 100 Mbit/s port; DSCP 10 -> 30 Mbit/s class, the rest -> 70 Mbit/s, both ceil 100:
+    // two CUBIC flows each get their class's rate (nothing is left over to borrow).
+    let htb = json!({"kind": "htb", "classes": [
+        {"name": "gold", "rate_mbps": 30, "ceil_mbps": 100, "dscp": [10],
+         "child": {"kind": "pfifo", "limit": 100}},
+        {"name": "rest", "rate_mbps": 70, "ceil_mbps": 100, "child": {"kind": "pfifo", "limit": 100}}]});
+    let flows = vec![
+        json!({"name": "gold", "cc": {"name": "cubic"}, "dscp": 10}),
+        json!({"name": "rest", "cc": {"name": "cubic"}}),
+    ];
+    let r = run(&dumbbell(20.0, 100.0, 10.0, htb, flows));
+    let good = |n: &str| r.flows.iter().find(|f| f.name == n).unwrap().goodput_mbps;
+    let link = common::max_goodput(100.0);
+    assert!((good("gold") / link - 0.3).abs() < 0.03, "gold {}", good("gold"));
+    assert!((good("rest") / link - 0.7).abs() < 0.03, "rest {}", good("rest"));
+    let names: Vec<&str> = r.qdisc_classes.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["bottleneck/gold", "bottleneck/rest"]);
+}

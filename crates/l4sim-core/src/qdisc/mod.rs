@@ -8,8 +8,9 @@
 //! Qdiscs (one file each, following the Linux file named in its module doc): `fifo` (bfifo,
 //! pfifo), `fq` (sch_fq on a router), `codel` (codel_impl.h core + sch_codel), `fq_codel`,
 //! `pie`, `dualpi2` (L4STeam hrtimer version), `red`, `netem` (a link's impairments), and the
-//! classful `tbf` (a token bucket over a child), `prio` (strict-priority bands of children)
-//! and `wifi` (a Wi-Fi transmitter's aggregates over a child), which nest any of them. Periodic controllers (PIE, DualPI2,
+//! classful `tbf` (a token bucket over a child), `prio` (strict-priority bands of children),
+//! `htb` (rate/ceil leaf classes) and `wifi` (a Wi-Fi transmitter's aggregates over a child),
+//! which nest any of them. Periodic controllers (PIE, DualPI2,
 //! adaptive RED) expose their update times through `next_timer`/`on_timer`. Like Linux
 //! under an HTB parent, they expect `dequeue` only while they hold packets; a dequeue on an
 //! empty qdisc is the root-qdisc case (it starts RED's idle period and zeroes DualPI2's
@@ -27,6 +28,7 @@ pub mod dualpi2;
 pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
+pub mod htb;
 pub mod netem;
 pub mod pie;
 pub mod prio;
@@ -149,6 +151,8 @@ pub enum QdiscSpec {
     Netem(netem::NetemParams),
     /// A Wi-Fi transmitter: EDCA channel access and A-MPDU aggregates over a child qdisc.
     Wifi(wifi::WifiParams),
+    /// `htb` (sch_htb) leaf classes under the port's root class: rate, ceil, prio, DSCP.
+    Htb(htb::HtbParams),
 }
 
 type SpecError = (String, String);
@@ -239,6 +243,7 @@ impl QdiscSpec {
             QdiscSpec::Prio(p) => p.validate()?,
             QdiscSpec::Netem(p) => p.validate()?,
             QdiscSpec::Wifi(p) => p.validate()?,
+            QdiscSpec::Htb(p) => p.validate()?,
         }
         Ok(())
     }
@@ -257,6 +262,7 @@ pub enum AnyQdisc {
     Prio(Box<prio::Prio>),
     Netem(Box<netem::Netem>),
     Wifi(Box<wifi::Wifi>),
+    Htb(Box<htb::Htb>),
 }
 
 macro_rules! dispatch {
@@ -273,6 +279,7 @@ macro_rules! dispatch {
             AnyQdisc::Prio($q) => $e,
             AnyQdisc::Netem($q) => $e,
             AnyQdisc::Wifi($q) => $e,
+            AnyQdisc::Htb($q) => $e,
         }
     };
 }
@@ -338,6 +345,7 @@ pub fn build(spec: &QdiscSpec, mut rng: Rng) -> AnyQdisc {
         QdiscSpec::Prio(p) => AnyQdisc::Prio(Box::new(prio::Prio::new(p, rng))),
         QdiscSpec::Netem(p) => AnyQdisc::Netem(Box::new(netem::Netem::new(p, rng))),
         QdiscSpec::Wifi(p) => AnyQdisc::Wifi(Box::new(wifi::Wifi::new(p, rng))),
+        QdiscSpec::Htb(p) => AnyQdisc::Htb(Box::new(htb::Htb::new(p, rng))),
     }
 }
 
