@@ -34,7 +34,6 @@ import platform
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -148,24 +147,13 @@ def bench_other(python: str, key: str, duration: float, repeat: int) -> dict[str
 
 def bench_study(duration: float) -> dict[str, Any]:
     """Runs per wall-minute for one trial of the ANRW'24 grid on all local cores."""
+    from scaleout import throughput
+
     from l4sim.studies import presets
-    from l4sim.sweep.runner import run_study
 
     study = presets.get("anrw24").with_overrides(trials=1, duration=duration)
-    with tempfile.TemporaryDirectory() as d:
-        t0 = time.perf_counter()
-        out = run_study(study, os.path.join(d, "store"), progress=False)
-        wall = time.perf_counter() - t0
-    runs = len(study)
-    return {
-        "study": "anrw24",
-        "runs": runs,
-        "run_seconds": duration,
-        "failed": out.errors,
-        "wall_seconds": wall,
-        "runs_per_minute": runs / wall * 60.0,
-        "jobs": os.cpu_count(),
-    }
+    jobs = os.cpu_count() or 1
+    return {"study": "anrw24", "run_seconds": duration, "jobs": jobs, **throughput(study, jobs)}
 
 
 def main(argv: list[str] | None = None) -> int:
