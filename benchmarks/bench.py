@@ -19,7 +19,8 @@ interpreter that has another l4sim build installed (say the last release), alter
 in one run, and prints the ratio: how a change moved the speed on the same machine.
 ``--ns3 PYTHON`` also runs ``cubic_100m`` in ns-3 (``ns3_dumbbell.py``, by an interpreter that
 has the PyPI ``ns3`` package) and prints how many times faster l4sim is. ``--quick`` runs 10 s
-instead of 60 s; ``--json`` prints one JSON object. Run it on an otherwise idle machine: the figures are wall-clock measurements.
+instead of 60 s; ``--json`` prints one JSON object. Run it on an otherwise idle machine: the
+figures are wall-clock measurements.
 
 It also measures the study throughput: runs per minute for the ANRW'24 grid (Prague vs CUBIC,
 nine AQMs x five buffers x two CUBIC ECN cases, 60 s runs) on all local cores, through the

@@ -101,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
             dask = False
 
     print(f"ANRW'24 grid, {len(study)} runs of {args.duration:g} s; {os.cpu_count()} cores")
-    head = f"{'runner':<8} {'workers':>7} {'runs/min':>9} {'wall s':>7} {'engine %':>9} {'parent ms/run':>14} {'start s':>8}"
+    head = (
+        f"{'runner':<8} {'workers':>7} {'runs/min':>9} {'wall s':>7} {'engine %':>9} {'parent ms/run':>14} "
+        f"{'start s':>8}"
+    )
     print(head)
     print("-" * len(head))
     for jobs in args.jobs:
