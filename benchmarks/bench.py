@@ -16,8 +16,11 @@ completed connections per wall-second (the web mix) and the speed-up over real t
 seconds / wall seconds), plus the machine (CPU model from /proc/cpuinfo, cores) and the peak
 resident memory of the process. ``--against PYTHON`` also runs every scenario with another
 interpreter that has another l4sim build installed (say the last release), alternating the two
-in one run, and prints the ratio: how a change moved the speed on the same machine. ``--quick`` runs 10 s instead of 60 s; ``--json`` prints one JSON
-object. Run it on an otherwise idle machine: the figures are wall-clock measurements.
+in one run, and prints the ratio: how a change moved the speed on the same machine.
+``--ns3 PYTHON`` also runs ``cubic_100m`` in ns-3 (``ns3_dumbbell.py``, by an interpreter that
+has the PyPI ``ns3`` package) and prints how many times faster l4sim is. ``--quick`` runs 10 s
+instead of 60 s; ``--json`` prints one JSON object. Run it on an otherwise idle machine: the
+figures are wall-clock measurements.
 
 It also measures the study throughput: runs per minute for the ANRW'24 grid (Prague vs CUBIC,
 nine AQMs x five buffers x two CUBIC ECN cases, 60 s runs) on all local cores, through the
@@ -32,9 +35,9 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -146,26 +149,26 @@ def bench_other(python: str, key: str, duration: float, repeat: int) -> dict[str
     return json.loads(out.stdout)["results"][0]
 
 
+def bench_ns3(python: str, duration: float) -> dict[str, Any]:
+    """``cubic_100m`` in ns-3: ``ns3_dumbbell.py`` run by ``python``; exits 2 if it cannot."""
+    cmd = [python, str(Path(__file__).with_name("ns3_dumbbell.py")), "--duration", str(duration)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or ["failed"])[-1].removeprefix("error: ")
+        print(f"error: --ns3 {python}: {why}", file=sys.stderr)
+        raise SystemExit(2)
+    return json.loads(out.stdout)
+
+
 def bench_study(duration: float) -> dict[str, Any]:
     """Runs per wall-minute for one trial of the ANRW'24 grid on all local cores."""
+    from scaleout import throughput
+
     from l4sim.studies import presets
-    from l4sim.sweep.runner import run_study
 
     study = presets.get("anrw24").with_overrides(trials=1, duration=duration)
-    with tempfile.TemporaryDirectory() as d:
-        t0 = time.perf_counter()
-        out = run_study(study, os.path.join(d, "store"), progress=False)
-        wall = time.perf_counter() - t0
-    runs = len(study)
-    return {
-        "study": "anrw24",
-        "runs": runs,
-        "run_seconds": duration,
-        "failed": out.errors,
-        "wall_seconds": wall,
-        "runs_per_minute": runs / wall * 60.0,
-        "jobs": os.cpu_count(),
-    }
+    jobs = os.cpu_count() or 1
+    return {"study": "anrw24", "run_seconds": duration, "jobs": jobs, **throughput(study, jobs)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,15 +179,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=sorted(SCENARIOS), action="append", help="run only this scenario (repeatable)")
     ap.add_argument("--no-study", action="store_true", help="skip the ANRW'24 study-throughput measurement")
     ap.add_argument(
+        "--ns3",
+        metavar="PYTHON",
+        help="also run cubic_100m in ns-3 with this interpreter (one that has the PyPI ns3 package) "
+        "and print the speed ratio",
+    )
+    ap.add_argument(
         "--against",
         metavar="PYTHON",
         help="also run each scenario with this interpreter (another l4sim build installed), alternating, "
         "and print the speed ratio",
     )
     args = ap.parse_args(argv)
+    if args.ns3 and shutil.which(args.ns3) is None:  # say it before the long runs, not after
+        print(f"error: --ns3 {args.ns3}: no such interpreter", file=sys.stderr)
+        return 2
 
     duration = 10.0 if args.quick else 60.0
     keys = args.only or list(SCENARIOS)
+    if args.ns3 and "cubic_100m" not in keys:
+        keys = ["cubic_100m", *keys]
     info = machine()
     rows = []
     other: dict[str, dict[str, Any]] = {}
@@ -194,6 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(bench_one(key, duration, max(1, args.repeat)))
         if args.against:
             other[key] = bench_other(args.against, key, duration, max(1, args.repeat))
+    ns3 = None
+    if args.ns3:
+        if not args.json:
+            print(f"running cubic_100m in ns-3 ({duration:g} s simulated) ...", file=sys.stderr, flush=True)
+        ns3 = bench_ns3(args.ns3, duration)
     study = None
     if not args.no_study:
         study_duration = 20.0 if args.quick else 60.0
@@ -202,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         study = bench_study(study_duration)
 
     if args.json:
-        print(json.dumps({"machine": info, "duration": duration, "results": rows, "study": study}))
+        print(json.dumps({"machine": info, "duration": duration, "results": rows, "ns3": ns3, "study": study}))
         return 0
     print(
         f"machine: {info['cpu']}, {info['cores']} cores ({info['usable_cores']} usable), "
@@ -228,6 +247,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {r['scenario']:<24} {r['pkts_per_wall_s']:>12,.0f} / {o['pkts_per_wall_s']:>12,.0f} "
                 f"= {r['pkts_per_wall_s'] / o['pkts_per_wall_s']:.3f}"
             )
+    if ns3 is not None:
+        ours = next(r for r in rows if r["scenario"] == "cubic_100m")
+        print(
+            f"\nagainst ns-3 ({args.ns3}), cubic_100m, {duration:g} s simulated: ns-3 "
+            f"{ns3['pkts_per_wall_s']:,.0f} pkts/wall-s ({ns3['wall_seconds']:.1f} s), l4sim "
+            f"{ours['pkts_per_wall_s']:,.0f} ({ours['wall_seconds']:.2f} s): l4sim "
+            f"{ns3['wall_seconds'] / ours['wall_seconds']:.0f}x faster; goodput Mbit/s ns-3 "
+            f"{', '.join(f'{g:.1f}' for g in ns3['goodput_mbps'])}, l4sim "
+            f"{', '.join(f'{g:.1f}' for g in ours['goodput_mbps'].values())}"
+        )
     if study is not None:
         print(
             f"study throughput: ANRW'24 grid, {study['runs']} runs of {study['run_seconds']:g} s on "

@@ -187,3 +187,20 @@ def test_every_command_and_option_has_help_text():
 
     assert walk(build_parser(), "l4sim") > 50
     assert not missing, f"no help text: {missing}"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import l4sim",
+        "from l4sim.cli import main; main(['--help'])",
+        "from l4sim.cli import main; main(['run', sys.argv[1], '--duration', '0.5'])",
+    ],
+)
+def test_import_help_and_run_stay_free_of_the_heavy_libraries(code: str, minimal_toml: Path):
+    """Start-up time (issue 15): pandas, numpy, matplotlib ... are imported only by what uses them."""
+    heavy = ("numpy", "pandas", "matplotlib", "pyarrow", "distributed", "tqdm", "aiohttp", "plotly")
+    check = f"import atexit, sys; atexit.register(lambda: print([m for m in {heavy!r} if m in sys.modules]))\n{code}"
+    p = subprocess.run([sys.executable, "-c", check, str(minimal_toml)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "[]"

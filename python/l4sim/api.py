@@ -9,20 +9,24 @@ module turns each table into a pandas DataFrame:
   ``qdisc_classes`` the same for the classes of classful qdiscs (``tc -s`` per class);
 * ``series_flows()`` / ``series_qdiscs()``: long format (``t``, ``name``, ``variable``,
   ``value``); ``timeseries(flow=...)`` a wide frame indexed by ``t``.
+
+numpy and pandas are imported by the tables that need them, not by ``import l4sim``: running a
+scenario and printing its summary stay free of them (start-up time of ``l4sim run``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from l4sim import _core
 from l4sim._core import ScenarioError
 from l4sim.scenario import Scenario, ScenarioLike, load
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 __all__ = ["SIZE_BINS", "RunResult", "connections_frame", "run", "run_scenario_json"]
 
@@ -35,12 +39,16 @@ _CONN_COLUMNS = ("flow", "id", "size", "start_s", "fct_s", "fct_no_handshake_s",
 
 def connections_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     """Completed transfers (the core's ``ConnRecord``s) as a DataFrame, one row each."""
+    import pandas as pd
+
     df = pd.DataFrame(records, columns=list(_CONN_COLUMNS))
     return df.astype({"size": "int64", "id": "int64", "retrans": "int64", "start_s": float, "fct_s": float,
                       "fct_no_handshake_s": float, "new_connection": bool})
 
 
 def _size_bin(size: pd.Series) -> pd.Series:
+    import pandas as pd
+
     labels = [b[2] for b in SIZE_BINS]
     edges = [b[0] for b in SIZE_BINS] + [float("inf")]
     return pd.cut(size, bins=edges, labels=labels, right=False)
@@ -58,6 +66,8 @@ _LINK_FLOATS = ("rate_mbps", "utilisation")
 
 
 def _frame(rows: list[dict[str, Any]], floats: tuple[str, ...]) -> pd.DataFrame:
+    import pandas as pd
+
     df = pd.DataFrame(rows)
     for col in floats:
         if col in df.columns:
@@ -85,6 +95,9 @@ def _flatten_qdisc(q: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _long(t: list[float], items: list[Mapping[str, Any]], fixed: tuple[str, ...]) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
     parts = []
     tt = np.asarray(t, dtype=float)
     for item in items:
@@ -195,6 +208,9 @@ class RunResult:
         id, size (bytes), start_s, fct_s (from the SYN, or from the write on a persistent
         connection, until the receiver has the last byte), fct_no_handshake_s, retrans,
         new_connection; plus ideal_fct_s and slowdown (see :meth:`fct_summary`)."""
+        import numpy as np
+        import pandas as pd
+
         df = connections_frame(self.raw.get("connections", []))
         if df.empty:
             return df.assign(ideal_fct_s=pd.Series(dtype=float), slowdown=pd.Series(dtype=float))
@@ -237,6 +253,8 @@ class RunResult:
     def udp(self) -> pd.DataFrame:
         """UDP Prague receiver records (one per 100 ms): flow, t, rate_mbps, rtt_ms,
         mark_frac, loss_frac."""
+        import pandas as pd
+
         rows = [{"flow": k, **r} for k, recs in (self.raw.get("udp_records") or {}).items() for r in recs]
         cols = ["flow", "t", "rate_mbps", "rtt_ms", "mark_frac", "loss_frac"]
         return pd.DataFrame(rows, columns=cols).astype({"rtt_ms": float})
@@ -244,6 +262,8 @@ class RunResult:
     @property
     def rtt_samples(self) -> dict[str, np.ndarray]:
         """Per flow: the once-per-second srtt samples (ms) of its first stream."""
+        import numpy as np
+
         return {k: np.asarray(v, dtype=float) for k, v in (self.raw.get("rtt_samples") or {}).items()}
 
     def series_flows(self) -> pd.DataFrame:
@@ -307,15 +327,15 @@ class RunResult:
         return "\n".join(lines)
 
     def _class_lines(self) -> list[str]:
-        cls = self.classes
-        if cls.empty:
+        cls = self.raw.get("classes") or []
+        if not cls:
             return []
         head = (
             f"{'queue delay at':<14} {'class / flow':<14} {'packets':>9} {'mark %':>7} {'drop %':>7} "
             f"{'mean ms':>8} {'p50':>7} {'p90':>7} {'p99':>7} {'p99.9':>7}"
         )
         out = ["", head, "-" * len(head)]
-        for _, c in cls.iterrows():
+        for c in cls:
             label = c["name"] if c["kind"] == "class" else f"  {c['name']}"
             out.append(
                 f"{c['qdisc']:<14} {label:<14} {int(c['deq_pkts']):>9d} {100 * _num(c['mark_prob']):>7.2f} "

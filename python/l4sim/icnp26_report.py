@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from l4sim import icnp26
+
+if TYPE_CHECKING:  # imported where used: `l4sim --help` registers this command without it
+    import pandas as pd
 
 FULL = {"trials": 8, **icnp26.FULL}
 QUICK = {"trials": 1, **icnp26.QUICK}
@@ -49,6 +49,8 @@ def _err(msg: str) -> int:
 
 
 def cmd_reproduce_icnp26(args: Any) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+
     base = QUICK if args.quick else FULL
     trials = args.trials if args.trials is not None else base["trials"]
     duration = args.duration if args.duration is not None else base["duration"]
@@ -243,6 +245,8 @@ def _md_table(df: pd.DataFrame) -> str:
 def write_report(results: list[dict[str, Any]], out: Path, *, duration: float, scale: float,
                  heavy_load: float = icnp26.HEAVY_LOAD, wall_s: float = 0.0) -> Path:
     """Write OUT/summary.csv, OUT/queues.csv, OUT/figures/*.png and OUT/report.md."""
+    import pandas as pd
+
     summ = pd.DataFrame([_summary(r) for r in results])
     summ.to_csv(out / "summary.csv", index=False)
     qrows = []

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from l4sim import _core
 from l4sim._core import ScenarioError
 from l4sim.api import RunResult, connections_frame
 from l4sim.scenario import Flow, Scenario, ScenarioLike, load, normalize, scenario_error
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 __all__ = ["Samples", "Simulation"]
 
@@ -42,6 +43,8 @@ _CLASSES = ("l4s", "classic")
 
 def _quantile(cdf: list[float], q: float) -> float:
     """The q-quantile of a 101-point quantile table (0, 0.01, ..., 1)."""
+    import numpy as np
+
     if not cdf:
         return float("nan")
     return float(np.interp(q * (len(cdf) - 1), np.arange(len(cdf)), cdf))
@@ -64,12 +67,17 @@ class Samples:
     @property
     def t(self) -> np.ndarray:
         """Sample times in this batch, s."""
+        import numpy as np
+
         return np.asarray(self.raw["t"], dtype=float)
 
     @property
     def flows(self) -> pd.DataFrame:
         """Per-flow samples, long format: t, name, kind (source), variable, value
         (tput_mbps, cwnd, srtt_ms; NaN where the flow had nothing to report)."""
+        import numpy as np
+        import pandas as pd
+
         t = self.t
         parts = []
         for name, f in self.raw["flows"].items():
@@ -89,6 +97,9 @@ class Samples:
         """Per qdisc, class (l4s/classic) and sample: t, qdisc, class, pkts (dequeued),
         marks, drops, mark_prob (marks/pkts), drop_prob (drops/(pkts+drops)); plus the qdisc's
         backlog_pkts, sojourn_ms (mean of the interval) and tx_mbps."""
+        import numpy as np
+        import pandas as pd
+
         t = self.t
         rows = []
         for qname, q in self.raw["qdiscs"].items():
@@ -126,6 +137,8 @@ class Samples:
     def delay(self) -> pd.DataFrame:
         """Queue delay of the packets each flow had dequeued at each qdisc in this batch:
         qdisc, flow, n, mean_ms, p50_ms, p90_ms, p99_ms, cdf_ms (101 quantiles)."""
+        import pandas as pd
+
         rows = []
         for qname, q in self.raw["qdiscs"].items():
             for flow, h in q["delay"].items():
@@ -153,6 +166,8 @@ class Samples:
     def udp(self) -> pd.DataFrame:
         """UDP Prague receiver records of this batch: flow, t, rate_mbps, rtt_ms, mark_frac,
         loss_frac."""
+        import pandas as pd
+
         rows = [{"flow": name, **r} for name, recs in self.raw["udp_prague"].items() for r in recs]
         return pd.DataFrame(rows, columns=["flow", "t", "rate_mbps", "rtt_ms", "mark_frac", "loss_frac"]).astype(
             {"rtt_ms": float}

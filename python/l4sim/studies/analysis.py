@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from l4sim.studies.study import AQMS, EXTRA_SETTINGS, FACTOR_ORDER
+
+if TYPE_CHECKING:  # imported where used: the store's per-run metrics need neither
+    import pandas as pd
 
 METRICS = ("l4s_tput_mbps", "classic_tput_mbps", "l4s_qdelay_ms", "classic_qdelay_ms")
 
@@ -76,6 +76,8 @@ DELAY_REL = 0.25
 
 def delay_ok(sim: pd.Series | float, tb: pd.Series | float) -> Any:
     """``|Q_sim - Q_tb| <= max(1 ms, 25 % of Q_tb)``."""
+    import numpy as np
+
     tol = np.maximum(DELAY_ABS_MS, DELAY_REL * np.abs(tb))
     return np.abs(np.asarray(sim) - np.asarray(tb)) <= tol
 
@@ -93,6 +95,8 @@ def t975(df: int) -> float:
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float, int]:
     """(mean, sample std, 95 % CI half-width, n) of the finite values."""
+    import numpy as np
+
     x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
     n = len(x)
     if n == 0:
@@ -114,6 +118,8 @@ def relative_delay(q_classic: float, q_l4s: float) -> float:
 
 
 def jain(xs: Sequence[float]) -> float:
+    import numpy as np
+
     x = np.asarray(xs, dtype=float)
     s2 = float((x * x).sum())
     return float(x.sum() ** 2 / (len(x) * s2)) if len(x) and s2 > 0 else float("nan")
@@ -157,6 +163,9 @@ def cells(df: pd.DataFrame, by: Sequence[str] | None = None) -> pd.DataFrame:
     throughputs: each sender's mean split over its ``n_l4s`` / ``n_classic`` streams),
     ``utilisation``.
     """
+    import numpy as np
+    import pandas as pd
+
     by = list(by) if by is not None else cell_columns(df)
     if df.empty:
         return pd.DataFrame(columns=by + ["n", "share", "rel_delay"])
@@ -233,6 +242,8 @@ def verdict(
 
     ``fair``: the L4S sender's fair share, 0.5 for 1 vs 1, N / (N + M) for N vs M streams.
     """
+    import numpy as np
+
     if share is None or not np.isfinite(share):
         return {"favourable": None, "harmful": None, "ok": None}
     rd = rel_delay if rel_delay is not None and np.isfinite(rel_delay) else -np.inf
@@ -249,6 +260,8 @@ def verdict(
 
 
 def add_verdicts(cell_df: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> pd.DataFrame:
+    import pandas as pd
+
     out = cell_df.copy()
     n_l = out["n_l4s"].astype(float) if "n_l4s" in out else pd.Series(1.0, index=out.index)
     n_c = out["n_classic"].astype(float) if "n_classic" in out else pd.Series(1.0, index=out.index)
@@ -287,6 +300,8 @@ def verdict_table(
     and "n/a" without data. A factor the design does not vary takes its study default
     (fallback 0, classic CC cubic, classic receiver ECN classic when the row needs it).
     """
+    import pandas as pd
+
     scope = dict(VERDICT_SCOPE if scope is None else scope)
     cdf = add_verdicts(cells(runs), rules) if not runs.empty else pd.DataFrame()
     defaults = {

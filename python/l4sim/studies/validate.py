@@ -37,13 +37,13 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from l4sim.studies.analysis import DELAY_ABS_MS, DELAY_REL, VerdictRules, cells, delay_ok, verdict, verdict_table
 from l4sim.studies.study import Study
+
+if TYPE_CHECKING:  # numpy and pandas are imported where used: `l4sim --help` registers this command
+    import pandas as pd
 
 REFERENCE = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
 REFERENCE_BBR = Path(__file__).with_name("presets") / "pam25_bbr_testbed.csv"
@@ -88,6 +88,8 @@ def load_reference(path: str | Path | Sequence[str | Path] = REFERENCES) -> pd.D
     Several files are concatenated; the reference CC names are the study's factor names
     (``bbr2`` = the study kernel's L4STeam build).
     """
+    import pandas as pd
+
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
         raise ValueError("no reference file given")
@@ -153,6 +155,9 @@ def _within_spread(x: pd.Series, mean: pd.Series, std: pd.Series) -> pd.Series:
 
 def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> pd.DataFrame:
     """Per-cell comparison table (one row per reference configuration; see module doc)."""
+    import numpy as np
+    import pandas as pd
+
     c = cells(runs) if not runs.empty else pd.DataFrame(columns=_KEYS)
     c = c.assign(n_bdp=c["n_bdp"].astype(float)) if not c.empty else c
     keep = _KEYS + ["n"] + [f"{m}_{s}" for m, _, _ in _METRICS for s in ("mean", "std")]
@@ -264,6 +269,8 @@ class Summary:
 
 
 def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> Summary:
+    import pandas as pd
+
     sim_ok = cmp["trials"] > 0
     share_within = {t: float(cmp[f"share_within_{t:.2f}"].mean()) for t in SHARE_TOLS}
     dl, dc = cmp["l4s_qdelay_ok"], cmp["classic_qdelay_ok"]
@@ -293,6 +300,8 @@ def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: V
 
 def per_case(cmp: pd.DataFrame) -> pd.DataFrame:
     """Agreement figures per reference case (rows in the order of ``CASES``)."""
+    import pandas as pd
+
     rows = []
     present = list(dict.fromkeys(cmp["case"]))
     cases = [c for c in CASES if c in present] + [c for c in present if c not in CASES]
@@ -320,6 +329,7 @@ def per_case(cmp: pd.DataFrame) -> pd.DataFrame:
 def diff_heatmap(cmp: pd.DataFrame, value: str, *, label: str, vmax: float, fmt: str = "{:+.2f}"):
     """Heatmap of a signed difference column: rows AQM, columns buffer, one panel per case."""
     import matplotlib.pyplot as plt
+    import numpy as np
     from matplotlib.colors import TwoSlopeNorm
 
     from l4sim.studies.study import AQMS
@@ -433,6 +443,8 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
 def side_cells(cmp: pd.DataFrame, side: str) -> pd.DataFrame:
     """One side ("sim" or "tb") of the comparison as a cells table (``analysis.cells`` columns),
     the reference case (its description) in ``case``: for ``plots.compare_figure``."""
+    import pandas as pd
+
     case = cmp["case"].map(lambda c: CASES.get(c, c))
     d = pd.DataFrame({"aqm": cmp["aqm"], "n_bdp": cmp["n_bdp"].astype(float), "case": case})
     for metric, _, _ in _METRICS:
@@ -443,6 +455,8 @@ def side_cells(cmp: pd.DataFrame, side: str) -> pd.DataFrame:
 
 
 def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
+    import pandas as pd
+
     from l4sim.studies.report import CSS, VALIDATION_DOC, _table, _trials_text, comparison_blocks
 
     sides = (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))

@@ -1,7 +1,8 @@
 """Run a study into a results store: local process pool or Dask, resumable.
 
-Workers only execute runs (scenario JSON in, result JSON out); the parent process alone writes
-the store, one transaction per finished run. Running a study again does only the runs whose
+Workers only execute runs (scenario JSON in, the result parsed into a dict out: parsing there,
+in parallel, keeps the parent's per-run work small); the parent process alone writes the store,
+one transaction per finished run. Running a study again does only the runs whose
 key has no ``done`` row. Ctrl-C cancels the pending runs and leaves the store consistent.
 
 The function that executes one run is injectable (``run_fn``: ``str -> str``, must be
@@ -43,11 +44,11 @@ def engine_model_version() -> str:
     return str(MODEL_VERSION)
 
 
-def execute(run_fn: RunFn, scenario_json: str) -> tuple[str | None, str | None, float, float]:
-    """Worker side: (result_json, error, started, finished). Never raises for a bad run."""
+def execute(run_fn: RunFn, scenario_json: str) -> tuple[dict | None, str | None, float, float]:
+    """Worker side: (result, error, started, finished). Never raises for a bad run."""
     t0 = time.time()
     try:
-        return run_fn(scenario_json), None, t0, time.time()
+        return json.loads(run_fn(scenario_json)), None, t0, time.time()
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # ScenarioError, engine failure, or a Rust panic (pyo3's
@@ -135,9 +136,8 @@ def run_study(
             return out
         bar = _progress(len(todo), study.name, progress)
 
-        def commit(p: PlannedRun, res: tuple[str | None, str | None, float, float]) -> None:
-            rjson, err, t0, t1 = res
-            result = json.loads(rjson) if rjson is not None else None
+        def commit(p: PlannedRun, res: tuple[dict | None, str | None, float, float]) -> None:
+            result, err, t0, t1 = res
             st.record(
                 p.key,
                 design=study.name,
