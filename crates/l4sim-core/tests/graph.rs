@@ -1,65 +1,10 @@
-//! The general topology: a dumbbell written as a graph gives the dumbbell's result byte for
-//! byte; policy routes pin a DSCP to a path.
+//! The general topology: the dumbbell's and the tree's graphs written out give the builders'
+//! results byte for byte; policy routes pin a DSCP to a path.
 
 mod common;
 
-use common::{dumbbell, run};
+use common::run;
 use serde_json::{json, Value};
-
-fn flows() -> Vec<Value> {
-    vec![
-        json!({"name": "l4s", "cc": {"name": "prague"}, "tcp": {"ecn": "accecn"},
-               "receiver": {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}}}),
-        json!({"name": "classic", "cc": {"name": "cubic"}}),
-    ]
-}
-
-#[test]
-fn a_dumbbell_written_as_a_graph_gives_the_same_result() {
-    let qdisc = json!({"kind": "dualpi2", "target_ms": 5});
-    let built = run(&dumbbell(5.0, 100.0, 10.0, qdisc.clone(), flows()));
-    // The dumbbell builder's network, node by node and link by link in its order.
-    let mut nodes = vec![json!({"name": "router"}), json!({"name": "rx_switch"})];
-    let mut links = vec![
-        json!({"a": "router", "b": "rx_switch", "rate": 10000, "rate_ba": 0,
-                                "ab": {"rate": 100, "qdisc": qdisc}}),
-    ];
-    let mut gflows = Vec::new();
-    for f in flows() {
-        let name = f["name"].as_str().unwrap().to_string();
-        nodes.push(json!({"name": format!("{name}.snd"), "kind": "host"}));
-        nodes.push(json!({"name": format!("{name}.rcv"), "kind": "host"}));
-        links
-            .push(json!({"a": format!("{name}.snd"), "b": "router", "rate": 10000, "delay_ms": 5}));
-        links.push(json!({"a": "rx_switch", "b": format!("{name}.rcv")}));
-        let mut f = f.clone();
-        f["from"] = json!(format!("{name}.snd"));
-        f["to"] = json!(format!("{name}.rcv"));
-        gflows.push(f);
-    }
-    let sc = json!({"duration": 5.0, "seed": 1, "sample_interval": 0.1,
-                    "topology": {"kind": "graph", "nodes": nodes, "links": links},
-                    "flows": gflows});
-    let graph = run(&sc);
-    let canon = |r: &l4sim_core::metrics::results::RunResult| {
-        let mut v = serde_json::to_value(r).unwrap();
-        v["wall_seconds"] = json!(0);
-        v.to_string().replace("router->rx_switch", "bottleneck")
-    };
-    let (g, b) = (canon(&graph), canon(&built));
-    if g != b {
-        let at = g
-            .bytes()
-            .zip(b.bytes())
-            .position(|(x, y)| x != y)
-            .unwrap_or(0);
-        panic!(
-            "results differ at byte {at}: graph {:?} vs dumbbell {:?}",
-            &g[at.saturating_sub(80)..(at + 40).min(g.len())],
-            &b[at.saturating_sub(80)..(at + 40).min(b.len())]
-        );
-    }
-}
 
 /// h1 - r1 = (r2 | r3) = r4 - h2, every r1 egress shaped so its packets are counted.
 fn diamond(routes: Value) -> Value {
@@ -126,4 +71,66 @@ fn bad_graphs_name_the_field() {
     let mut sc = diamond(json!([]));
     sc["flows"][1].as_object_mut().unwrap().remove("from");
     check(sc, "flows[1].from");
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][2]["name_ab"] = json!("r1->r2");
+    check(sc, "topology.links[2].name_ab");
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][0]["delay_ba_ms"] = json!(-1);
+    check(sc, "topology.links[0].delay_ba_ms");
+}
+
+/// The dumbbell and the tree builders produce the general form: that graph, written out as a
+/// scenario, runs to the builder's result byte for byte.
+#[test]
+fn the_builders_graphs_written_out_give_the_builders_results() {
+    use l4sim_core::net::topology::{dumbbell_graph, tree_graph};
+    use l4sim_core::scenario::{Scenario, TopologySpec};
+    for file in ["dualpi2_prague_cubic", "tree_two_bottlenecks"] {
+        let mut text =
+            std::fs::read_to_string(format!("tests/golden/{file}.scenario.json")).unwrap();
+        if file.starts_with("tree") {
+            // The tree numbers its bottlenecks' random streams from 1, a graph from 0: give
+            // them qdiscs that draw none, so the results must agree byte for byte.
+            let mut v: Value = serde_json::from_str(&text).unwrap();
+            for b in v["topology"]["bottlenecks"].as_array_mut().unwrap() {
+                b["qdisc"] = json!({"kind": "bfifo", "limit": 125000});
+            }
+            text = v.to_string();
+        }
+        let sc = Scenario::from_json(&text).unwrap();
+        let (g, hosts) = match &sc.topology {
+            TopologySpec::Dumbbell {
+                base_rtt,
+                bottleneck,
+                nic_rate,
+            } => {
+                let g = dumbbell_graph(*base_rtt, bottleneck, *nic_rate, &sc.flows);
+                let hosts = (0..sc.flows.len() as u32)
+                    .map(|i| (2 + 2 * i, 3 + 2 * i))
+                    .collect();
+                (g, hosts)
+            }
+            TopologySpec::Tree {
+                base_rtt,
+                pairs,
+                nic_rate,
+                bottlenecks,
+            } => tree_graph(*base_rtt, *pairs, *nic_rate, bottlenecks, &sc.flows).unwrap(),
+            _ => unreachable!(),
+        };
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        v["topology"] = serde_json::to_value(&g).unwrap();
+        v["topology"]["kind"] = json!("graph");
+        for (f, (s, r)) in v["flows"].as_array_mut().unwrap().iter_mut().zip(hosts) {
+            f["from"] = json!(g.nodes[s as usize].name);
+            f["to"] = json!(g.nodes[r as usize].name);
+        }
+        let canon = |r: &l4sim_core::metrics::results::RunResult| {
+            let mut v = serde_json::to_value(r).unwrap();
+            v["wall_seconds"] = json!(0);
+            v.to_string()
+        };
+        let (built, graph) = (run(&serde_json::from_str(&text).unwrap()), run(&v));
+        assert_eq!(canon(&built), canon(&graph), "{file}");
+    }
 }

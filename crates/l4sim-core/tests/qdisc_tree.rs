@@ -145,8 +145,16 @@ fn htb_leaf_classes_on_one_egress_give_each_flow_its_guaranteed_rate() {
     let r = run(&dumbbell(20.0, 100.0, 10.0, htb, flows));
     let good = |n: &str| r.flows.iter().find(|f| f.name == n).unwrap().goodput_mbps;
     let link = common::max_goodput(100.0);
-    assert!((good("gold") / link - 0.3).abs() < 0.03, "gold {}", good("gold"));
-    assert!((good("rest") / link - 0.7).abs() < 0.03, "rest {}", good("rest"));
+    assert!(
+        (good("gold") / link - 0.3).abs() < 0.03,
+        "gold {}",
+        good("gold")
+    );
+    assert!(
+        (good("rest") / link - 0.7).abs() < 0.03,
+        "rest {}",
+        good("rest")
+    );
     let names: Vec<&str> = r.qdisc_classes.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["bottleneck/gold", "bottleneck/rest"]);
 }

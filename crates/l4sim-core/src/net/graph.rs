@@ -4,8 +4,9 @@
 //! shortest-hop routes, and policy routes that pin the packets of one DSCP toward one host to
 //! a path (Linux policy routing / SRv6 path separation as the multi-AS study uses them).
 //!
-//! The egress from `a` toward `b` is named `"a->b"`: that is the name in the results and in
-//! `Simulation.set_link`. Flows name their endpoints with `from` and `to`. Policy routes pin
+//! The egress from `a` toward `b` is named `"a->b"` unless the link names it (`name_ab`,
+//! `name_ba`): that is the name in the results and in `Simulation.set_link`. The dumbbell and
+//! the tree are generators of this form (`topology.rs`). Flows name their endpoints with `from` and `to`. Policy routes pin
 //! the forward (data) direction; the reverse path (ACKs) follows the shortest route.
 
 use serde::{Deserialize, Serialize};
@@ -55,6 +56,15 @@ pub struct LinkSpec {
     /// One-way propagation delay of each direction, ms.
     #[serde(default)]
     pub delay_ms: f64,
+    /// Delay of `b -> a` where it differs, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ba_ms: Option<f64>,
+    /// Names of the two egresses in the results and `Simulation.set_link` (default "a->b"
+    /// and "b->a").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_ab: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_ba: Option<String>,
     /// The egress of `a` toward `b` shaped (HTB rate, burst) with a qdisc.
     #[serde(default)]
     pub ab: Option<BottleneckSpec>,
@@ -73,6 +83,38 @@ impl LinkSpec {
             None => ab,
         };
         (ab, ba)
+    }
+
+    /// The egresses `a -> b` and `b -> a`; shaped ones draw random streams `*stream`,
+    /// `*stream + 1`, ...
+    pub(crate) fn egresses(&self, seed: u64, stream: &mut u64) -> (EgressCfg, EgressCfg) {
+        let (line_ab, line_ba) = self.line_rates();
+        let (name_ab, name_ba) = self.names();
+        let delay_ab = millis(self.delay_ms);
+        let delay_ba = self.delay_ba_ms.map_or(delay_ab, millis);
+        let mut egress =
+            |name: String, line: Option<Rate>, delay, spec: &Option<BottleneckSpec>| {
+                let Some(s) = spec else {
+                    return EgressCfg::plain(name, line, delay);
+                };
+                let mut cfg = shaped(&name, s, line.expect("validated"), seed, *stream);
+                *stream += 1;
+                cfg.delay = delay;
+                cfg
+            };
+        let ab = egress(name_ab, line_ab, delay_ab, &self.ab);
+        let ba = egress(name_ba, line_ba, delay_ba, &self.ba);
+        (ab, ba)
+    }
+
+    /// Names of the egresses `a -> b` and `b -> a`.
+    pub fn names(&self) -> (String, String) {
+        let ab = self.name_ab.clone();
+        let ba = self.name_ba.clone();
+        (
+            ab.unwrap_or_else(|| format!("{}->{}", self.a, self.b)),
+            ba.unwrap_or_else(|| format!("{}->{}", self.b, self.a)),
+        )
     }
 }
 
@@ -116,6 +158,7 @@ impl GraphSpec {
                 ));
             }
         }
+        let mut egresses = std::collections::HashSet::new();
         for (i, l) in self.links.iter().enumerate() {
             let p = format!("topology.links[{i}]");
             for (end, name) in [("a", &l.a), ("b", &l.b)] {
@@ -140,11 +183,25 @@ impl GraphSpec {
                     "a shaped link needs its line rate",
                 ));
             }
-            if !(l.delay_ms.is_finite() && (0.0..=10_000.0).contains(&l.delay_ms)) {
-                return Err(err(
-                    format!("{p}.delay_ms"),
-                    format!("must be 0..10000 ms, got {}", l.delay_ms),
-                ));
+            for (f, d) in [
+                ("delay_ms", Some(l.delay_ms)),
+                ("delay_ba_ms", l.delay_ba_ms),
+            ] {
+                if let Some(d) = d.filter(|d| !(d.is_finite() && (0.0..=10_000.0).contains(d))) {
+                    return Err(err(
+                        format!("{p}.{f}"),
+                        format!("must be 0..10000 ms, got {d}"),
+                    ));
+                }
+            }
+            let (ab, ba) = l.names();
+            for (f, name) in [("name_ab", ab), ("name_ba", ba)] {
+                if name.is_empty() || !egresses.insert(name.clone()) {
+                    return Err(err(
+                        format!("{p}.{f}"),
+                        format!("an egress needs a name of its own, got {name:?}"),
+                    ));
+                }
             }
             for (dir, b) in [("ab", &l.ab), ("ba", &l.ba)] {
                 if let Some(b) = b {
@@ -214,6 +271,20 @@ pub fn endpoints(g: &GraphSpec, f: &FlowSpec, p: &str) -> Result<(u32, u32), Sce
 
 /// Build the network (node ids are the spec's indices) and attach the flows.
 pub fn build(g: &GraphSpec, flows: &[FlowSpec], seed: u64) -> Result<Built, ScenarioError> {
+    // Random streams of the shaped egresses in link order, from 0 as the dumbbell numbers
+    // its one bottleneck.
+    let net = network(g, seed, 0);
+    let mut hosts = Vec::new();
+    for (i, f) in flows.iter().enumerate() {
+        hosts.push(endpoints(g, f, &format!("flows[{i}]"))?);
+    }
+    attach(net, g, flows, hosts)
+}
+
+/// The network of a (validated) graph: nodes in order, then each link's two egresses, the
+/// shaped ones' qdiscs drawing random streams `first_stream`, `first_stream + 1`, ... in link
+/// order; static and policy routes.
+pub fn network(g: &GraphSpec, seed: u64, first_stream: u64) -> Network {
     let mut b = NetBuilder::default();
     for n in &g.nodes {
         let kind = match n.kind {
@@ -222,31 +293,10 @@ pub fn build(g: &GraphSpec, flows: &[FlowSpec], seed: u64) -> Result<Built, Scen
         };
         b.node(n.name.clone(), kind);
     }
-    let mut idx = 0u64;
+    let mut idx = first_stream;
     for l in &g.links {
         let (a, z) = (g.node(&l.a).unwrap() as u32, g.node(&l.b).unwrap() as u32);
-        let (line_ab, line_ba) = l.line_rates();
-        let delay = millis(l.delay_ms);
-        let mut egress = |from: &str,
-                          to: &str,
-                          line: Option<Rate>,
-                          spec: &Option<BottleneckSpec>|
-         -> EgressCfg {
-            let name = format!("{from}->{to}");
-            match spec {
-                Some(s) => {
-                    // Random streams of the shaped egresses in link order, from 0 as the
-                    // dumbbell builder numbers its one bottleneck.
-                    let mut cfg = shaped(&name, s, line.expect("validated"), seed, idx);
-                    idx += 1;
-                    cfg.delay = delay;
-                    cfg
-                }
-                None => EgressCfg::plain(name, line, delay),
-            }
-        };
-        let ab = egress(&l.a, &l.b, line_ab, &l.ab);
-        let ba = egress(&l.b, &l.a, line_ba, &l.ba);
+        let (ab, ba) = l.egresses(seed, &mut idx);
         b.link(a, z, ab, ba);
     }
     let mut net = b.build();
@@ -257,30 +307,33 @@ pub fn build(g: &GraphSpec, flows: &[FlowSpec], seed: u64) -> Result<Built, Scen
             net.add_policy(from, r.dscp, dst, to);
         }
     }
-    let mut hosts = Vec::new();
+    net
+}
+
+/// `flows` between their (sender, receiver) node ids of `net`: their base RTT is the
+/// propagation delay of the routes there (with the flow's DSCP) and back.
+pub fn attach(
+    net: Network,
+    g: &GraphSpec,
+    flows: &[FlowSpec],
+    hosts: Vec<(u32, u32)>,
+) -> Result<Built, ScenarioError> {
     let mut rtts = Vec::new();
-    for (i, f) in flows.iter().enumerate() {
+    for (i, (&(s, r), f)) in hosts.iter().zip(flows).enumerate() {
         let p = format!("flows[{i}]");
-        let (s, r) = endpoints(g, f, &p)?;
+        let name = |n: u32| &g.nodes[n as usize].name;
         let fwd = path_delay(&net, s, r, f.dscp).ok_or_else(|| {
             err(
                 format!("{p}.to"),
-                format!(
-                    "no route from {} to {}",
-                    g.nodes[s as usize].name, g.nodes[r as usize].name
-                ),
+                format!("no route from {} to {}", name(s), name(r)),
             )
         })?;
         let rev = path_delay(&net, r, s, 0).ok_or_else(|| {
             err(
                 format!("{p}.from"),
-                format!(
-                    "no route back from {} to {}",
-                    g.nodes[r as usize].name, g.nodes[s as usize].name
-                ),
+                format!("no route back from {} to {}", name(r), name(s)),
             )
         })?;
-        hosts.push((s, r));
         rtts.push(fwd + rev);
     }
     Ok(Built {

@@ -1,7 +1,9 @@
-//! Topology builders for the study's networks.
+//! The study's networks, the dumbbell and the tree, as generators of the general form
+//! ([`graph::GraphSpec`]): each lays out its nodes and links and the graph builder builds them.
 
+use super::graph::{self, GraphSpec, LinkSpec, NodeKindSpec, NodeSpec};
 use super::shaper::default_burst;
-use super::{EgressCfg, NetBuilder, Network, NodeKind};
+use super::{EgressCfg, Network, NodeKind};
 use crate::qdisc::{self, Qdisc};
 use crate::rng::{stream, Rng};
 use crate::scenario::{BottleneckSpec, FlowSpec, ScenarioError, TopologySpec};
@@ -56,69 +58,107 @@ pub fn build(topo: &TopologySpec, flows: &[FlowSpec], seed: u64) -> Result<Built
     }
 }
 
-/// The testbed: each flow's sender host -> delay node (netem: half the base RTT each way,
-/// modelled as the propagation delay of the sender's link) -> router, whose egress toward the
-/// receivers is the HTB class + qdisc under test -> receivers. The ACK path is unshaped.
-pub fn dumbbell(
+fn node(name: impl Into<String>, kind: NodeKindSpec) -> NodeSpec {
+    NodeSpec {
+        name: name.into(),
+        kind,
+    }
+}
+
+/// An unshaped link: `rate` both ways (`rate_ba` 0: none back), delays in ns each way.
+fn link(a: &str, b: &str, rate: Option<f64>, rate_ba: Option<f64>, delays: (u64, u64)) -> LinkSpec {
+    LinkSpec {
+        a: a.into(),
+        b: b.into(),
+        rate,
+        rate_ba,
+        delay_ms: delays.0 as f64 / 1e6,
+        delay_ba_ms: (delays.1 != delays.0).then_some(delays.1 as f64 / 1e6),
+        ab: None,
+        ba: None,
+        name_ab: None,
+        name_ba: None,
+    }
+}
+
+/// The testbed as a graph: each flow's sender host -> delay node (netem: half the base RTT
+/// each way, modelled as the propagation delay of the sender's link) -> `router`, whose egress
+/// toward the receivers (`bottleneck`) is the HTB class + qdisc under test -> `rx_switch` ->
+/// receivers. The ACK path is unshaped. Nodes and links in this order: the two routers and
+/// the bottleneck link, then each flow's hosts and links ([`dumbbell_hosts`]).
+pub fn dumbbell_graph(
+    base_rtt_ms: f64,
+    btl: &BottleneckSpec,
+    nic_rate: f64,
+    flows: &[FlowSpec],
+) -> GraphSpec {
+    let mut core = link("router", "rx_switch", Some(nic_rate), Some(0.0), (0, 0));
+    core.ab = Some(btl.clone());
+    core.name_ab = Some("bottleneck".into());
+    let mut g = GraphSpec {
+        nodes: vec![
+            node("router", NodeKindSpec::Router),
+            node("rx_switch", NodeKindSpec::Router),
+        ],
+        links: vec![core],
+        routes: Vec::new(),
+    };
+    for f in flows {
+        let (nodes, links) = dumbbell_hosts(f, base_rtt_ms, nic_rate);
+        g.nodes.extend(nodes);
+        g.links.extend(links);
+    }
+    g
+}
+
+/// A flow's sender and receiver hosts on the dumbbell: the sender's access link carries the
+/// flow's base RTT, half each way; the receiver sits behind the unshaped switch.
+fn dumbbell_hosts(f: &FlowSpec, base_rtt_ms: f64, nic_rate: f64) -> ([NodeSpec; 2], [LinkSpec; 2]) {
+    let (snd, rcv) = (format!("{}.snd", f.name), format!("{}.rcv", f.name));
+    let rtt = halves(millis(f.base_rtt.unwrap_or(base_rtt_ms)));
+    (
+        [
+            node(&snd, NodeKindSpec::Host),
+            node(&rcv, NodeKindSpec::Host),
+        ],
+        [
+            link(&snd, "router", Some(nic_rate), None, rtt),
+            link("rx_switch", &rcv, None, None, (0, 0)),
+        ],
+    )
+}
+
+fn dumbbell(
     base_rtt_ms: f64,
     btl: &BottleneckSpec,
     nic_rate: f64,
     flows: &[FlowSpec],
     seed: u64,
 ) -> Built {
-    let nic = Rate::mbps(nic_rate);
-    let mut b = NetBuilder::default();
-    let router = b.node("router", NodeKind::Router);
-    let rx_switch = b.node("rx_switch", NodeKind::Router);
-    b.link(
-        router,
-        rx_switch,
-        shaped("bottleneck", btl, nic, seed, 0),
-        EgressCfg::plain("rx_switch->router", None, 0),
-    );
-    let mut net = b.build();
-    let mut hosts = Vec::new();
-    let mut rtts = Vec::new();
-    for f in flows {
-        let (s, r, rtt) = attach_dumbbell_host_pair(&mut net, f, base_rtt_ms, nic);
-        hosts.push((s, r));
-        rtts.push(rtt);
-    }
-    net.compute_routes();
-    Built {
-        net,
-        hosts,
-        base_rtt: rtts,
-    }
+    let g = dumbbell_graph(base_rtt_ms, btl, nic_rate, flows);
+    let hosts = (0..flows.len() as u32)
+        .map(|i| (2 + 2 * i, 3 + 2 * i))
+        .collect();
+    graph::attach(graph::network(&g, seed, 0), &g, flows, hosts)
+        .expect("a dumbbell routes every flow")
 }
 
-/// Add a flow's sender and receiver hosts to a dumbbell (nodes 0 and 1 are the router and
-/// the receivers' switch): the sender's access link carries the flow's base RTT, half each
-/// way. Routes must be recomputed afterwards.
+/// Add a flow's sender and receiver hosts to a running dumbbell (as [`dumbbell_graph`] lays
+/// them out); routes must be recomputed afterwards. Returns the hosts and the base RTT.
 pub fn attach_dumbbell_host_pair(
     net: &mut Network,
     f: &FlowSpec,
     base_rtt_ms: f64,
-    nic: Rate,
+    nic_rate: f64,
 ) -> (u32, u32, SimDuration) {
+    let (nodes, links) = dumbbell_hosts(f, base_rtt_ms, nic_rate);
+    let ids = nodes.map(|n| net.add_node(n.name, NodeKind::Host));
     let (router, rx_switch) = (0, 1);
-    let rtt = millis(f.base_rtt.unwrap_or(base_rtt_ms));
-    let (fwd, rev) = halves(rtt);
-    let s = net.add_node(format!("{}.snd", f.name), NodeKind::Host);
-    let r = net.add_node(format!("{}.rcv", f.name), NodeKind::Host);
-    net.add_link(
-        s,
-        router,
-        EgressCfg::plain(format!("{}.snd->router", f.name), Some(nic), fwd),
-        EgressCfg::plain(format!("router->{}.snd", f.name), Some(nic), rev),
-    );
-    net.add_link(
-        rx_switch,
-        r,
-        EgressCfg::plain(format!("rx_switch->{}.rcv", f.name), None, 0),
-        EgressCfg::plain(format!("{}.rcv->rx_switch", f.name), None, 0),
-    );
-    (s, r, rtt)
+    for (l, (a, b)) in links.iter().zip([(ids[0], router), (rx_switch, ids[1])]) {
+        let (ab, ba) = l.egresses(0, &mut 0);
+        net.add_link(a, b, ab, ba);
+    }
+    (ids[0], ids[1], millis(f.base_rtt.unwrap_or(base_rtt_ms)))
 }
 
 /// Set the base RTT of the flow whose sender host is `snd` (its access link's delays,
@@ -136,21 +176,19 @@ pub fn set_host_rtt(net: &mut Network, snd: u32, rtt: SimDuration) {
     }
 }
 
-/// The multi-bottleneck tree: senders in pairs behind `pair{j}` routers, pairs in groups of
-/// four behind `agg{k}` routers, a root, and the mirror image toward the receivers. Data
-/// egresses are named `up_pair{j}` (pair router -> agg), `up_agg{k}` (agg -> root),
+/// The multi-bottleneck tree as a graph: senders in pairs behind `pair{j}` routers, pairs in
+/// groups of four behind `agg{k}` routers, a root, and the mirror image toward the receivers.
+/// Data egresses are named `up_pair{j}` (pair router -> agg), `up_agg{k}` (agg -> root),
 /// `down_agg{k}` (root -> receiver-side agg) and `down_pair{j}` (receiver-side agg -> pair
 /// router); a bottleneck may be placed on any of them. The base RTT sits on the senders'
-/// access links, half each way.
-pub fn tree(
+/// access links, half each way. Returns the graph and each flow's (sender, receiver) nodes.
+pub fn tree_graph(
     base_rtt_ms: f64,
     pairs: u32,
     nic_rate: f64,
     bottlenecks: &[crate::scenario::TreeBottleneck],
     flows: &[FlowSpec],
-    seed: u64,
-) -> Result<Built, ScenarioError> {
-    let nic = Rate::mbps(nic_rate);
+) -> Result<(GraphSpec, Vec<(u32, u32)>), ScenarioError> {
     let n_pair = pairs / 2;
     let n_agg = pairs / 4;
     let mut names: Vec<String> = Vec::new();
@@ -175,63 +213,41 @@ pub fn tree(
             });
         }
     }
-    let mut idx = 0u64;
-    let mut egress = |name: String| -> EgressCfg {
-        match bottlenecks.iter().find(|bn| bn.link == name) {
-            Some(bn) => {
-                idx += 1;
-                shaped(&name, &bn.spec, nic, seed, idx)
-            }
-            None => EgressCfg::plain(name, Some(nic), 0),
-        }
+    // A data link named `name` from `a` to `b`, shaped where a bottleneck names it.
+    let data = |a: &str, b: &str, name: String| {
+        let mut l = link(a, b, Some(nic_rate), None, (0, 0));
+        l.ab = bottlenecks
+            .iter()
+            .find(|bn| bn.link == name)
+            .map(|bn| bn.spec.clone());
+        l.name_ab = Some(name);
+        l
     };
-    let mut b = NetBuilder::default();
-    let root = b.node("root", NodeKind::Router);
-    let mut s_agg = Vec::new();
-    let mut r_agg = Vec::new();
+    let mut g = GraphSpec {
+        nodes: vec![node("root", NodeKindSpec::Router)],
+        links: Vec::new(),
+        routes: Vec::new(),
+    };
     for k in 0..n_agg {
-        let sa = b.node(format!("agg{k}.snd"), NodeKind::Router);
-        let ra = b.node(format!("agg{k}.rcv"), NodeKind::Router);
-        b.link(
-            sa,
-            root,
-            egress(format!("up_agg{k}")),
-            EgressCfg::plain(format!("root->agg{k}.snd"), Some(nic), 0),
-        );
-        b.link(
-            root,
-            ra,
-            egress(format!("down_agg{k}")),
-            EgressCfg::plain(format!("agg{k}.rcv->root"), Some(nic), 0),
-        );
-        s_agg.push(sa);
-        r_agg.push(ra);
+        let (sa, ra) = (format!("agg{k}.snd"), format!("agg{k}.rcv"));
+        g.nodes.push(node(&sa, NodeKindSpec::Router));
+        g.nodes.push(node(&ra, NodeKindSpec::Router));
+        g.links.push(data(&sa, "root", format!("up_agg{k}")));
+        g.links.push(data("root", &ra, format!("down_agg{k}")));
     }
-    let mut s_pair = Vec::new();
-    let mut r_pair = Vec::new();
     for j in 0..n_pair {
-        let sp = b.node(format!("pair{j}.snd"), NodeKind::Router);
-        let rp = b.node(format!("pair{j}.rcv"), NodeKind::Router);
-        let k = (j / 2) as usize;
-        b.link(
-            sp,
-            s_agg[k],
-            egress(format!("up_pair{j}")),
-            EgressCfg::plain(format!("agg{k}.snd->pair{j}.snd"), Some(nic), 0),
-        );
-        b.link(
-            r_agg[k],
-            rp,
-            egress(format!("down_pair{j}")),
-            EgressCfg::plain(format!("pair{j}.rcv->agg{k}.rcv"), Some(nic), 0),
-        );
-        s_pair.push(sp);
-        r_pair.push(rp);
+        let k = j / 2;
+        let (sp, rp) = (format!("pair{j}.snd"), format!("pair{j}.rcv"));
+        g.nodes.push(node(&sp, NodeKindSpec::Router));
+        g.nodes.push(node(&rp, NodeKindSpec::Router));
+        g.links
+            .push(data(&sp, &format!("agg{k}.snd"), format!("up_pair{j}")));
+        g.links
+            .push(data(&format!("agg{k}.rcv"), &rp, format!("down_pair{j}")));
     }
     // Hosts of pair i, created on demand with the RTT of the first flow using them.
-    let mut pair_hosts: Vec<Option<(u32, u32, SimDuration)>> = vec![None; pairs as usize];
+    let mut pair_hosts: Vec<Option<(u32, u32)>> = vec![None; pairs as usize];
     let mut hosts = Vec::new();
-    let mut rtts = Vec::new();
     for (fi, f) in flows.iter().enumerate() {
         let i = f.pair.unwrap_or(fi as u32);
         if i >= pairs {
@@ -243,36 +259,43 @@ pub fn tree(
                 ),
             });
         }
-        let (s, r, rtt) = match pair_hosts[i as usize] {
-            Some(h) => h,
-            None => {
-                let rtt = millis(f.base_rtt.unwrap_or(base_rtt_ms));
-                let (fwd, rev) = halves(rtt);
-                let s = b.node(format!("snd{i}"), NodeKind::Host);
-                let r = b.node(format!("rcv{i}"), NodeKind::Host);
-                let j = (i / 2) as usize;
-                b.link(
-                    s,
-                    s_pair[j],
-                    EgressCfg::plain(format!("snd{i}->pair{j}"), Some(nic), fwd),
-                    EgressCfg::plain(format!("pair{j}->snd{i}"), Some(nic), rev),
-                );
-                b.link(
-                    r_pair[j],
-                    r,
-                    EgressCfg::plain(format!("pair{j}->rcv{i}"), Some(nic), 0),
-                    EgressCfg::plain(format!("rcv{i}->pair{j}"), None, 0),
-                );
-                pair_hosts[i as usize] = Some((s, r, rtt));
-                (s, r, rtt)
-            }
-        };
-        hosts.push((s, r));
-        rtts.push(rtt);
+        let h = *pair_hosts[i as usize].get_or_insert_with(|| {
+            let j = i / 2;
+            let (s, r) = (format!("snd{i}"), format!("rcv{i}"));
+            let id = g.nodes.len() as u32;
+            g.nodes.push(node(&s, NodeKindSpec::Host));
+            g.nodes.push(node(&r, NodeKindSpec::Host));
+            let rtt = halves(millis(f.base_rtt.unwrap_or(base_rtt_ms)));
+            let mut up = link(&s, &format!("pair{j}.snd"), Some(nic_rate), None, rtt);
+            up.name_ab = Some(format!("snd{i}->pair{j}"));
+            up.name_ba = Some(format!("pair{j}->snd{i}"));
+            let mut down = link(
+                &format!("pair{j}.rcv"),
+                &r,
+                Some(nic_rate),
+                Some(0.0),
+                (0, 0),
+            );
+            down.name_ab = Some(format!("pair{j}->rcv{i}"));
+            down.name_ba = Some(format!("rcv{i}->pair{j}"));
+            g.links.push(up);
+            g.links.push(down);
+            (id, id + 1)
+        });
+        hosts.push(h);
     }
-    Ok(Built {
-        net: b.build(),
-        hosts,
-        base_rtt: rtts,
-    })
+    Ok((g, hosts))
+}
+
+fn tree(
+    base_rtt_ms: f64,
+    pairs: u32,
+    nic_rate: f64,
+    bottlenecks: &[crate::scenario::TreeBottleneck],
+    flows: &[FlowSpec],
+    seed: u64,
+) -> Result<Built, ScenarioError> {
+    let (g, hosts) = tree_graph(base_rtt_ms, pairs, nic_rate, bottlenecks, flows)?;
+    // The bottlenecks' random streams are numbered from 1.
+    graph::attach(graph::network(&g, seed, 1), &g, flows, hosts)
 }

@@ -959,12 +959,8 @@ impl World {
             TopologySpec::Dumbbell {
                 base_rtt, nic_rate, ..
             } => {
-                let (s, r, rtt) = topology::attach_dumbbell_host_pair(
-                    &mut self.net,
-                    &f,
-                    *base_rtt,
-                    Rate::mbps(*nic_rate),
-                );
+                let (s, r, rtt) =
+                    topology::attach_dumbbell_host_pair(&mut self.net, &f, *base_rtt, *nic_rate);
                 self.net.compute_routes();
                 ((s, r), rtt)
             }
