@@ -309,7 +309,10 @@ mod tests {
         let access = w.ready_at(0);
         let aifs = 16 * US + 3 * 9 * US;
         assert!((aifs..=aifs + 15 * 9 * US).contains(&access));
-        assert!((access - aifs).is_multiple_of(9 * US), "backoff is whole slots");
+        assert!(
+            (access - aifs).is_multiple_of(9 * US),
+            "backoff is whole slots"
+        );
         let t = drain(&mut w, access, SEC);
         let tx = Rate::mbps(600.0).tx_time(data().len);
         assert_eq!(
