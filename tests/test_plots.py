@@ -69,7 +69,7 @@ def test_flow_bars_render_with_fair_share(tmp_path):
                     }
                 )
     out = plots.study_figures(cells(pd.DataFrame(rows)), tmp_path)
-    assert out["flows"].exists()
+    assert out["Per-flow throughput"].exists()
 
 
 def test_timeseries_renders(tmp_path):
@@ -122,8 +122,11 @@ def test_study_figures_split_extra_factors_into_separate_files(tmp_path):
     )
     figs = plots.study_figures(cells(df), tmp_path, formats=("png",))
     # panels: base_rtt x rx_classic_ecn; pages: btl_capacity
-    assert "heatmap_share__btl_capacity-100" in figs and "heatmap_share__btl_capacity-1000" in figs
+    files = {p.name for p in figs.values()}
+    assert {"heatmap_share__btl_capacity-100.png", "heatmap_share__btl_capacity-1000.png"} <= files
     assert all(p.exists() for p in figs.values())
+    # Keyed by what a reader sees: the quantity, then the page.
+    assert all(k.startswith(("L4S", "classic", "per-flow")) for k in figs), list(figs)
 
 
 def test_cli_plots_a_stored_runs_time_series(tmp_path):

@@ -370,7 +370,7 @@ def study_figures(
     formats: Sequence[str] = ("png", "pdf"),
     max_panels: int = 2,
 ) -> dict[str, Path]:
-    """The standard figures of a study's cells; returns {name: PNG path}.
+    """The standard figures of a study's cells; returns {heading: PNG path}.
 
     Heatmaps (share, relative delay, throughput, queueing delay) with one panel per value of
     the first ``max_panels`` varying factors of :data:`SPLIT_ORDER` (e.g. RTT x threshold),
@@ -385,7 +385,7 @@ def study_figures(
     if "n_l4s" in varying or "n_classic" in varying:
         rest = [c for c in ("cc_classic", "cc_l4s", "n_bdp") if c in cells and cells[c].nunique() > 1]
         f = flows_bars(cells, panels=["aqm"] + rest)
-        figs["flows"] = save(f, out / f"{prefix}flows_per_flow_throughput", formats)[0]
+        figs["Per-flow throughput"] = save(f, out / f"{prefix}flows_per_flow_throughput", formats)[0]
         return figs
     panels, pages = varying[:max_panels], varying[max_panels:]
     cells = _spread_fifo(cells, pages)
@@ -402,7 +402,8 @@ def study_figures(
         ):
             ttl = f"{VARIANTS[value]['name']}: simulation, {_trials(g)} per cell" + (f"; {page}" if page else "")
             f = heatmap(g, value, panels=panels, title=ttl)
-            figs[name + suffix] = save(f, out / f"{prefix}{name}{suffix}", formats)[0]
+            heading = VARIANTS[value]["name"] + (f", {page}" if page else "")
+            figs[heading] = save(f, out / f"{prefix}{name}{suffix}", formats)[0]
     return figs
 
 

@@ -240,6 +240,7 @@ HEADINGS: dict[str, str] = {
     "rx_classic_cc": "classic receiver CC",
     "n_l4s": "L4S flows",
     "n_classic": "classic flows",
+    "tree_level": "tree bottleneck level",
     "duration": "duration (s)",
     "sample_interval": "sample interval (s)",
     "n": "trials",
@@ -541,7 +542,7 @@ def render_report(
         )
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:
-        head = f"{name.replace('_', ' ')} (simulation, {_per_cell(n_trials)})"
+        head = f"{name[:1].upper()}{name[1:]} (simulation, {_per_cell(n_trials)})"
         parts.append(f"<h2>{html.escape(head)}</h2>{_img(Path(p), head)}")
     if len(items) > max_embedded:
         parts.append(
