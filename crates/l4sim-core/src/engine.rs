@@ -1,8 +1,8 @@
-//! The event scheduler: a 4-ary min-heap ordered by (time, insertion sequence), so events at
+//! The event scheduler: 4-ary min-heaps ordered by (time, insertion sequence), so events at
 //! the same instant run in the order they were scheduled and runs are deterministic (the
 //! order is total, so any correct priority queue pops the same sequence; four children per
-//! node halve the depth of a binary heap, which matters once a network holds thousands of
-//! pending events).
+//! node halve the depth of a binary heap). Endpoint timers have a heap of their own (see
+//! [`Scheduler`]).
 //!
 //! Components keep at most one pending event each (a pipe its head packet, a shaper its next
 //! dequeue, an endpoint its earliest timer), so the heap stays small whatever the number of
@@ -50,20 +50,74 @@ impl Entry {
 /// Children per heap node.
 const D: usize = 4;
 
+/// A D-ary min-heap of entries by (time, seq).
+#[derive(Default)]
+struct Heap(Vec<Entry>);
+
+impl Heap {
+    fn push(&mut self, e: Entry) {
+        // Sift up: move parents down into the hole until `e` fits.
+        let h = &mut self.0;
+        let mut i = h.len();
+        h.push(e);
+        while i > 0 {
+            let parent = (i - 1) / D;
+            if !e.before(&h[parent]) {
+                break;
+            }
+            h[i] = h[parent];
+            i = parent;
+        }
+        h[i] = e;
+    }
+    fn pop(&mut self) -> Option<Entry> {
+        let h = &mut self.0;
+        let last = h.pop()?;
+        let Some(&top) = h.first() else {
+            return Some(last);
+        };
+        // Sift `last` down from the root: move the earliest child up into the hole.
+        let n = h.len();
+        let mut i = 0;
+        loop {
+            let first = D * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut m = first;
+            for c in first + 1..(first + D).min(n) {
+                if h[c].before(&h[m]) {
+                    m = c;
+                }
+            }
+            if !h[m].before(&last) {
+                break;
+            }
+            h[i] = h[m];
+            i = m;
+        }
+        h[i] = last;
+        Some(top)
+    }
+    fn peek(&self) -> Option<&Entry> {
+        self.0.first()
+    }
+}
+
+/// Two heaps popped as one: endpoint timers, which pile up (a timer moved earlier leaves its
+/// old event behind, skipped when it pops), apart from the few pipe, port and qdisc events
+/// that every packet needs, so those stay cheap.
 #[derive(Default)]
 pub struct Scheduler {
-    heap: Vec<Entry>,
+    main: Heap,
+    timers: Heap,
     seq: u64,
     popped: u64,
 }
 
 impl Scheduler {
     pub fn new() -> Scheduler {
-        Scheduler {
-            heap: Vec::with_capacity(1024),
-            seq: 0,
-            popped: 0,
-        }
+        Scheduler::default()
     }
     pub fn schedule(&mut self, time: SimTime, event: Event) {
         self.seq += 1;
@@ -72,63 +126,37 @@ impl Scheduler {
             seq: self.seq,
             event,
         };
-        // Sift up: move parents down into the hole until `e` fits.
-        let mut i = self.heap.len();
-        self.heap.push(e);
-        while i > 0 {
-            let parent = (i - 1) / D;
-            if !e.before(&self.heap[parent]) {
-                break;
-            }
-            self.heap[i] = self.heap[parent];
-            i = parent;
+        match event {
+            Event::Endpoint(_) => self.timers.push(e),
+            _ => self.main.push(e),
         }
-        self.heap[i] = e;
     }
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        let last = self.heap.pop()?;
-        let top = match self.heap.first() {
-            None => last,
-            Some(&top) => {
-                // Sift `last` down from the root: move the earliest child up into the hole.
-                let n = self.heap.len();
-                let mut i = 0;
-                loop {
-                    let first = D * i + 1;
-                    if first >= n {
-                        break;
-                    }
-                    let mut m = first;
-                    for c in first + 1..(first + D).min(n) {
-                        if self.heap[c].before(&self.heap[m]) {
-                            m = c;
-                        }
-                    }
-                    if !self.heap[m].before(&last) {
-                        break;
-                    }
-                    self.heap[i] = self.heap[m];
-                    i = m;
-                }
-                self.heap[i] = last;
-                top
-            }
+        let from_timers = match (self.main.peek(), self.timers.peek()) {
+            (Some(m), Some(t)) => t.before(m),
+            (None, Some(_)) => true,
+            _ => false,
         };
+        let e = if from_timers {
+            self.timers.pop()
+        } else {
+            self.main.pop()
+        }?;
         self.popped += 1;
-        Some((top.time, top.event))
+        Some((e.time, e.event))
     }
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.first().map(|e| e.time)
+        match (self.main.peek(), self.timers.peek()) {
+            (Some(m), Some(t)) => Some(m.time.min(t.time)),
+            (m, t) => m.or(t).map(|e| e.time),
+        }
     }
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.popped
     }
-    pub fn debug_events(&self) -> Vec<Event> {
-        self.heap.iter().map(|e| e.event).collect()
-    }
     pub fn pending(&self) -> usize {
-        self.heap.len()
+        self.main.0.len() + self.timers.0.len()
     }
 }
 
@@ -156,18 +184,23 @@ mod tests {
             for _ in 0..rng.below(4) {
                 let t = round + rng.below(50) as u64;
                 seq += 1;
-                s.schedule(t, Event::PipeExit(seq));
-                reference.push((t, seq));
+                let e = if seq % 3 == 0 {
+                    Event::Endpoint(seq)
+                } else {
+                    Event::PipeExit(seq)
+                };
+                s.schedule(t, e);
+                reference.push((t, e));
             }
-            reference.sort();
+            reference.sort_by_key(|&(t, _)| t);
             if !reference.is_empty() && rng.below(2) == 0 {
-                let (t, q) = reference.remove(0);
-                assert_eq!(s.pop(), Some((t, Event::PipeExit(q))));
+                assert_eq!(s.peek_time(), Some(reference[0].0));
+                assert_eq!(s.pop(), Some(reference.remove(0)));
             }
         }
-        reference.sort();
-        for (t, q) in reference {
-            assert_eq!(s.pop(), Some((t, Event::PipeExit(q))));
+        reference.sort_by_key(|&(t, _)| t);
+        for e in reference {
+            assert_eq!(s.pop(), Some(e));
         }
         assert_eq!(s.pop(), None);
     }
