@@ -51,6 +51,11 @@ impl Rate {
     }
     /// Time to serialize `bytes` at this rate, rounded up to the next nanosecond.
     pub fn tx_time(&self, bytes: u32) -> SimDuration {
+        // Any packet's bytes x 8e9 fits in 64 bits (up to 2^31 bytes); the same value without
+        // a 128-bit division on the per-packet path.
+        if bytes < 1 << 31 {
+            return (bytes as u64 * 8_000_000_000).div_ceil(self.bps);
+        }
         let num = bytes as u128 * 8 * 1_000_000_000u128;
         num.div_ceil(self.bps as u128) as SimDuration
     }
@@ -72,6 +77,26 @@ mod tests {
         // 1514 B at 100 Mbit/s = 121.12 us exactly.
         assert_eq!(Rate::mbps(100.0).tx_time(1514), 121_120);
         assert_eq!(Rate::mbps(1000.0).tx_time(1514), 12_112);
+    }
+
+    #[test]
+    fn tx_time_is_the_128_bit_value_on_both_sides_of_the_64_bit_path() {
+        for rate in [
+            Rate::bps(1),
+            Rate::bps(3),
+            Rate::mbps(100.0),
+            Rate::mbps(4000.0),
+        ] {
+            for bytes in [0, 1, 1514, 65_535, (1 << 31) - 1, 1 << 31, u32::MAX] {
+                let wide = (bytes as u128 * 8_000_000_000).div_ceil(rate.bps as u128) as u64;
+                assert_eq!(
+                    rate.tx_time(bytes),
+                    wide,
+                    "{bytes} bytes at {} bit/s",
+                    rate.bps
+                );
+            }
+        }
     }
 
     #[test]
