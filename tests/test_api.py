@@ -219,3 +219,20 @@ def test_summary_copes_with_missing_samples_written_as_null(fake_engine, monkeyp
     assert "nan" in r.summary()
     assert np.isnan(r.flows.loc[0, "mean_srtt_ms"])
     assert np.isnan(r.timeseries("a")["srtt_ms"].iloc[0])
+
+
+def test_classful_qdiscs_list_their_classes_as_tc_s_does():
+    """htb leaf classes each keep their own counters: ``qdisc_classes`` and the summary."""
+    qdisc = {"kind": "htb", "classes": [
+        {"name": "gold", "rate_mbps": 30, "dscp": [10], "child": {"kind": "pfifo", "limit": 50}},
+        {"name": "rest", "rate_mbps": 70}]}
+    sc = l4sim.Scenario.from_dict({
+        "duration": 2, "seed": 1,
+        "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
+        "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}]})
+    r = l4sim.run(sc)
+    cls = r.qdisc_classes.set_index("name")
+    assert list(cls.index) == ["bottleneck/gold", "bottleneck/rest"]
+    assert list(cls["kind"]) == ["pfifo", "pfifo"]
+    assert cls["deq_pkts"].sum() == r.qdiscs["deq_pkts"].iloc[0]
+    assert "bottleneck/gold" in r.summary() and "sent pkts" in r.summary()

@@ -318,7 +318,7 @@ class RunResult:
                 f"utilisation {100 * _num(link.get('utilisation')):.1f} %"
             )
         lines.append(f"Jain index {self.jain_index:.3f}")
-        lines += self._class_lines() + self._fct_lines()
+        lines += self._class_lines() + self._qdisc_class_lines() + self._fct_lines()
         speed = self.sim_seconds / self.wall_seconds if self.wall_seconds > 0 else float("inf")
         lines.append(
             f"simulated {self.sim_seconds:g} s in {self.wall_seconds:.2f} s wall ({speed:.1f}x real time), "
@@ -342,6 +342,24 @@ class RunResult:
                 f"{100 * _num(c['drop_prob']):>7.2f} {_num(c['sojourn_mean_ms']):>8.2f} "
                 f"{_num(c['sojourn_p50_ms']):>7.2f} {_num(c['sojourn_p90_ms']):>7.2f} "
                 f"{_num(c['sojourn_p99_ms']):>7.2f} {_num(c['sojourn_p999_ms']):>7.2f}"
+            )
+        return out
+
+    def _qdisc_class_lines(self) -> list[str]:
+        """The classes of classful qdiscs, as ``tc -s class show`` counts them."""
+        cls = self.raw.get("qdisc_classes") or []
+        if not cls:
+            return []
+        head = (
+            f"{'class':<26} {'kind':<9} {'sent pkts':>10} {'dropped':>8} {'marked':>8} "
+            f"{'mean ms':>8} {'p99 ms':>7} {'max backlog':>11}"
+        )
+        out = ["", head, "-" * len(head)]
+        for c in cls:
+            out.append(
+                f"{c['name']:<26} {c['kind']:<9} {int(c['deq_pkts']):>10d} {int(c['drops']):>8d} "
+                f"{int(c['marks']):>8d} {_num(c['sojourn_mean_ms']):>8.2f} {_num(c['sojourn_p99_ms']):>7.2f} "
+                f"{int(c['max_backlog_pkts']):>11d}"
             )
         return out
 
