@@ -170,6 +170,14 @@ impl Packet {
             dscp: 0,
         }
     }
+    /// A full-size data segment of flow 0 from node 0 to node 1 (for tests).
+    #[cfg(test)]
+    pub fn full_segment() -> Packet {
+        let mut p = Packet::new(0, Dir::Fwd, 0, 1);
+        p.payload = hdr::MSS;
+        p.len = hdr::wire_len(hdr::MSS, 0);
+        p
+    }
     pub fn has(&self, f: u8) -> bool {
         self.flags & f != 0
     }

@@ -94,21 +94,13 @@ impl Pipe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{hdr, Dir};
     use crate::time::US;
-
-    fn data() -> Packet {
-        let mut p = Packet::new(0, Dir::Fwd, 0, 1);
-        p.payload = hdr::MSS;
-        p.len = hdr::wire_len(hdr::MSS, 0);
-        p
-    }
 
     #[test]
     fn back_to_back_packets_are_spaced_by_serialization() {
         let mut p = Pipe::new("l".into(), Some(Rate::mbps(100.0)), 5 * US, 1);
-        assert_eq!(p.push(data(), 0), Some(121_120 + 5_000));
-        assert_eq!(p.push(data(), 0), None);
+        assert_eq!(p.push(Packet::full_segment(), 0), Some(121_120 + 5_000));
+        assert_eq!(p.push(Packet::full_segment(), 0), None);
         assert!(p.pop_due(126_119).is_none());
         assert!(p.pop_due(126_120).is_some());
         assert_eq!(p.head_time(), Some(2 * 121_120 + 5_000));
@@ -117,8 +109,11 @@ mod tests {
     #[test]
     fn idle_pipe_starts_serializing_at_arrival() {
         let mut p = Pipe::new("l".into(), Some(Rate::mbps(1000.0)), 0, 1);
-        p.push(data(), 0);
+        p.push(Packet::full_segment(), 0);
         p.pop_due(20_000);
-        assert_eq!(p.push(data(), 1_000_000), Some(1_000_000 + 12_112));
+        assert_eq!(
+            p.push(Packet::full_segment(), 1_000_000),
+            Some(1_000_000 + 12_112)
+        );
     }
 }

@@ -298,13 +298,10 @@ impl QueueDisc for Htb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{hdr, Dir};
     use crate::time::SEC;
 
     fn pkt(dscp: u8) -> Packet {
-        let mut p = Packet::new(0, Dir::Fwd, 0, 1);
-        p.payload = hdr::MSS;
-        p.len = hdr::wire_len(hdr::MSS, 0);
+        let mut p = Packet::full_segment();
         p.dscp = dscp;
         p
     }

@@ -264,18 +264,10 @@ impl QueueDisc for Wifi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{hdr, Dir};
     use crate::time::SEC;
 
     fn params(phy: f64) -> WifiParams {
         serde_json::from_value(serde_json::json!({ "phy_rate_mbps": phy })).unwrap()
-    }
-
-    fn data() -> Packet {
-        let mut p = Packet::new(0, Dir::Fwd, 0, 1);
-        p.payload = hdr::MSS;
-        p.len = hdr::wire_len(hdr::MSS, 0);
-        p
     }
 
     /// Drive the qdisc as a port does: dequeue while packets come out, then wait for
@@ -303,7 +295,7 @@ mod tests {
         let mut w = Wifi::new(&params(600.0), Rng::new(1, 2));
         let mut drops = Vec::new();
         for _ in 0..3 {
-            w.enqueue(data(), 0, &mut drops);
+            w.enqueue(Packet::full_segment(), 0, &mut drops);
         }
         assert!(w.dequeue(0, &mut drops).is_none());
         let access = w.ready_at(0);
@@ -314,7 +306,7 @@ mod tests {
             "backoff is whole slots"
         );
         let t = drain(&mut w, access, SEC);
-        let tx = Rate::mbps(600.0).tx_time(data().len);
+        let tx = Rate::mbps(600.0).tx_time(Packet::full_segment().len);
         assert_eq!(
             t,
             vec![
@@ -335,7 +327,7 @@ mod tests {
             let mut w = Wifi::new(&p, Rng::new(1, 2));
             let mut drops = Vec::new();
             for _ in 0..100 {
-                w.enqueue(data(), 0, &mut drops);
+                w.enqueue(Packet::full_segment(), 0, &mut drops);
             }
             w.dequeue(0, &mut drops);
             let at = w.ready_at(0);
@@ -350,15 +342,18 @@ mod tests {
         let mut w = Wifi::new(&params(600.0), Rng::new(7, 2));
         let mut drops = Vec::new();
         for _ in 0..1000 {
-            w.enqueue(data(), 0, &mut drops);
+            w.enqueue(Packet::full_segment(), 0, &mut drops);
         }
         let t = drain(&mut w, 0, SEC);
         assert_eq!(t.len(), 1000);
-        let got = 1000.0 * data().len as f64 * 8.0 / (*t.last().unwrap() as f64 / 1e9) / 1e6;
+        let got = 1000.0 * Packet::full_segment().len as f64 * 8.0
+            / (*t.last().unwrap() as f64 / 1e9)
+            / 1e6;
         // Per aggregate of 43 frames: AIFS 43 us + mean backoff 7.5 x 9 us + header 40 us +
         // frames + SIFS 16 us + block ack 32 us.
-        let frames = 43.0 * data().len as f64 * 8.0 / 600.0;
-        let want = 43.0 * data().len as f64 * 8.0 / (43.0 + 67.5 + 40.0 + frames + 48.0);
+        let frames = 43.0 * Packet::full_segment().len as f64 * 8.0 / 600.0;
+        let want =
+            43.0 * Packet::full_segment().len as f64 * 8.0 / (43.0 + 67.5 + 40.0 + frames + 48.0);
         assert!(
             (got - want).abs() / want < 0.03,
             "got {got} Mbit/s, want {want}"
