@@ -90,6 +90,8 @@ pub mod hdr {
     /// TCP header with the timestamp option (20 + 12).
     pub const TCP_TS: u32 = 32;
     pub const MTU: u32 = 1500;
+    /// Largest link MTU a scenario may give (jumbo frames).
+    pub const MAX_MTU: u32 = 9000;
     /// Payload of a full segment: 1500 - 20 - 32.
     pub const MSS: u32 = MTU - IP - TCP_TS;
     /// `psched_mtu`: the MTU plus the link-layer header, as qdiscs use it (1514).

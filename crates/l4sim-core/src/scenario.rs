@@ -451,10 +451,10 @@ impl Scenario {
                     &format!("{p}.{side}.comp_sack_delay_us"),
                     t.comp_sack_delay_us,
                 )?;
-                if t.mss < 88 || t.mss > 9000 {
+                if let Some(m) = t.mss.filter(|m| !(88..=9000).contains(m)) {
                     return Err(err(
                         format!("{p}.{side}.mss"),
-                        format!("must be in 88..=9000, got {}", t.mss),
+                        format!("must be in 88..=9000, got {m}"),
                     ));
                 }
             }

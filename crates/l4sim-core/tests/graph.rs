@@ -134,3 +134,48 @@ fn the_builders_graphs_written_out_give_the_builders_results() {
         assert_eq!(canon(&built), canon(&graph), "{file}");
     }
 }
+
+/// Mean wire length of the packets that left egress `link` (data, and one SYN, where no ACKs
+/// pass).
+fn wire_size(r: &l4sim_core::metrics::results::RunResult, link: &str) -> f64 {
+    let l = r.links.iter().find(|l| l.name == link).unwrap();
+    l.tx_bytes as f64 / l.tx_pkts as f64
+}
+
+#[test]
+fn a_connection_uses_the_smallest_mtu_on_its_path_and_tcp_maxseg_lowers_it() {
+    // l4s is pinned over r3, whose link has a 1280-byte MTU: its segments carry
+    // 1280 - 20 - 32 = 1228 bytes, 1294 on the wire with Ethernet; classic keeps 1448.
+    let pinned = json!([{"dscp": 10, "path": ["h1", "r1", "r3", "r4", "h2"]}]);
+    let mut sc = diamond(pinned.clone());
+    sc["topology"]["links"][2]["mtu"] = json!(1280);
+    let r = run(&sc);
+    assert!((wire_size(&r, "r1->r3") / 1294.0 - 1.0).abs() < 1e-3, "{}", wire_size(&r, "r1->r3"));
+    assert!((wire_size(&r, "r1->r2") / 1514.0 - 1.0).abs() < 1e-3, "{}", wire_size(&r, "r1->r2"));
+    assert!(r.conservation_ok);
+    // Jumbo frames everywhere: 9000 - 52 = 8948; a socket's TCP_MAXSEG 1000 caps it.
+    let mut sc = diamond(pinned);
+    for l in sc["topology"]["links"].as_array_mut().unwrap() {
+        l["mtu"] = json!(9000);
+    }
+    sc["flows"][1]["tcp"] = json!({"mss": 1000});
+    let r = run(&sc);
+    assert!((wire_size(&r, "r1->r3") / 9014.0 - 1.0).abs() < 1e-3, "{}", wire_size(&r, "r1->r3"));
+    assert!((wire_size(&r, "r1->r2") / 1066.0 - 1.0).abs() < 1e-3, "{}", wire_size(&r, "r1->r2"));
+}
+
+#[test]
+fn a_datagram_larger_than_its_path_mtu_is_a_scenario_error() {
+    use l4sim_core::scenario::Scenario;
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][0]["mtu"] = json!(1280);
+    sc["flows"][0]["source"] = json!({"kind": "udp", "rate_mbps": 1, "packet_size": 1400});
+    let sc_ok = Scenario::from_json(&sc.to_string()).unwrap();
+    let e = l4sim_core::sim::World::new(&sc_ok)
+        .err()
+        .expect("1400 bytes cannot cross a 1280-byte MTU");
+    assert_eq!(e.field, "flows[0].source.packet_size", "{e}");
+    sc["topology"]["links"][0]["mtu"] = json!(100);
+    let e = Scenario::from_json(&sc.to_string()).unwrap_err();
+    assert_eq!(e.field, "topology.links[0].mtu", "{e}");
+}

@@ -12,7 +12,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::topology::{shaped, Built};
-use super::{Egress, EgressCfg, NetBuilder, Network, NodeKind};
+use super::{EgressCfg, NetBuilder, Network, NodeKind};
+use crate::packet::hdr;
 use crate::scenario::{BottleneckSpec, FlowSpec, ScenarioError};
 use crate::time::{millis, Rate, SimDuration};
 
@@ -59,6 +60,11 @@ pub struct LinkSpec {
     /// Delay of `b -> a` where it differs, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ba_ms: Option<f64>,
+    /// IP MTU of both directions, bytes (the interfaces' `mtu`; default 1500). TCP
+    /// connections use the smallest on their path (`Network::path_mss`), UDP sources size
+    /// their datagrams to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
     /// Names of the two egresses in the results and `Simulation.set_link` (default "a->b"
     /// and "b->a").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,12 +100,16 @@ impl LinkSpec {
         let delay_ba = self.delay_ba_ms.map_or(delay_ab, millis);
         let mut egress =
             |name: String, line: Option<Rate>, delay, spec: &Option<BottleneckSpec>| {
-                let Some(s) = spec else {
-                    return EgressCfg::plain(name, line, delay);
+                let mut cfg = match spec {
+                    None => EgressCfg::plain(name, line, delay),
+                    Some(s) => {
+                        let mut cfg = shaped(&name, s, line.expect("validated"), seed, *stream);
+                        *stream += 1;
+                        cfg.delay = delay;
+                        cfg
+                    }
                 };
-                let mut cfg = shaped(&name, s, line.expect("validated"), seed, *stream);
-                *stream += 1;
-                cfg.delay = delay;
+                cfg.mtu = self.mtu.unwrap_or(hdr::MTU);
                 cfg
             };
         let ab = egress(name_ab, line_ab, delay_ab, &self.ab);
@@ -193,6 +203,12 @@ impl GraphSpec {
                         format!("must be 0..10000 ms, got {d}"),
                     ));
                 }
+            }
+            if let Some(m) = l.mtu.filter(|m| !(576..=hdr::MAX_MTU).contains(m)) {
+                return Err(err(
+                    format!("{p}.mtu"),
+                    format!("must be 576..={} bytes, got {m}", hdr::MAX_MTU),
+                ));
             }
             let (ab, ba) = l.names();
             for (f, name) in [("name_ab", ab), ("name_ba", ba)] {
@@ -335,6 +351,7 @@ pub fn attach(
             )
         })?;
         rtts.push(fwd + rev);
+        datagram_fits(&net, f, s, r, &p)?;
     }
     Ok(Built {
         net,
@@ -343,21 +360,31 @@ pub fn attach(
     })
 }
 
+/// A UDP source's datagrams fit the MTU of their path (IP fragmentation is not modelled).
+pub fn datagram_fits(
+    net: &Network,
+    f: &FlowSpec,
+    s: u32,
+    r: u32,
+    p: &str,
+) -> Result<(), ScenarioError> {
+    let Some(size) = f.source.max_datagram() else {
+        return Ok(());
+    };
+    let max = net.path_mtu(s, r, f.dscp) - hdr::IP - crate::traffic::udp::UDP_HDR;
+    if size > max {
+        let p = if p.is_empty() { String::new() } else { format!("{p}.") };
+        return Err(err(
+            format!("{p}source.packet_size"),
+            format!("{size} bytes do not fit the path's MTU (at most {max} bytes of UDP payload)"),
+        ));
+    }
+    Ok(())
+}
+
 /// Propagation delay from `src` to `dst` along the routes a packet with `dscp` takes; None if
 /// there is no route (or it loops).
 pub fn path_delay(net: &Network, src: u32, dst: u32, dscp: u8) -> Option<SimDuration> {
-    let mut at = src;
-    let mut total = 0;
-    for _ in 0..=net.nodes.len() {
-        if at == dst {
-            return Some(total);
-        }
-        let pipe = match net.next_hop(at, dst, dscp)? {
-            Egress::Pipe(p) => p,
-            Egress::Port(q) => net.ports[q as usize].line,
-        };
-        total += net.pipes[pipe as usize].delay;
-        at = net.pipes[pipe as usize].to;
-    }
-    None
+    let pipes = net.route(src, dst, dscp)?;
+    Some(pipes.iter().map(|&p| net.pipes[p as usize].delay).sum())
 }

@@ -11,6 +11,7 @@ pub mod topology;
 
 use std::collections::VecDeque;
 
+use crate::packet::hdr;
 use crate::qdisc::Qdisc;
 use crate::time::{SimTime, NEVER};
 use pipe::Pipe;
@@ -73,6 +74,8 @@ pub struct EgressCfg {
     pub name: String,
     pub rate: Option<crate::time::Rate>,
     pub delay: crate::time::SimDuration,
+    /// IP MTU of the link, bytes.
+    pub mtu: u32,
     /// Shaper rate, burst and qdisc for a shaped egress.
     pub shaped: Option<(crate::time::Rate, u32, Qdisc)>,
 }
@@ -83,6 +86,7 @@ impl EgressCfg {
             name: name.into(),
             rate,
             delay,
+            mtu: hdr::MTU,
             shaped: None,
         }
     }
@@ -125,8 +129,9 @@ impl Network {
 
     fn egress(&mut self, from: u32, to: u32, cfg: EgressCfg) {
         let pipe = self.pipes.len() as u32;
-        self.pipes
-            .push(Pipe::new(cfg.name.clone(), cfg.rate, cfg.delay, to));
+        let mut line = Pipe::new(cfg.name.clone(), cfg.rate, cfg.delay, to);
+        line.mtu = cfg.mtu;
+        self.pipes.push(line);
         let e = match cfg.shaped {
             None => Egress::Pipe(pipe),
             Some((rate, burst, qdisc)) => {
@@ -206,6 +211,45 @@ impl Network {
             }
         }
         n.routes[dst as usize]
+    }
+
+    /// The pipes (lines) a packet with `dscp` crosses from `src` to `dst`, in order; None
+    /// if there is no route (or it loops).
+    pub fn route(&self, src: u32, dst: u32, dscp: u8) -> Option<Vec<u32>> {
+        let mut at = src;
+        let mut pipes = Vec::new();
+        for _ in 0..=self.nodes.len() {
+            if at == dst {
+                return Some(pipes);
+            }
+            let pipe = match self.next_hop(at, dst, dscp)? {
+                Egress::Pipe(p) => p,
+                Egress::Port(q) => self.ports[q as usize].line,
+            };
+            pipes.push(pipe);
+            at = self.pipes[pipe as usize].to;
+        }
+        None
+    }
+
+    /// The MSS a TCP connection from `src` to `dst` settles on (`tcp_sync_mss` after path
+    /// MTU discovery): the smallest IP MTU on its forward route and of the receiver's own
+    /// egress back (the MSS option it advertises, `dst_metric_advmss`), less the IP and TCP
+    /// headers with timestamps. The discovery itself (a first oversize segment dropped with
+    /// ICMP "fragmentation needed") is not modelled: connections start with the result.
+    pub fn path_mss(&self, src: u32, dst: u32, dscp: u8) -> u32 {
+        let back = self.route(dst, src, 0).unwrap_or_default();
+        let advertised = back.first().map_or(hdr::MTU, |&p| self.pipes[p as usize].mtu);
+        self.path_mtu(src, dst, dscp).min(advertised) - hdr::IP - hdr::TCP_TS
+    }
+
+    /// The smallest IP MTU on the route from `src` to `dst` (1500 without a route).
+    pub fn path_mtu(&self, src: u32, dst: u32, dscp: u8) -> u32 {
+        let fwd = self.route(src, dst, dscp).unwrap_or_default();
+        fwd.iter()
+            .map(|&p| self.pipes[p as usize].mtu)
+            .min()
+            .unwrap_or(hdr::MTU)
     }
 
     /// The shaped port named `name`.

@@ -17,6 +17,8 @@ pub struct Pipe {
     pub delay: SimDuration,
     /// Node at the far end.
     pub to: u32,
+    /// IP MTU of the link (the device's `mtu`, bytes).
+    pub mtu: u32,
     busy_until: SimTime,
     q: VecDeque<(SimTime, Packet)>,
     /// Data packets currently inside (for packet conservation).
@@ -32,6 +34,7 @@ impl Pipe {
             rate,
             delay,
             to,
+            mtu: crate::packet::hdr::MTU,
             busy_until: 0,
             q: VecDeque::new(),
             data_inside: 0,

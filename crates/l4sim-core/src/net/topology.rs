@@ -32,6 +32,7 @@ pub(crate) fn shaped(
         name: name.into(),
         rate: Some(nic),
         delay: 0,
+        mtu: crate::packet::hdr::MTU,
         shaped: Some((rate, burst, Qdisc::new(q))),
     }
 }
@@ -78,6 +79,7 @@ fn link(a: &str, b: &str, rate: Option<f64>, rate_ba: Option<f64>, delays: (u64,
         ba: None,
         name_ab: None,
         name_ba: None,
+        mtu: None,
     }
 }
 

@@ -68,6 +68,8 @@ impl Totals {
 struct FlowState {
     spec: FlowSpec,
     hosts: (u32, u32),
+    /// MSS of its path (`Network::path_mss`), for its TCP connections.
+    mss: u32,
     /// Bulk flows: their streams, alive for the whole run (the first one is sampled).
     streams: Vec<usize>,
     source: Option<Box<dyn Source>>,
@@ -207,6 +209,7 @@ impl World {
                 ce_fed_back: vec![f64::NAN; self.series_t.len()],
                 ..Default::default()
             },
+            mss: self.net.path_mss(hosts.0, hosts.1, f.dscp),
             spec: f,
             hosts,
             streams: Vec::new(),
@@ -325,6 +328,7 @@ impl World {
             hash_fwd: hrng.next_u32(),
             hash_rev: hrng.next_u32(),
             size,
+            mss: f.mss,
         };
         let rcv_cc_spec = f.spec.receiver.cc.clone().unwrap_or_default();
         let cc = cc::build(&f.spec.cc, Rng::new(seed, stream::CC + 2 * id));
@@ -995,6 +999,7 @@ impl World {
                 (g.hosts, g.base_rtt)
             }
         };
+        crate::net::graph::datagram_fits(&self.net, &f, hosts.0, hosts.1, "")?;
         self.start_flow(f, hosts, rtt, start);
         Ok(())
     }

@@ -83,8 +83,10 @@ pub struct TcpSpec {
     pub init_cwnd: u32,
     /// Minimum RTO, ms (TCP_RTO_MIN).
     pub rto_min_ms: f64,
-    /// Payload bytes per segment (1448 with timestamps on a 1500-byte MTU).
-    pub mss: u32,
+    /// `TCP_MAXSEG`: caps the payload bytes per segment. Unset, the connection's MSS is its
+    /// path's (`Network::path_mss`: 1448 with timestamps on 1500-byte links).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
     /// Kernel HZ: the sender's RTO/TLP/RACK durations are whole jiffies, TCP_TIMEOUT_MIN is 2
     /// jiffies. Ubuntu kernels use 250.
     pub hz: u32,
@@ -110,7 +112,7 @@ impl Default for TcpSpec {
             tso: true,
             init_cwnd: 10,
             rto_min_ms: 200.0,
-            mss: crate::packet::hdr::MSS,
+            mss: None,
             hz: 250,
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
@@ -138,6 +140,8 @@ pub struct ConnParams {
     pub hash_rev: u32,
     /// Bytes to send; None: an iperf3-style bulk transfer that never ends.
     pub size: Option<u64>,
+    /// MSS of the path (`Network::path_mss`); the sender's `TCP_MAXSEG` may lower it.
+    pub mss: u32,
 }
 
 /// Sender counters reported per flow.

@@ -163,14 +163,16 @@ fn ect_of(sk: &Sock) -> Ecn {
 
 impl TcpSender {
     pub fn new(params: &ConnParams, spec: &TcpSpec, cc: AnyCc, rng: Rng) -> TcpSender {
-        let mut sk = Sock::new(spec.mss);
+        // `tcp_sync_mss`: the path's MSS, lowered by the socket's TCP_MAXSEG if set.
+        let mss = spec.mss.map_or(params.mss, |m| m.min(params.mss));
+        let mut sk = Sock::new(mss);
         sk.snd_cwnd = spec.init_cwnd;
         let (total_segs, last_payload) = match params.size {
             Some(b) => {
-                let n = b.div_ceil(spec.mss as u64).max(1);
-                (n as u32, (b - (n - 1) * spec.mss as u64) as u32)
+                let n = b.div_ceil(mss as u64).max(1);
+                (n as u32, (b - (n - 1) * mss as u64) as u32)
             }
-            None => (u32::MAX, spec.mss),
+            None => (u32::MAX, mss),
         };
         let stats = SenderStats {
             established_at: NEVER,
@@ -238,13 +240,13 @@ impl TcpSender {
     /// idle, `tcp_cwnd_restart`, is not modelled: the window is what the last ACKs left.)
     pub fn append(&mut self, bytes: u64, now: SimTime, out: &mut Vec<Packet>) {
         debug_assert!(self.total_segs != u32::MAX, "append to a bulk transfer");
-        let mss = self.spec.mss as u64;
+        let mss = self.sk.mss as u64;
         let n = bytes.div_ceil(mss).max(1);
         let una = self.sk.snd_una;
         while self.partial.front().is_some_and(|&(s, _)| s < una) {
             self.partial.pop_front();
         }
-        if self.last_payload < self.spec.mss {
+        if self.last_payload < self.sk.mss {
             self.partial
                 .push_back((self.total_segs - 1, self.last_payload));
         }
@@ -374,11 +376,11 @@ impl TcpSender {
         if seq + 1 == self.total_segs {
             self.last_payload
         } else if self.partial.is_empty() {
-            self.spec.mss
+            self.sk.mss
         } else {
             match self.partial.binary_search_by_key(&seq, |&(s, _)| s) {
                 Ok(i) => self.partial[i].1,
-                Err(_) => self.spec.mss,
+                Err(_) => self.sk.mss,
             }
         }
     }

@@ -61,6 +61,7 @@ fn params(size: Option<u64>) -> ConnParams {
         hash_fwd: 11,
         hash_rev: 12,
         size,
+        mss: crate::packet::hdr::MSS,
     }
 }
 

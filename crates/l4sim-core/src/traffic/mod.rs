@@ -75,6 +75,15 @@ impl SourceSpec {
         !matches!(self, SourceSpec::Udp(_) | SourceSpec::UdpPrague(_))
     }
 
+    /// Largest UDP payload a UDP source sends (it must fit its path's MTU).
+    pub fn max_datagram(&self) -> Option<u32> {
+        match self {
+            SourceSpec::Udp(s) => Some(s.packet_size),
+            SourceSpec::UdpPrague(s) => Some(s.packet_size),
+            _ => None,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), (String, String)> {
         match self {
             SourceSpec::Bulk => Ok(()),

@@ -69,7 +69,7 @@ impl UdpSpec {
                 ),
             ));
         }
-        let max = hdr::MTU - hdr::IP - UDP_HDR;
+        let max = hdr::MAX_MTU - hdr::IP - UDP_HDR;
         if self.packet_size == 0 || self.packet_size > max {
             return Err((
                 "packet_size".into(),

@@ -158,7 +158,7 @@ fn mbps_to_bytes_per_sec(m: f64) -> u64 {
 impl UdpPragueSpec {
     pub fn validate(&self) -> Result<(), (String, String)> {
         let err = |f: &str, m: String| Err((f.to_string(), m));
-        let max_udp = hdr::MTU - hdr::IP - UDP_HDR;
+        let max_udp = hdr::MAX_MTU - hdr::IP - UDP_HDR;
         if !(self.max_rate_mbps.is_finite() && self.max_rate_mbps > 0.0) {
             return err(
                 "max_rate_mbps",
