@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::topology::{shaped, Built};
+use crate::qdisc::QueueDisc;
 use super::{EgressCfg, NetBuilder, Network, NodeKind};
 use crate::packet::hdr;
 use crate::scenario::{BottleneckSpec, FlowSpec, ScenarioError};
@@ -110,6 +111,9 @@ impl LinkSpec {
                     }
                 };
                 cfg.mtu = self.mtu.unwrap_or(hdr::MTU);
+                if let Some((_, _, q)) = cfg.shaped.as_mut().filter(|_| cfg.mtu != hdr::MTU) {
+                    q.set_dev_mtu(cfg.mtu + hdr::ETH);
+                }
                 cfg
             };
         let ab = egress(name_ab, line_ab, delay_ab, &self.ab);

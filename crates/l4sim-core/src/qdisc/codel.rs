@@ -373,6 +373,9 @@ impl QueueDisc for Codel {
     fn kind(&self) -> &'static str {
         "codel"
     }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        self.cfg.mtu = psched_mtu; // codel_init: `q->params.mtu = psched_mtu(qdisc_dev(sch))`
+    }
     fn enqueue(&mut self, pkt: Packet, _now: SimTime, drops: &mut Vec<Drop>) {
         if (self.fifo.q.len() as u64) < self.limit as u64 {
             self.fifo.bytes += pkt.len as u64;

@@ -362,6 +362,11 @@ impl QueueDisc for DualPi2 {
     fn l4s_mask(&self) -> u8 {
         self.ecn_mask
     }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        self.mtu = psched_mtu;
+        self.credit_init = psched_mtu as i32 * (self.wc - self.wl);
+        self.credit = self.credit_init;
+    }
     fn kind(&self) -> &'static str {
         "dualpi2"
     }

@@ -39,10 +39,12 @@ pub struct FqParams {
     pub limit: u32,
     /// Packets per flow.
     pub flow_limit: u32,
-    /// Bytes of credit per DRR round.
-    pub quantum: u32,
-    /// Bytes of credit of a new flow.
-    pub initial_quantum: u32,
+    /// Bytes of credit per DRR round (default 2 x the device's `psched_mtu`, 3028).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantum: Option<u32>,
+    /// Bytes of credit of a new flow (default 10 x `psched_mtu`, 15140).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_quantum: Option<u32>,
     /// Mask applied to the packet hash of forwarded traffic (0 = a single flow).
     pub orphan_mask: u32,
     pub buckets: u32,
@@ -55,8 +57,8 @@ impl Default for FqParams {
         FqParams {
             limit: 10000,
             flow_limit: 100,
-            quantum: 2 * hdr::PSCHED_MTU,
-            initial_quantum: 10 * hdr::PSCHED_MTU,
+            quantum: None,
+            initial_quantum: None,
             orphan_mask: 1023,
             buckets: 1024,
             ce_threshold_ms: None,
@@ -69,23 +71,19 @@ impl FqParams {
     pub(super) fn validate(&self) -> Result<(), (String, String)> {
         check_nonzero("limit", self.limit as u64)?;
         check_nonzero("flow_limit", self.flow_limit as u64)?;
-        check_nonzero("quantum", self.quantum as u64)?;
-        if self.quantum > 1 << 20 {
-            return Err((
-                "quantum".into(),
-                format!(
-                    "quantum {} is above Linux's 1048576-byte maximum",
-                    self.quantum
-                ),
-            ));
+        if let Some(q) = self.quantum {
+            check_nonzero("quantum", q as u64)?;
+            if q > 1 << 20 {
+                return Err((
+                    "quantum".into(),
+                    format!("quantum {q} is above Linux's 1048576-byte maximum"),
+                ));
+            }
         }
-        if self.initial_quantum > i32::MAX as u32 {
+        if let Some(q) = self.initial_quantum.filter(|&q| q > i32::MAX as u32) {
             return Err((
                 "initial_quantum".into(),
-                format!(
-                    "initial_quantum {} does not fit Linux's int credit",
-                    self.initial_quantum
-                ),
+                format!("initial_quantum {q} does not fit Linux's int credit"),
             ));
         }
         if !self.buckets.is_power_of_two() || self.buckets > 1 << 18 {
@@ -153,6 +151,8 @@ pub struct Fq {
     flow_limit: u32,
     quantum: i32,
     initial_quantum: i32,
+    /// Whether `quantum` and `initial_quantum` are the device-derived defaults.
+    default_quanta: (bool, bool),
     orphan_mask: u32,
     gc_threshold: u32,
     ce_threshold: SimTime,
@@ -175,8 +175,9 @@ impl Fq {
         Fq {
             limit: p.limit,
             flow_limit: p.flow_limit,
-            quantum: p.quantum as i32,
-            initial_quantum: p.initial_quantum as i32,
+            quantum: p.quantum.unwrap_or(2 * hdr::PSCHED_MTU) as i32,
+            initial_quantum: p.initial_quantum.unwrap_or(10 * hdr::PSCHED_MTU) as i32,
+            default_quanta: (p.quantum.is_none(), p.initial_quantum.is_none()),
             orphan_mask: p.orphan_mask,
             gc_threshold: 2 * p.buckets,
             // tc sends ce_threshold in us; the default is ~0U us.
@@ -240,6 +241,15 @@ impl Fq {
 impl QueueDisc for Fq {
     fn kind(&self) -> &'static str {
         "fq"
+    }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        // fq_init: quantum 2 x, initial_quantum 10 x psched_mtu, unless tc gave them.
+        if self.default_quanta.0 {
+            self.quantum = 2 * psched_mtu as i32;
+        }
+        if self.default_quanta.1 {
+            self.initial_quantum = 10 * psched_mtu as i32;
+        }
     }
 
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
@@ -345,6 +355,20 @@ impl QueueDisc for Fq {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_quanta_follow_the_devices_mtu_and_tc_values_stay() {
+        let mut q = Fq::new(&FqParams::default());
+        assert_eq!((q.quantum, q.initial_quantum), (3028, 15140));
+        q.set_dev_mtu(9014);
+        assert_eq!((q.quantum, q.initial_quantum), (18028, 90140));
+        let mut q = Fq::new(&FqParams {
+            quantum: Some(1000),
+            ..Default::default()
+        });
+        q.set_dev_mtu(9014);
+        assert_eq!((q.quantum, q.initial_quantum), (1000, 90140));
+    }
     use crate::packet::{Dir, Ecn};
     use crate::time::MS;
 

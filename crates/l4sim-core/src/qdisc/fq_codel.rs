@@ -33,8 +33,10 @@ pub struct FqCodelParams {
     pub limit: u32,
     /// Number of buckets.
     pub flows: u32,
-    /// DRR quantum, bytes (Linux 5.15 accepts 1..=2^20; older kernels raised it to >= 256).
-    pub quantum: u32,
+    /// DRR quantum, bytes (default the device's `psched_mtu`, 1514; Linux 5.15 accepts
+    /// 1..=2^20, older kernels raised it to >= 256).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantum: Option<u32>,
     pub target_ms: f64,
     pub interval_ms: f64,
     pub ecn: bool,
@@ -56,7 +58,7 @@ impl Default for FqCodelParams {
         FqCodelParams {
             limit: 10240,
             flows: 1024,
-            quantum: hdr::PSCHED_MTU,
+            quantum: None,
             target_ms: 5.0,
             interval_ms: 100.0,
             ecn: true,
@@ -80,13 +82,10 @@ impl FqCodelParams {
                 format!("flows must be at most 65536 (Linux), got {}", self.flows),
             ));
         }
-        if self.quantum == 0 || self.quantum > 1 << 20 {
+        if let Some(q) = self.quantum.filter(|&q| q == 0 || q > 1 << 20) {
             return Err((
                 "quantum".into(),
-                format!(
-                    "quantum must be in [1, 1048576] bytes, got {}",
-                    self.quantum
-                ),
+                format!("quantum must be in [1, 1048576] bytes, got {q}"),
             ));
         }
         check_ms("target_ms", self.target_ms)?;
@@ -177,6 +176,8 @@ pub struct FqCodelStats {
 pub struct FqCodel {
     limit: u32,
     quantum: i32,
+    /// Whether `quantum` is the device-derived default.
+    default_quantum: bool,
     drop_batch: u32,
     memory_limit: u64,
     cfg: CodelConfig,
@@ -200,7 +201,8 @@ impl FqCodel {
         let n = p.flows as usize;
         FqCodel {
             limit: p.limit,
-            quantum: p.quantum as i32,
+            quantum: p.quantum.unwrap_or(hdr::PSCHED_MTU) as i32,
+            default_quantum: p.quantum.is_none(),
             drop_batch: p.drop_batch,
             // Linux caps memory_limit at 2^31 bytes.
             memory_limit: p.memory_limit.min(1 << 31),
@@ -275,6 +277,13 @@ impl FqCodel {
 impl QueueDisc for FqCodel {
     fn kind(&self) -> &'static str {
         "fq_codel"
+    }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        // fq_codel_init: quantum and CoDel's mtu are psched_mtu unless tc gave the quantum.
+        if self.default_quantum {
+            self.quantum = psched_mtu as i32;
+        }
+        self.cfg.mtu = psched_mtu;
     }
 
     fn enqueue(&mut self, pkt: Packet, _now: SimTime, drops: &mut Vec<Drop>) {
@@ -373,6 +382,20 @@ impl QueueDisc for FqCodel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_quantum_and_codels_mtu_follow_the_devices_mtu() {
+        let mut q = FqCodel::new(&FqCodelParams::default());
+        assert_eq!((q.quantum, q.cfg.mtu), (1514, 1514));
+        q.set_dev_mtu(9014);
+        assert_eq!((q.quantum, q.cfg.mtu), (9014, 9014));
+        let mut q = FqCodel::new(&FqCodelParams {
+            quantum: Some(300),
+            ..Default::default()
+        });
+        q.set_dev_mtu(9014);
+        assert_eq!((q.quantum, q.cfg.mtu), (300, 9014));
+    }
     use crate::packet::{Dir, Ecn};
     use crate::time::MS;
 

@@ -234,6 +234,11 @@ impl QueueDisc for Htb {
     fn kind(&self) -> &'static str {
         "htb"
     }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        for l in &mut self.leaves {
+            l.child.set_dev_mtu(psched_mtu)
+        }
+    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         let i = self.class_of[pkt.dscp as usize & 63] as usize;
         QueueDisc::enqueue(&mut self.leaves[i].child, pkt, now, drops);

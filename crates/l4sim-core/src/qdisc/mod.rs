@@ -121,6 +121,10 @@ pub trait QueueDisc {
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         Vec::new()
     }
+    /// The device's `psched_mtu` (its MTU plus the link-layer header) where it is not the
+    /// 1514 bytes the qdiscs assume: what they derive from it follows (fq's and fq_codel's
+    /// default quanta, CoDel's, PIE's and DualPI2's MTU checks). Classful qdiscs pass it on.
+    fn set_dev_mtu(&mut self, _psched_mtu: u32) {}
 }
 
 /// Qdisc configuration: `kind` picks the qdisc, the other keys are its tc parameters.
@@ -298,6 +302,9 @@ impl QueueDisc for AnyQdisc {
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         dispatch!(self, q => q.classes())
+    }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        dispatch!(self, q => q.set_dev_mtu(psched_mtu))
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         dispatch!(self, q => q.enqueue(pkt, now, drops))
@@ -618,6 +625,9 @@ impl QueueDisc for Qdisc {
     fn on_timer(&mut self, now: SimTime) {
         self.inner.on_timer(now)
     }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        self.inner.set_dev_mtu(psched_mtu)
+    }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         self.inner.observe(out)
     }
@@ -662,7 +672,7 @@ mod tests {
         let d = fq::FqParams::default();
         assert_eq!(
             (d.limit, d.flow_limit, d.quantum, d.initial_quantum),
-            (10000, 100, 3028, 15140)
+            (10000, 100, None, None)
         );
         let d = dualpi2::DualPi2Params::default();
         assert_eq!(

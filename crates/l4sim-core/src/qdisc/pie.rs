@@ -358,6 +358,9 @@ impl QueueDisc for Pie {
     fn kind(&self) -> &'static str {
         "pie"
     }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        self.mtu = psched_mtu;
+    }
 
     fn enqueue(&mut self, mut pkt: Packet, _now: SimTime, drops: &mut Vec<Drop>) {
         let reason;

@@ -147,6 +147,11 @@ impl QueueDisc for Prio {
     fn kind(&self) -> &'static str {
         "prio"
     }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        for b in &mut self.bands {
+            b.set_dev_mtu(psched_mtu)
+        }
+    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         let b = self.classify(&pkt);
         QueueDisc::enqueue(&mut self.bands[b], pkt, now, drops);

@@ -124,6 +124,9 @@ impl QueueDisc for Tbf {
     fn kind(&self) -> &'static str {
         "tbf"
     }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        self.child.set_dev_mtu(psched_mtu)
+    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         if pkt.len > self.max_size {
             drops.push(Drop {

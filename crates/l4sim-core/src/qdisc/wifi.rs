@@ -206,6 +206,9 @@ impl QueueDisc for Wifi {
     fn kind(&self) -> &'static str {
         "wifi"
     }
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        self.child.set_dev_mtu(psched_mtu)
+    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         QueueDisc::enqueue(&mut *self.child, pkt, now, drops);
     }

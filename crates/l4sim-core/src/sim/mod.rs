@@ -17,7 +17,7 @@ use crate::engine::{Event, Scheduler};
 use crate::metrics::results::{ConnRecord, FlowSeries, QdiscSeries, RunResult};
 use crate::net::shaper::{default_burst, Shaper};
 use crate::net::{topology, Egress, Network, NodeKind};
-use crate::packet::{Dir, Packet};
+use crate::packet::{hdr, Dir, Packet};
 use crate::qdisc::{self, Class, QueueDisc};
 use crate::rng::{stream, Rng};
 use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
@@ -1135,7 +1135,12 @@ impl World {
         }
         if let Some(spec) = qdisc_spec {
             let idx = self.next_conn_id ^ (q as u64) << 40;
-            let inner = qdisc::build(&spec, Rng::new(self.seed, stream::QDISC + 0x1000 + idx));
+            let mut inner =
+                qdisc::build(&spec, Rng::new(self.seed, stream::QDISC + 0x1000 + idx));
+            let mtu = self.net.pipes[self.net.ports[q].line as usize].mtu;
+            if mtu != hdr::MTU {
+                inner.set_dev_mtu(mtu + hdr::ETH);
+            }
             let mut drops = Vec::new();
             self.net.ports[q].qdisc.replace(inner, now, &mut drops);
             for d in &drops {
