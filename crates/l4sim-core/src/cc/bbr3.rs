@@ -216,6 +216,9 @@ impl CongestionControl for Bbr3 {
     fn tso_segs(&self, sk: &Sock) -> Option<u32> {
         self.0.tso_segs(sk)
     }
+    fn skb_marked_lost(&mut self, sk: &Sock, rs: Option<&RateSample>) {
+        self.0.skb_marked_lost(sk, rs)
+    }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         self.0.observe(out)
     }

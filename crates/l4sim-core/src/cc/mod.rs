@@ -298,6 +298,11 @@ pub trait CongestionControl {
     fn tso_segs(&self, _sk: &Sock) -> Option<u32> {
         None
     }
+    /// `skb_marked_lost` (BBRv2/v3 trees, called from `tcp_mark_skb_lost` after `tp->lost`
+    /// counted it): a segment was just marked lost. `rs` is what Linux builds from the
+    /// segment's send-time state (`tx_in_flight`, `lost` = `tp->lost - tx.lost`,
+    /// `is_app_limited`); None when its `tx.delivered_mstamp` is already cleared.
+    fn skb_marked_lost(&mut self, _sk: &Sock, _rs: Option<&RateSample>) {}
     /// Internal variables for time series (e.g. ("alpha", 0.3)).
     fn observe(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
@@ -416,6 +421,9 @@ impl CongestionControl for AnyCc {
     }
     fn tso_segs(&self, sk: &Sock) -> Option<u32> {
         dispatch!(self, c => c.tso_segs(sk))
+    }
+    fn skb_marked_lost(&mut self, sk: &Sock, rs: Option<&RateSample>) {
+        dispatch!(self, c => c.skb_marked_lost(sk, rs))
     }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         dispatch!(self, c => c.observe(out))

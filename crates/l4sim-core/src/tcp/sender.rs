@@ -424,6 +424,19 @@ impl TcpSender {
         self.ts_tail = seq;
     }
 
+    /// The CC's `skb_marked_lost` hook (`tcp_notify_skb_loss_event`), with the rate sample
+    /// Linux builds from the segment's send-time state.
+    fn notify_loss(&mut self, seq: u32) {
+        let tx = self.seg(seq).tx;
+        let rs = (!tx.counted).then(|| RateSample {
+            tx_in_flight: tx.in_flight,
+            lost: self.sk.lost - tx.lost,
+            is_app_limited: tx.app_limited,
+            ..Default::default()
+        });
+        self.cc.skb_marked_lost(&self.sk, rs.as_ref());
+    }
+
     /// `tcp_mark_skb_lost` (+ `tcp_notify_skb_loss_event`).
     fn mark_lost(&mut self, seq: u32) {
         let st = self.seg(seq).st;
@@ -442,6 +455,7 @@ impl TcpSender {
             self.sk.lost_out += 1;
             self.sk.lost += 1;
         }
+        self.notify_loss(seq);
         self.ts_unlink(seq);
         if self.seg(seq).st & S_QUEUED == 0 {
             self.seg_mut(seq).st |= S_QUEUED;

@@ -17,11 +17,13 @@
 //! the plateau detector `full_bw_now` (`full_bw_cnt_up`, `full_bw_thresh_up`, `bw_probe_exit`),
 //! ECN cuts only `inflight_lo` (no `bw_lo`/`bw_hi` ECN cuts), `bw = min(max_bw, bw_lo)`.
 //!
-//! Not modelled (documented Linux hooks the core does not provide): the per-lost-skb
-//! "too high" check of `skb_marked_lost` (we keep its round bookkeeping, applied at the start
-//! of `cong_control` when `rs.losses > 0`; the per-ACK check on `rs.lost`/`rs.tx_in_flight`
-//! still runs); EDT discount in `packets_in_net_at_edt` (EDT = now). Times use exact simulated
-//! time instead of jiffies.
+//! Loss is seen per lost segment through the core's `skb_marked_lost` hook
+//! (`bbr2_skb_marked_lost` with `bbr2_inflight_hi_from_lost_skb`), as well as per ACK. One
+//! difference: the core marks segments, Linux marks skbs, so a lost GSO skb of n segments is
+//! n calls with `tcp_skb_pcount` 1 here.
+//!
+//! Not modelled: the EDT discount in `packets_in_net_at_edt` (EDT = now). Times use exact
+//! simulated time instead of jiffies.
 
 use serde::{Deserialize, Serialize};
 
@@ -403,8 +405,8 @@ impl Bbr2 {
         self.full_bw_reached
     }
 
-    /// `bbr_note_loss` (the round bookkeeping of `skb_marked_lost`): the first loss of a
-    /// round starts a loss round ending at the current delivered count.
+    /// The round bookkeeping of `skb_marked_lost`: the first loss of a round starts a loss
+    /// round ending at the current delivered count.
     fn note_loss(&mut self, sk: &Sock) {
         if !self.loss_in_round {
             self.loss_round_delivered = sk.delivered;
@@ -583,10 +585,6 @@ impl CongestionControl for Bbr2 {
     /// `bbr2_main`.
     fn cong_control(&mut self, sk: &mut Sock, rs: &RateSample) {
         self.mss = sk.mss;
-        // skb_marked_lost bookkeeping for the segments newly marked lost on this ACK.
-        if rs.losses > 0 {
-            self.note_loss(sk);
-        }
         let mut ctx = Ctx::default();
         let mut update_model = true;
 
@@ -627,10 +625,6 @@ impl CongestionControl for Bbr2 {
     /// leaving Loss.
     fn set_state(&mut self, sk: &mut Sock, new: CaState) {
         if new == CaState::Loss {
-            // tcp_enter_loss marks the flight lost (skb_marked_lost) before the state change.
-            if sk.packets_out > 0 {
-                self.note_loss(sk);
-            }
             self.prev_ca_state = CaState::Loss;
             if self.r.newer {
                 self.reset_full_bw();
@@ -684,6 +678,22 @@ impl CongestionControl for Bbr2 {
     /// `bbr_tso_segs` (v2alpha's hook): the same goal as for the cwnd budget.
     fn tso_segs(&self, sk: &Sock) -> Option<u32> {
         Some(self.tso_segs_goal(sk))
+    }
+    /// `bbr2_skb_marked_lost`: note the loss round; while probing, see whether the loss rate
+    /// of the flight up to this segment went too high, and if so cut `inflight_hi` at the
+    /// segment where it did.
+    fn skb_marked_lost(&mut self, sk: &Sock, rs: Option<&RateSample>) {
+        self.note_loss(sk);
+        let Some(rs) = rs.filter(|_| self.bw_probe_samples) else {
+            return;
+        };
+        if self.is_inflight_too_high(rs) {
+            let rs = RateSample {
+                tx_in_flight: self.inflight_hi_from_lost_skb(rs),
+                ..*rs
+            };
+            self.handle_inflight_too_high(sk, &rs);
+        }
     }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         let opt32 = |v: u32| if v == UNSET32 { -1.0 } else { v as f64 };

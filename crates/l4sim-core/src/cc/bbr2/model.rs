@@ -300,6 +300,27 @@ impl Bbr2 {
         false
     }
 
+    /// `bbr2_inflight_hi_from_lost_skb`: the in-flight level at which the loss rate crossed
+    /// `loss_thresh`, solving (lost_prev + x) / (inflight_prev + x) = loss_thresh for the
+    /// prefix x of the lost segment, rounded up (one segment here: `tcp_skb_pcount` is 1).
+    pub(crate) fn inflight_hi_from_lost_skb(&self, rs: &RateSample) -> u32 {
+        const PCOUNT: u64 = 1;
+        let thresh = self.p.loss_thresh as u64;
+        let (Some(inflight_prev), Some(lost_prev)) = (
+            (rs.tx_in_flight as u64).checked_sub(PCOUNT),
+            rs.lost.checked_sub(PCOUNT),
+        ) else {
+            return UNSET32;
+        };
+        let budget = (inflight_prev * thresh + BBR_UNIT as u64 - 1) >> BBR_SCALE;
+        let prefix = if lost_prev >= budget {
+            0
+        } else {
+            ((budget - lost_prev) << BBR_SCALE) / (BBR_UNIT as u64 - thresh)
+        };
+        (inflight_prev + prefix) as u32
+    }
+
     /// inflight_hi minus 15% headroom, at least cwnd_min_target.
     pub(crate) fn inflight_with_headroom(&self) -> u32 {
         if self.inflight_hi == UNSET32 {

@@ -67,8 +67,40 @@ fn ack_round(b: &mut Bbr2, sk: &mut Sock, n: u64, ce: u64, lost: u64, tx_in_flig
         ece_delta: ce as u32,
         ..Default::default()
     };
+    // The core marks each lost segment first (`skb_marked_lost`; no send-time sample here,
+    // so only the loss-round bookkeeping runs), then calls `cong_control`.
+    for _ in 0..lost {
+        b.skb_marked_lost(sk, None);
+    }
     b.in_ack_event(sk, ce > 0);
     b.cong_control(sk, &rs);
+}
+
+#[test]
+fn a_lost_segment_sent_while_probing_cuts_inflight_hi_where_the_loss_rate_crossed_2pct() {
+    let (mut b, sk) = steady(Bbr2Params::default(), BW_PROBE_UP, 20_000);
+    b.bw_probe_samples = true;
+    let floor = ((b.target_inflight(&sk) as u64 * (256 - 76)) >> 8) as u32;
+    let lost = |tx_in_flight, lost| RateSample {
+        tx_in_flight,
+        lost,
+        ..Default::default()
+    };
+    // 3 of 201: not above loss_thresh (5/256 of 201 = 3), nothing happens.
+    b.skb_marked_lost(&sk, Some(&lost(201, 3)));
+    assert_eq!(b.inflight_hi(), UNSET32);
+    assert!(b.loss_in_round);
+    // 4 of 201: too high. Before this segment 3 of 200 were lost, within the budget of
+    // ceil(200 * 5 / 256) = 4; the loss rate crossed the threshold one segment into it:
+    // inflight_hi = 200 + (1 << 8) / (256 - 5) = 201 (above the 0.7 x target floor).
+    b.skb_marked_lost(&sk, Some(&lost(201, 4)));
+    assert!(floor < 201, "the floor {floor} would hide the prefix");
+    assert_eq!(b.inflight_hi(), 201);
+    assert_eq!(b.cycle_idx(), BW_PROBE_DOWN);
+    // Not probing: only the bookkeeping.
+    let (mut b, sk) = steady(Bbr2Params::default(), BW_PROBE_CRUISE, 20_000);
+    b.skb_marked_lost(&sk, Some(&lost(201, 50)));
+    assert_eq!(b.inflight_hi(), UNSET32);
 }
 
 #[test]
@@ -569,6 +601,7 @@ fn all_variants_on_a_ce_marking_path_keep_utilization_high_and_queue_short() {
 fn rto_outside_probing_seeds_inflight_lo_with_the_pre_rto_cwnd() {
     let (mut b, mut sk) = steady(Bbr2Params::default(), BW_PROBE_CRUISE, 20_000);
     b.ssthresh(&mut sk); // prior_cwnd = 100
+    b.skb_marked_lost(&sk, None); // tcp_enter_loss marks the flight lost first
     sk.snd_cwnd = 1; // the core's RTO response
     b.cwnd_event(&mut sk, CaEvent::Loss);
     b.set_state(&mut sk, CaState::Loss);
