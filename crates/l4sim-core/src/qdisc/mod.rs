@@ -121,6 +121,14 @@ pub trait QueueDisc {
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         Vec::new()
     }
+    /// Whether this qdisc (or one below it) may make copies of packets: `netem duplicate`.
+    fn may_duplicate(&self) -> bool {
+        false
+    }
+    /// Move the copies made by the last enqueue to `out`: Linux enqueues them at the root
+    /// qdisc of the device (see `netem`), which is the caller's to do. Classful qdiscs
+    /// forward this to their children.
+    fn take_duplicates(&mut self, _out: &mut Vec<Packet>) {}
 }
 
 /// Qdisc configuration: `kind` picks the qdisc, the other keys are its tc parameters.
@@ -298,6 +306,12 @@ impl QueueDisc for AnyQdisc {
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         dispatch!(self, q => q.classes())
+    }
+    fn may_duplicate(&self) -> bool {
+        dispatch!(self, q => q.may_duplicate())
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        dispatch!(self, q => q.take_duplicates(out))
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         dispatch!(self, q => q.enqueue(pkt, now, drops))
@@ -484,12 +498,15 @@ pub struct Qdisc {
     drops: Vec<Drop>,
     /// `inner.l4s_mask()`, fixed for the qdisc's life (looked up once, not per packet).
     mask: u8,
+    /// `inner.may_duplicate()`, likewise.
+    dup: bool,
 }
 
 impl Qdisc {
     pub fn new(inner: AnyQdisc) -> Qdisc {
         Qdisc {
             mask: inner.l4s_mask(),
+            dup: inner.may_duplicate(),
             inner,
             stats: QdiscStats::default(),
             drops: Vec::with_capacity(64),
@@ -530,6 +547,12 @@ impl Qdisc {
         &self.drops
     }
 
+    /// Whether a netem in this qdisc may duplicate packets (then the port's owner takes the
+    /// copies after each enqueue, [`QueueDisc::take_duplicates`], and enqueues them here).
+    pub fn may_duplicate(&self) -> bool {
+        self.dup
+    }
+
     /// Dequeue; `drops` receives the packets dropped at dequeue.
     pub fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         let start = drops.len();
@@ -567,6 +590,7 @@ impl Qdisc {
     pub fn replace(&mut self, inner: AnyQdisc, now: SimTime, drops: &mut Vec<Drop>) {
         let mut old = std::mem::replace(&mut self.inner, inner);
         let mask = std::mem::replace(&mut self.mask, self.inner.l4s_mask());
+        self.dup = self.inner.may_duplicate();
         let start = drops.len();
         let mut scratch = Vec::new();
         // Drain the old qdisc without its AQM acting: dequeue drops and marks from a
@@ -626,6 +650,14 @@ impl QueueDisc for Qdisc {
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         self.inner.classes()
+    }
+    fn may_duplicate(&self) -> bool {
+        self.dup
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        if self.dup {
+            self.inner.take_duplicates(out)
+        }
     }
 }
 
