@@ -155,7 +155,8 @@ pub enum QdiscSpec {
     Tbf(tbf::TbfParams),
     /// `prio` (sch_prio): strict-priority bands, each a child qdisc.
     Prio(prio::PrioParams),
-    /// `netem` (sch_netem): delay, jitter, loss, reordering, rate and slots.
+    /// `netem` (sch_netem): delay, jitter and its distribution, loss, ECN marking, duplication,
+    /// corruption, reordering, rate and slots.
     Netem(netem::NetemParams),
     /// A Wi-Fi transmitter: EDCA channel access and A-MPDU aggregates over a child qdisc.
     Wifi(wifi::WifiParams),
