@@ -144,6 +144,12 @@ pub struct Packet {
     pub group: u16,
     /// DSCP (the upper six bits of the IP TOS byte), set by the sender from its flow's `dscp`.
     pub dscp: u8,
+    /// A copy made by netem's `duplicate` on its way to the root qdisc: the netem that made
+    /// it does not duplicate it again (Linux zeroes that netem's `q->duplicate` around the
+    /// root enqueue). That netem clears the flag when the copy reaches it.
+    pub netem_dup: bool,
+    /// A bit flipped by netem's `corrupt`: the destination host's checksum discards it.
+    pub corrupt: bool,
 }
 
 impl Packet {
@@ -170,6 +176,8 @@ impl Packet {
             retrans: false,
             group: 0,
             dscp: 0,
+            netem_dup: false,
+            corrupt: false,
         }
     }
     /// A full-size data segment of flow 0 from node 0 to node 1 (for tests).

@@ -298,6 +298,14 @@ impl QueueDisc for Htb {
             .map(|l| (l.name.clone(), &l.child))
             .collect()
     }
+    fn may_duplicate(&self) -> bool {
+        self.leaves.iter().any(|l| l.child.may_duplicate())
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        for l in &mut self.leaves {
+            l.child.take_duplicates(out);
+        }
+    }
 }
 
 #[cfg(test)]

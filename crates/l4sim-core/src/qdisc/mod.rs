@@ -125,6 +125,14 @@ pub trait QueueDisc {
     /// 1514 bytes the qdiscs assume: what they derive from it follows (fq's and fq_codel's
     /// default quanta, CoDel's, PIE's and DualPI2's MTU checks). Classful qdiscs pass it on.
     fn set_dev_mtu(&mut self, _psched_mtu: u32) {}
+    /// Whether this qdisc (or one below it) may make copies of packets: `netem duplicate`.
+    fn may_duplicate(&self) -> bool {
+        false
+    }
+    /// Move the copies made by the last enqueue to `out`: Linux enqueues them at the root
+    /// qdisc of the device (see `netem`), which is the caller's to do. Classful qdiscs
+    /// forward this to their children.
+    fn take_duplicates(&mut self, _out: &mut Vec<Packet>) {}
 }
 
 /// Qdisc configuration: `kind` picks the qdisc, the other keys are its tc parameters.
@@ -151,7 +159,8 @@ pub enum QdiscSpec {
     Tbf(tbf::TbfParams),
     /// `prio` (sch_prio): strict-priority bands, each a child qdisc.
     Prio(prio::PrioParams),
-    /// `netem` (sch_netem): delay, jitter, loss, reordering, rate and slots.
+    /// `netem` (sch_netem): delay, jitter and its distribution, loss, ECN marking, duplication,
+    /// corruption, reordering, rate and slots.
     Netem(netem::NetemParams),
     /// A Wi-Fi transmitter: EDCA channel access and A-MPDU aggregates over a child qdisc.
     Wifi(wifi::WifiParams),
@@ -305,6 +314,12 @@ impl QueueDisc for AnyQdisc {
     }
     fn set_dev_mtu(&mut self, psched_mtu: u32) {
         dispatch!(self, q => q.set_dev_mtu(psched_mtu))
+    }
+    fn may_duplicate(&self) -> bool {
+        dispatch!(self, q => q.may_duplicate())
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        dispatch!(self, q => q.take_duplicates(out))
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         dispatch!(self, q => q.enqueue(pkt, now, drops))
@@ -491,12 +506,15 @@ pub struct Qdisc {
     drops: Vec<Drop>,
     /// `inner.l4s_mask()`, fixed for the qdisc's life (looked up once, not per packet).
     mask: u8,
+    /// `inner.may_duplicate()`, likewise.
+    dup: bool,
 }
 
 impl Qdisc {
     pub fn new(inner: AnyQdisc) -> Qdisc {
         Qdisc {
             mask: inner.l4s_mask(),
+            dup: inner.may_duplicate(),
             inner,
             stats: QdiscStats::default(),
             drops: Vec::with_capacity(64),
@@ -537,6 +555,12 @@ impl Qdisc {
         &self.drops
     }
 
+    /// Whether a netem in this qdisc may duplicate packets (then the port's owner takes the
+    /// copies after each enqueue, [`QueueDisc::take_duplicates`], and enqueues them here).
+    pub fn may_duplicate(&self) -> bool {
+        self.dup
+    }
+
     /// Dequeue; `drops` receives the packets dropped at dequeue.
     pub fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         let start = drops.len();
@@ -574,6 +598,7 @@ impl Qdisc {
     pub fn replace(&mut self, inner: AnyQdisc, now: SimTime, drops: &mut Vec<Drop>) {
         let mut old = std::mem::replace(&mut self.inner, inner);
         let mask = std::mem::replace(&mut self.mask, self.inner.l4s_mask());
+        self.dup = self.inner.may_duplicate();
         let start = drops.len();
         let mut scratch = Vec::new();
         // Drain the old qdisc without its AQM acting: dequeue drops and marks from a
@@ -636,6 +661,14 @@ impl QueueDisc for Qdisc {
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         self.inner.classes()
+    }
+    fn may_duplicate(&self) -> bool {
+        self.dup
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        if self.dup {
+            self.inner.take_duplicates(out)
+        }
     }
 }
 

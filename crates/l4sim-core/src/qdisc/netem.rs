@@ -1,25 +1,72 @@
-//! `netem` (net/sched/sch_netem.c): a link's impairments as the qdisc Linux uses for them.
+//! `netem` (net/sched/sch_netem.c, Linux 5.15): a link's impairments as the qdisc Linux uses
+//! for them. `netem_enqueue` applies, in this order: duplication, loss (or an ECN mark),
+//! corruption, the `limit`, then reordering or the packet's delay.
 //!
-//! - Delay and jitter (`netem_enqueue` -> `tabledist`): each packet's delay is `delay_ms`
-//!   plus jitter, uniform in [-jitter, +jitter) without a distribution table (tc's default)
-//!   or normal with `distribution = "normal"` (iproute2's `normal` table is this distribution
-//!   quantised). Packets wait in a queue ordered by their send time (`tfifo_enqueue`), so
-//!   jitter reorders them, as Linux does.
-//! - `rate_mbps` (`packet_time_ns`): a packet's send time is after the previous packet's plus
-//!   its transmission time at that rate (the queue's last send time replaces `now`).
+//! - `duplicate` (`netem_enqueue`): with this probability the packet is cloned and the clone
+//!   is enqueued at the ROOT qdisc of the device, with this netem's duplication switched off
+//!   for that enqueue (`q->duplicate = 0` around `rootq->enqueue`), so a copy is never copied
+//!   again; the clone then goes through every other step here on its own (it may be lost,
+//!   delayed differently, ...). Here netem keeps its clones in a list the simulator takes after
+//!   the enqueue ([`QueueDisc::take_duplicates`]) and enqueues at the port's root, counted like
+//!   any packet; Linux enqueues the clone before the original finishes its enqueue, here just
+//!   after (same packets, the two swap places when both get the same send time). A packet that
+//!   is both duplicated and lost goes out once (Linux's `count` goes 1 + 1 - 1): no clone.
 //! - Loss (`loss_event`): independent (`loss`, a probability) or the Gilbert-Elliott model
 //!   (`loss gemodel p r 1-h 1-k`, `loss_gilb_ell`: in the good state the next packet moves to
 //!   the bad state with probability p and is lost with 1-k; in the bad state it moves back with
 //!   probability r and is lost with 1-h). A lost packet counts as an AQM drop.
+//! - `ecn`: a lost packet that is ECT or CE is marked CE instead (`INET_ECN_set_ce`) and goes
+//!   on; a Not-ECT one is still dropped. (Linux's `tc -s` counts such a mark in netem's
+//!   `dropped`; here it is a mark, as with every AQM.) As in tc, `ecn` needs a loss model.
+//! - `corrupt` (`netem_enqueue`): with this probability one bit of the packet is flipped. The
+//!   packet goes on and is discarded at its destination host, whose checksum fails (counted as
+//!   a drop of its connection, not of a qdisc). In Linux the bit is one of `skb_headlen`
+//!   bytes: a flip in the IP header is caught by the next router instead, one in the source
+//!   MAC address does no harm; both are rare next to the TCP/UDP checksum case and not told
+//!   apart here. Only the original is corrupted, not its clone (Linux unshares the skb).
+//! - Delay and jitter (`tabledist`): each packet's delay is `delay_ms` plus jitter. Without a
+//!   table (tc's default, `distribution = "uniform"`) the jitter is uniform in
+//!   [-jitter, +jitter); with one, `mu + sigma * t / 8192` for a random entry `t` of the table
+//!   (`NETEM_DIST_SCALE` = 8192, the kernel's integer rounding). The tables are iproute2's,
+//!   computed here by their generators' formulas (netem/normal.c, pareto.c, paretonormal.c;
+//!   4096 entries each, as tc loads them) instead of read from the `.dist` files:
+//!   - `normal`: the normal quantile function at the table's 4096 points, on the generator's
+//!     grid of 0.00005;
+//!   - `pareto`: Pareto with alpha 3 (`(1-p)^(-1/3)`), shifted by its mean 1.5 and scaled by
+//!     4/3, clipped at 32767 (4 sigma): its mean is -0.033 sigma and its standard deviation
+//!     0.82 sigma, not 0 and 1 (the top 1.1 % of the tail sits at the clip);
+//!   - `paretonormal`: per table point `(normal + 3 * pareto) / 4`, the two quantile functions
+//!     averaged point by point (iproute2's comment says .25 normal + .75 pareto), not a mixture
+//!     of the two distributions.
+//!
+//!   Packets wait in a queue ordered by their send time (`tfifo_enqueue`), so jitter reorders
+//!   them, as Linux does. Without correlation, `uniform` and `normal` draw from the continuous
+//!   distributions (what the table approximates); `pareto` and `paretonormal` always use the
+//!   table.
+//! - Correlation (`delay D J CORR`, `loss P CORR`, `duplicate P CORR`, `reorder P CORR`,
+//!   `corrupt P CORR`; `get_crandom`): each random number is `(1-rho) * fresh + rho * previous`
+//!   in 32-bit fixed point, so successive numbers have correlation rho. Its known flaws are
+//!   modelled as the kernel has them: the mixed value is no longer uniform (its variance is
+//!   (1-rho)/(1+rho) of a uniform's, its values crowd the middle), so a correlated probability
+//!   is not the one asked for: `loss 10% 25%` loses about 1.8 % of the packets and `loss 1%
+//!   25%` almost none (tc-netem(8): "deprecated due to the noticed bad behavior"; `gemodel` is
+//!   the bursty loss that keeps its rate); and `tabledist` takes the number modulo 2 * jitter
+//!   (in ns) or modulo the table size, keeping only its low bits, so delay correlation changes
+//!   nothing visible unless 1 - rho is below about (2 * jitter in ns, or 4096) / 2^32.
 //! - Reordering (`reorder P gap G`): with probability P, every G-th packet is sent at once
 //!   (put at the head of the queue) instead of after its delay.
-//! - `slot MIN MAX [packets N] [bytes B]` (`get_slot`): packets leave only in slots; a slot
+//! - `rate_mbps` (`packet_time_ns`): a packet's send time is after the previous packet's plus
+//!   its transmission time at that rate (the queue's last send time replaces `now`).
+//! - `slot MIN MAX [packets N] [bytes B]` (`get_slot_next`): packets leave only in slots; a slot
 //!   opens after a uniform random time in [MIN, MAX) and carries at most N packets / B bytes
 //!   (Wi-Fi-like or DOCSIS-like bursts).
 //! - `limit` (packets, default 1000): tail drop.
 //!
-//! Not modelled: duplication and corruption (they would create or alter packets of a
-//! connection), delay correlation, the `pareto` tables, `ecn` marking instead of loss.
+//! Random numbers are drawn only for the options in use, so adding an option never changes
+//! what a netem without it draws. Not modelled: the 4-state loss model (`loss state`), custom
+//! distribution tables, `slot distribution`, `rate`'s packet and cell overheads, GSO
+//! segmentation of corrupted packets, and reordered packets bypassing the slots (Linux sends
+//! them from `sch->q` at once; here they wait for the next slot like the others).
 
 use std::collections::VecDeque;
 
@@ -30,12 +77,16 @@ use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{Rate, SimTime, MS};
 
+/// The delay distribution (tc's `distribution`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Distribution {
+    /// No table: uniform jitter.
     #[default]
     Uniform,
     Normal,
+    Pareto,
+    Paretonormal,
 }
 
 /// `loss gemodel p r 1-h 1-k` (probabilities 0..1).
@@ -59,18 +110,32 @@ fn one() -> f64 {
     1.0
 }
 
+/// tc's netem options. Probabilities and correlations are fractions 0..1 (tc's percentages
+/// divided by 100).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetemParams {
     pub limit: Option<u32>,
     pub delay_ms: f64,
     pub jitter_ms: f64,
+    /// Correlation of successive delays (`delay D J CORR`).
+    pub delay_corr: f64,
     pub distribution: Distribution,
-    /// Independent loss probability.
+    /// Independent loss probability (`loss random P`) and its correlation.
     pub loss: f64,
+    pub loss_corr: f64,
     pub gemodel: Option<GilbertElliott>,
-    /// Reorder probability and gap (default gap 1 when reordering).
+    /// Mark ECT packets CE instead of losing them.
+    pub ecn: bool,
+    /// Duplication probability (`duplicate P CORR`).
+    pub duplicate: f64,
+    pub duplicate_corr: f64,
+    /// Corruption probability (`corrupt P CORR`).
+    pub corrupt: f64,
+    pub corrupt_corr: f64,
+    /// Reorder probability, its correlation and gap (default gap 1 when reordering).
     pub reorder: f64,
+    pub reorder_corr: f64,
     pub gap: Option<u32>,
     pub rate_mbps: Option<f64>,
     /// Slot: min and max time between slots, ms; packets and bytes per slot.
@@ -89,15 +154,51 @@ impl NetemParams {
                 Err((f.into(), format!("{f} is a probability 0..1, got {v}")))
             }
         };
+        let bad = |f: &str, m: &str| Err((f.to_string(), m.to_string()));
         super::check_ms("delay_ms", self.delay_ms)?;
         super::check_ms("jitter_ms", self.jitter_ms)?;
+        prob("delay_corr", self.delay_corr)?;
         prob("loss", self.loss)?;
+        prob("loss_corr", self.loss_corr)?;
+        prob("duplicate", self.duplicate)?;
+        prob("duplicate_corr", self.duplicate_corr)?;
+        prob("corrupt", self.corrupt)?;
+        prob("corrupt_corr", self.corrupt_corr)?;
         prob("reorder", self.reorder)?;
+        prob("reorder_corr", self.reorder_corr)?;
         if let Some(g) = &self.gemodel {
             prob("gemodel.p", g.p)?;
             prob("gemodel.r", g.r.unwrap_or(0.0))?;
             prob("gemodel.loss_bad", g.loss_bad)?;
             prob("gemodel.loss_good", g.loss_good)?;
+            if self.loss_corr > 0.0 {
+                return bad(
+                    "loss_corr",
+                    "loss_corr belongs to independent loss (tc: loss random P CORR), not gemodel",
+                );
+            }
+        }
+        if self.delay_corr > 0.0 && self.jitter_ms == 0.0 {
+            return bad(
+                "delay_corr",
+                "delay_corr correlates the jitter: it needs jitter_ms > 0 (tc: delay D J CORR)",
+            );
+        }
+        if self.distribution != Distribution::Uniform
+            && (self.delay_ms == 0.0 || self.jitter_ms == 0.0)
+        {
+            return bad(
+                "distribution",
+                "a distribution needs delay_ms and jitter_ms > 0 (tc: distribution specified \
+                 but no latency and jitter values)",
+            );
+        }
+        if self.ecn && self.loss == 0.0 && self.gemodel.is_none() {
+            return bad(
+                "ecn",
+                "ecn marks instead of losing: it needs loss or gemodel (tc: ecn requested \
+                 without loss model)",
+            );
         }
         if let Some(r) = self.rate_mbps {
             super::check_pos("rate_mbps", r)?;
@@ -124,6 +225,165 @@ impl NetemParams {
     }
 }
 
+/// A probability or correlation as tc sends it: `rint(p * UINT32_MAX)` (`set_percent`).
+fn scaled(p: f64) -> u32 {
+    (p * u32::MAX as f64).round_ties_even() as u32
+}
+
+/// `struct crndstate` with `init_crandom` / `get_crandom`: random 32-bit numbers, each
+/// `(1 - rho) * fresh + rho * previous` in fixed point.
+#[derive(Clone, Copy, Debug, Default)]
+struct Crandom {
+    rho: u32,
+    last: u32,
+}
+
+impl Crandom {
+    /// `init_crandom`: the first `last` is a fresh random number. It is drawn only when
+    /// correlated, so an uncorrelated netem draws what it drew before correlation existed.
+    fn new(corr: f64, rng: &mut Rng) -> Crandom {
+        let rho = scaled(corr);
+        let last = if rho > 0 { rng.next_u32() } else { 0 };
+        Crandom { rho, last }
+    }
+
+    /// `get_crandom`.
+    fn next(&mut self, rng: &mut Rng) -> u32 {
+        let value = rng.next_u32() as u64;
+        if self.rho == 0 {
+            return value as u32;
+        }
+        let rho = self.rho as u64 + 1;
+        let answer = (value * ((1u64 << 32) - rho) + self.last as u64 * rho) >> 32;
+        self.last = answer as u32;
+        self.last
+    }
+}
+
+/// Entries of iproute2's tables (TABLESIZE 16384, every 4th point).
+const DIST_SIZE: u32 = 4096;
+/// `NETEM_DIST_SCALE`: a table entry is in units of sigma / 8192.
+const DIST_SCALE: i64 = 8192;
+
+/// Standard normal quantile function (Wichura's AS 241, about 1e-16 relative accuracy).
+fn normal_quantile(p: f64) -> f64 {
+    fn poly(c: &[f64; 8], x: f64) -> f64 {
+        c.iter().rev().fold(0.0, |acc, &k| acc * x + k)
+    }
+    const A: [f64; 8] = [
+        3.387_132_872_796_366_6,
+        1.331_416_678_917_843_8e2,
+        1.971_590_950_306_551_4e3,
+        1.373_169_376_550_946_1e4,
+        4.592_195_393_154_987_1e4,
+        6.726_577_092_700_870_1e4,
+        3.343_057_558_358_812_8e4,
+        2.509_080_928_730_122_7e3,
+    ];
+    const B: [f64; 8] = [
+        1.0,
+        4.231_333_070_160_091_1e1,
+        6.871_870_074_920_579e2,
+        5.394_196_021_424_751e3,
+        2.121_379_430_158_659_7e4,
+        3.930_789_580_009_271e4,
+        2.872_908_573_572_194_3e4,
+        5.226_495_278_852_854_5e3,
+    ];
+    const C: [f64; 8] = [
+        1.423_437_110_749_683_6,
+        4.630_337_846_156_545_3,
+        5.769_497_221_460_691,
+        3.647_848_324_763_204_6,
+        1.270_458_252_452_368_4,
+        2.417_807_251_774_506e-1,
+        2.272_384_498_926_918_4e-2,
+        7.745_450_142_783_414e-4,
+    ];
+    const D: [f64; 8] = [
+        1.0,
+        2.053_191_626_637_758_8,
+        1.676_384_830_183_803_8,
+        6.897_673_349_851e-1,
+        1.481_039_764_274_800_7e-1,
+        1.519_866_656_361_645_7e-2,
+        5.475_938_084_995_345e-4,
+        1.050_750_071_644_416_8e-9,
+    ];
+    const E: [f64; 8] = [
+        6.657_904_643_501_103_8,
+        5.463_784_911_164_114,
+        1.784_826_539_917_291_3,
+        2.965_605_718_285_048_9e-1,
+        2.653_218_952_657_612_3e-2,
+        1.242_660_947_388_078_4e-3,
+        2.711_555_568_743_487_6e-5,
+        2.010_334_399_292_288_1e-7,
+    ];
+    const F: [f64; 8] = [
+        1.0,
+        5.998_322_065_558_879_5e-1,
+        1.369_298_809_227_358e-1,
+        1.487_536_129_085_061_5e-2,
+        7.868_691_311_456_133e-4,
+        1.846_318_317_510_054_7e-5,
+        1.421_511_758_316_445_9e-7,
+        2.044_263_103_389_939_8e-15,
+    ];
+    let q = p - 0.5;
+    if q.abs() <= 0.425 {
+        let r = 0.180_625 - q * q;
+        return q * poly(&A, r) / poly(&B, r);
+    }
+    let r = (-(if q < 0.0 { p } else { 1.0 - p })
+        .max(f64::MIN_POSITIVE)
+        .ln())
+    .sqrt();
+    let x = if r <= 5.0 {
+        poly(&C, r - 1.6) / poly(&D, r - 1.6)
+    } else {
+        poly(&E, r - 5.0) / poly(&F, r - 5.0)
+    };
+    if q < 0.0 {
+        -x
+    } else {
+        x
+    }
+}
+
+/// iproute2 netem/pareto.c and paretonormal.c (`paretovalue`): the Pareto (alpha 3) value
+/// at point `i` of 16384, shifted by its mean 1.5, scaled by 4/3 sigma, clipped at 32767.
+fn pareto_entry(i: u32) -> i32 {
+    let u = (65536 - 4 * i) as f64 / 65536.0;
+    let v = (u.powf(-1.0 / 3.0) - 1.5) * (4.0 / 3.0) * DIST_SCALE as f64;
+    v.min(32767.0).round_ties_even() as i32
+}
+
+/// iproute2 netem/normal.c: entry `i` of its 16384-point table is the largest x of the grid
+/// -10, -10 + 0.00005, ... with `rint(16384 * Phi(x)) == i`: the grid point below the
+/// quantile at (i + 0.5) / 16384.
+fn normal_entry(i: u32) -> i32 {
+    const STEP: f64 = 0.00005;
+    let q = normal_quantile((i as f64 + 0.5) / 16384.0);
+    let x = -10.0 + ((q + 10.0) / STEP).ceil().mul_add(STEP, -STEP);
+    (x * DIST_SCALE as f64).round_ties_even() as i32
+}
+
+/// The 4096-entry table tc loads for `d` (empty for uniform: no table).
+fn dist_table(d: Distribution) -> Vec<i16> {
+    let clip = |v: i32| v.clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+    let points = (0..DIST_SIZE).map(|n| 4 * n);
+    match d {
+        Distribution::Uniform => Vec::new(),
+        Distribution::Normal => points.map(|i| clip(normal_entry(i))).collect(),
+        Distribution::Pareto => points.map(|i| clip(pareto_entry(i))).collect(),
+        // C's int division truncates toward zero, as Rust's does.
+        Distribution::Paretonormal => points
+            .map(|i| clip((normal_entry(i) + 3 * pareto_entry(i)) / 4))
+            .collect(),
+    }
+}
+
 pub struct Netem {
     p: NetemParams,
     rng: Rng,
@@ -137,6 +397,20 @@ pub struct Netem {
     slot_next: SimTime,
     slot_packets: i64,
     slot_bytes: i64,
+    /// Probabilities as the kernel holds them (`q->loss`, `q->duplicate`, ...).
+    loss: u32,
+    duplicate: u32,
+    corrupt: u32,
+    reorder: u32,
+    delay_cor: Crandom,
+    loss_cor: Crandom,
+    dup_cor: Crandom,
+    reorder_cor: Crandom,
+    corrupt_cor: Crandom,
+    /// `q->delay_dist`, when a draw goes through the table.
+    table: Vec<i16>,
+    /// Clones made by `enqueue`, for the root qdisc to take.
+    dups: Vec<Packet>,
 }
 
 impl Netem {
@@ -152,14 +426,35 @@ impl Netem {
             slot_next: 0,
             slot_packets: 0,
             slot_bytes: 0,
+            loss: scaled(p.loss),
+            duplicate: scaled(p.duplicate),
+            corrupt: scaled(p.corrupt),
+            reorder: scaled(p.reorder),
+            delay_cor: Crandom::default(),
+            loss_cor: Crandom::default(),
+            dup_cor: Crandom::default(),
+            reorder_cor: Crandom::default(),
+            corrupt_cor: Crandom::default(),
+            table: Vec::new(),
+            dups: Vec::new(),
         };
         if p.slot_min_ms.is_some() {
             n.next_slot(0);
         }
+        // netem_change: get_correlation (delay, loss, duplicate), get_reorder, get_corrupt.
+        n.delay_cor = Crandom::new(p.delay_corr, &mut n.rng);
+        n.loss_cor = Crandom::new(p.loss_corr, &mut n.rng);
+        n.dup_cor = Crandom::new(p.duplicate_corr, &mut n.rng);
+        n.reorder_cor = Crandom::new(p.reorder_corr, &mut n.rng);
+        n.corrupt_cor = Crandom::new(p.corrupt_corr, &mut n.rng);
+        let continuous = matches!(p.distribution, Distribution::Normal) && p.delay_corr == 0.0;
+        if !continuous {
+            n.table = dist_table(p.distribution);
+        }
         n
     }
 
-    /// `get_slot`: the next slot opens after a uniform time in [min, max).
+    /// `get_slot_next`: the next slot opens after a uniform time in [min, max).
     fn next_slot(&mut self, now: SimTime) {
         let lo = self.p.slot_min_ms.unwrap_or(0.0);
         let hi = self.p.slot_max_ms.unwrap_or(lo);
@@ -169,6 +464,7 @@ impl Netem {
         self.slot_bytes = self.p.slot_bytes.map_or(i64::MAX, |b| b as i64);
     }
 
+    /// `loss_event`.
     fn lost(&mut self) -> bool {
         if let Some(g) = &self.p.gemodel {
             let (p, r) = (g.p, g.r.unwrap_or(1.0 - g.p));
@@ -184,6 +480,9 @@ impl Netem {
             }
             return self.rng.uniform() < lb;
         }
+        if self.loss_cor.rho > 0 {
+            return self.loss > 0 && self.loss >= self.loss_cor.next(&mut self.rng);
+        }
         self.p.loss > 0.0 && self.rng.uniform() < self.p.loss
     }
 
@@ -191,18 +490,42 @@ impl Netem {
     fn delay(&mut self) -> i64 {
         let mu = self.p.delay_ms * MS as f64;
         let sigma = self.p.jitter_ms * MS as f64;
-        let d = if sigma == 0.0 {
-            mu
-        } else {
+        if sigma == 0.0 {
+            return mu as i64;
+        }
+        if self.delay_cor.rho == 0 {
             match self.p.distribution {
-                Distribution::Uniform => mu - sigma + 2.0 * sigma * self.rng.uniform(),
+                Distribution::Uniform => {
+                    return (mu - sigma + 2.0 * sigma * self.rng.uniform()) as i64
+                }
                 Distribution::Normal => {
                     let (u1, u2) = (self.rng.uniform().max(1e-300), self.rng.uniform());
-                    mu + sigma * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+                    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                    return (mu + sigma * z) as i64;
                 }
+                _ => {}
             }
-        };
-        d as i64
+        }
+        // The kernel's integer arithmetic: jitter capped to an s32 of ns.
+        let (mu, sigma) = (mu as i64, (sigma as i64).min(i32::MAX as i64));
+        if sigma == 0 {
+            return mu;
+        }
+        let rnd = self.delay_cor.next(&mut self.rng);
+        if self.table.is_empty() {
+            return (rnd % (2 * sigma as u32)) as i64 + mu - sigma;
+        }
+        let t = self.table[(rnd % self.table.len() as u32) as usize] as i64;
+        let mut x = (sigma % DIST_SCALE) * t;
+        let half = DIST_SCALE / 2;
+        x += if x >= 0 { half } else { -half };
+        x / DIST_SCALE + (sigma / DIST_SCALE) * t + mu
+    }
+
+    /// Draw for an option with probability `p` (scaled) and correlation state `cor`:
+    /// `p >= get_crandom(cor)`.
+    fn event(p: u32, cor: &mut Crandom, rng: &mut Rng) -> bool {
+        p > 0 && p >= cor.next(rng)
     }
 }
 
@@ -210,13 +533,34 @@ impl QueueDisc for Netem {
     fn kind(&self) -> &'static str {
         "netem"
     }
-    fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
+    fn enqueue(&mut self, mut pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
+        // A clone of ours coming back from the root: this netem does not duplicate it.
+        let ours = std::mem::take(&mut pkt.netem_dup);
+        let mut count = 1;
+        if !ours && Self::event(self.duplicate, &mut self.dup_cor, &mut self.rng) {
+            count += 1;
+        }
         if self.lost() {
+            if self.p.ecn && pkt.ecn.set_ce() {
+                // marked instead of lost
+            } else {
+                count -= 1;
+            }
+        }
+        if count == 0 {
             drops.push(Drop {
                 pkt,
                 reason: DropReason::Aqm,
             });
             return;
+        }
+        if count > 1 {
+            let mut clone = pkt;
+            clone.netem_dup = true;
+            self.dups.push(clone);
+        }
+        if Self::event(self.corrupt, &mut self.corrupt_cor, &mut self.rng) {
+            pkt.corrupt = true;
         }
         if self.q.len() >= self.p.limit.unwrap_or(1000) as usize {
             drops.push(Drop {
@@ -227,8 +571,13 @@ impl QueueDisc for Netem {
         }
         self.bytes += pkt.len as u64;
         let gap = self.p.gap.unwrap_or(1);
-        let reorder_now =
-            self.p.reorder > 0.0 && self.counter + 1 >= gap && self.rng.uniform() < self.p.reorder;
+        let reorder_now = self.p.reorder > 0.0
+            && self.counter + 1 >= gap
+            && if self.reorder_cor.rho > 0 {
+                self.reorder >= self.reorder_cor.next(&mut self.rng)
+            } else {
+                self.rng.uniform() < self.p.reorder
+            };
         if reorder_now {
             // "Do re-ordering by putting one out of N packets at the front of the queue."
             self.counter = 0;
@@ -277,12 +626,18 @@ impl QueueDisc for Netem {
     fn bytes(&self) -> u64 {
         self.bytes
     }
+    fn may_duplicate(&self) -> bool {
+        self.duplicate > 0
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        out.append(&mut self.dups);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Dir;
+    use crate::packet::{Dir, Ecn};
 
     fn pkt(i: u32) -> Packet {
         let mut p = Packet::new(0, Dir::Fwd, 0, 1);
@@ -430,5 +785,354 @@ mod tests {
             .count() as f64;
         // at most one packet in five, and then with probability 1/4: about 1/20 .. 1/5
         assert!(early > 10_000.0 / 25.0 && early < 10_000.0 / 4.0, "{early}");
+    }
+
+    fn mean_sd(x: &[f64]) -> (f64, f64) {
+        let n = x.len() as f64;
+        let m = x.iter().sum::<f64>() / n;
+        let v = x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / n;
+        (m, v.sqrt())
+    }
+
+    fn quantile(x: &[f64], p: f64) -> f64 {
+        let mut s = x.to_vec();
+        s.sort_by(f64::total_cmp);
+        s[(p * s.len() as f64) as usize]
+    }
+
+    /// Lag-1 autocorrelation.
+    fn lag1(x: &[f64]) -> f64 {
+        let (m, sd) = mean_sd(x);
+        let c = x.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum::<f64>();
+        c / (x.len() - 1) as f64 / (sd * sd)
+    }
+
+    /// `n` delays drawn by `tabledist`, in units of the jitter around the delay.
+    fn draws(p: NetemParams, n: usize) -> Vec<f64> {
+        let (mu, sigma) = (p.delay_ms * MS as f64, p.jitter_ms * MS as f64);
+        let mut q = netem(p);
+        (0..n).map(|_| (q.delay() as f64 - mu) / sigma).collect()
+    }
+
+    fn jittered(d: Distribution, corr: f64) -> NetemParams {
+        NetemParams {
+            delay_ms: 100.0,
+            jitter_ms: 10.0,
+            distribution: d,
+            delay_corr: corr,
+            ..Default::default()
+        }
+    }
+
+    /// Drive a netem as the root of a port: after each enqueue the simulator takes the
+    /// clones and enqueues them at the root again. Returns (packets out, drops, clones).
+    fn run_root(q: &mut Netem, pkts: impl Iterator<Item = Packet>) -> (Vec<Packet>, usize, usize) {
+        let (mut out, mut drops, mut dups) = (Vec::new(), Vec::new(), Vec::new());
+        let mut clones = 0;
+        for p in pkts {
+            q.enqueue(p, 0, &mut drops);
+            q.take_duplicates(&mut dups);
+            for d in dups.drain(..) {
+                assert!(d.netem_dup);
+                clones += 1;
+                q.enqueue(d, 0, &mut drops);
+            }
+            let mut again = Vec::new();
+            q.take_duplicates(&mut again);
+            assert!(again.is_empty(), "a clone was duplicated again");
+            while let Some(p) = q.dequeue(0, &mut drops) {
+                out.push(p);
+            }
+        }
+        (out, drops.len(), clones)
+    }
+
+    #[test]
+    fn the_normal_quantile_function_is_accurate() {
+        // Reference values: Python's statistics.NormalDist().inv_cdf.
+        for (p, x) in [
+            (0.5, 0.0),
+            (0.9, 1.2815515655446008),
+            (0.975, 1.9599639845400536),
+            (0.01, -2.3263478740408408),
+            (3.0517578125e-05, -4.008772594168585),
+            (1e-12, -7.034483825301132),
+        ] {
+            let got = normal_quantile(p);
+            assert!(
+                (got - x).abs() < 1e-12 * x.abs().max(1.0),
+                "{p}: {got} vs {x}"
+            );
+        }
+    }
+
+    #[test]
+    fn tables_are_iproute2s() {
+        // Entries as iproute2's netem/normal, pareto and paretonormal print them (all 3 x 4096
+        // entries were compared with the generators built from its source).
+        let pareto = dist_table(Distribution::Pareto);
+        assert_eq!(pareto.len(), 4096);
+        assert_eq!((pareto[0], pareto[1], pareto[2048]), (-5461, -5460, -2622));
+        assert!(pareto.windows(2).all(|w| w[0] <= w[1]));
+        // the last 1.1 % clipped at 32767
+        let clipped = pareto.iter().filter(|&&v| v == 32767).count();
+        assert_eq!(clipped, 44, "{clipped}");
+        let normal = dist_table(Distribution::Normal);
+        assert_eq!((normal[0], normal[2048], normal[4095]), (-32768, 0, 28858));
+        let pn = dist_table(Distribution::Paretonormal);
+        assert_eq!((pn[0], pn[2048], pn[4095]), (-12305, -1966, 31789));
+    }
+
+    #[test]
+    fn duplication_matches_its_probability_and_clones_are_not_duplicated_again() {
+        let n = 100_000;
+        let mut q = netem(NetemParams {
+            duplicate: 0.05,
+            limit: Some(100_000),
+            ..Default::default()
+        });
+        let (out, dropped, clones) = run_root(&mut q, (0..n).map(pkt));
+        let rate = clones as f64 / n as f64;
+        assert!((rate - 0.05).abs() < 0.003, "duplicated {rate}");
+        assert_eq!((out.len(), dropped), (n as usize + clones, 0));
+        // every packet leaves with the flag cleared: a later netem may duplicate it
+        assert!(out.iter().all(|p| !p.netem_dup));
+        // each packet at most twice
+        let mut seen = vec![0u8; n as usize];
+        for p in &out {
+            seen[p.seq as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c == 1 || c == 2));
+        // Duplicated and lost: Linux's count is 1 + 1 - 1, the packet goes out once.
+        let mut q = netem(NetemParams {
+            duplicate: 1.0,
+            loss: 1.0,
+            ..Default::default()
+        });
+        let (out, dropped, clones) = run_root(&mut q, (0..100).map(pkt));
+        assert_eq!((out.len(), dropped, clones), (100, 0, 0));
+        // With loss 1/2 every original goes out (a loss only cancels its clone), a clone is
+        // made for the other half, and each clone is on its own: half of them are lost.
+        let mut q = netem(NetemParams {
+            duplicate: 1.0,
+            loss: 0.5,
+            limit: Some(100_000),
+            ..Default::default()
+        });
+        let (out, dropped, clones) = run_root(&mut q, (0..20_000).map(pkt));
+        assert_eq!(out.len() + dropped, 20_000 + clones);
+        let (c, o) = (clones as f64 / 20_000.0, out.len() as f64 / 20_000.0);
+        assert!((c - 0.5).abs() < 0.02 && (o - 1.25).abs() < 0.02, "{c} {o}");
+    }
+
+    #[test]
+    fn get_crandom_has_the_lag1_correlation_and_the_shrunk_variance_of_its_formula() {
+        for rho in [0.25, 0.5, 0.9] {
+            let mut rng = Rng::new(3, 1);
+            let mut c = Crandom::new(rho, &mut rng);
+            let x: Vec<f64> = (0..200_000)
+                .map(|_| c.next(&mut rng) as f64 / 4294967296.0)
+                .collect();
+            let (m, sd) = mean_sd(&x);
+            // A_n = (1 - rho) U_n + rho A_{n-1}: mean 1/2, lag-1 correlation rho,
+            // variance (1 - rho) / (1 + rho) of the uniform's 1/12.
+            let want_sd = ((1.0 - rho) / (1.0 + rho) / 12.0).sqrt();
+            assert!((m - 0.5).abs() < 0.01, "{rho}: mean {m}");
+            assert!(
+                (sd - want_sd).abs() < 0.01 * want_sd.max(0.1),
+                "{rho}: sd {sd}"
+            );
+            assert!((lag1(&x) - rho).abs() < 0.01, "{rho}: lag1 {}", lag1(&x));
+        }
+    }
+
+    #[test]
+    fn delay_correlation_does_what_the_kernel_does() {
+        // Uniform jitter: tabledist takes the correlated number modulo 2 * jitter (1e7 ns),
+        // its low bits: successive delays stay uncorrelated and uniform.
+        let d = draws(jittered(Distribution::Uniform, 0.5), 100_000);
+        let (m, sd) = mean_sd(&d);
+        assert!(lag1(&d).abs() < 0.02, "lag1 {}", lag1(&d));
+        assert!(
+            m.abs() < 0.01 && (sd - 1.0 / 3f64.sqrt()).abs() < 0.01,
+            "{m} {sd}"
+        );
+        // So does a table (modulo 4096).
+        let d = draws(jittered(Distribution::Normal, 0.5), 100_000);
+        let (m, sd) = mean_sd(&d);
+        assert!(lag1(&d).abs() < 0.02, "lag1 {}", lag1(&d));
+        assert!(m.abs() < 0.01 && (sd - 1.0).abs() < 0.01, "{m} {sd}");
+        // Only with rho within 2 * jitter / 2^32 of 1 does the correlation show.
+        let d = draws(jittered(Distribution::Uniform, 0.99999), 100_000);
+        assert!(lag1(&d) > 0.9, "lag1 {}", lag1(&d));
+    }
+
+    #[test]
+    fn correlated_loss_is_bursty_and_rarer_than_its_probability() {
+        let mut q = netem(NetemParams {
+            loss: 0.1,
+            loss_corr: 0.25,
+            ..Default::default()
+        });
+        let lost: Vec<bool> = (0..200_000).map(|_| q.lost()).collect();
+        let rate = lost.iter().filter(|&&l| l).count() as f64 / lost.len() as f64;
+        let after_loss = lost.windows(2).filter(|w| w[0]).count() as f64;
+        let both = lost.windows(2).filter(|w| w[0] && w[1]).count() as f64;
+        // The mixed number is not uniform: far fewer than 10 % of the packets are lost
+        // (tc-netem(8) deprecates correlated random loss for this), and losses cluster.
+        assert!(rate < 0.05, "loss {rate}");
+        assert!(
+            both / after_loss > 1.5 * rate,
+            "{} vs {rate}",
+            both / after_loss
+        );
+    }
+
+    #[test]
+    fn pareto_and_paretonormal_jitter_match_their_tables_distributions() {
+        // The pareto table's value at quantile p: 4/3 ((1-p)^(-1/3) - 1.5), clipped at
+        // c = 32767/8192. With s = 1 - p_c the tail above the clip, its moments are
+        // closed-form integrals of (1-p)^(-1/3) and (1-p)^(-2/3).
+        let c = 32767.0 / 8192.0;
+        let pareto = |p: f64| (4.0 / 3.0 * ((1.0 - p).powf(-1.0 / 3.0) - 1.5)).min(c);
+        let qc = 1.5 + 0.75 * c;
+        let s = qc.powi(-3);
+        let pc = 1.0 - s;
+        let int_q = 1.5 * (1.0 - s.powf(2.0 / 3.0));
+        let int_q2 = 3.0 * (1.0 - s.powf(1.0 / 3.0));
+        let mean_p = 4.0 / 3.0 * (int_q - 1.5 * pc) + s * c;
+        let m2_p = 16.0 / 9.0 * (int_q2 - 3.0 * int_q + 2.25 * pc) + s * c * c;
+        let sd_p = (m2_p - mean_p * mean_p).sqrt();
+        assert!((mean_p + 0.0329).abs() < 1e-3 && (sd_p - 0.821).abs() < 1e-3);
+        let d = draws(jittered(Distribution::Pareto, 0.0), 400_000);
+        let (m, sd) = mean_sd(&d);
+        assert!((m - mean_p).abs() < 0.01, "pareto mean {m} vs {mean_p}");
+        assert!((sd - sd_p).abs() < 0.01, "pareto sd {sd} vs {sd_p}");
+        for p in [0.1, 0.5, 0.9, 0.99] {
+            let (got, want) = (quantile(&d, p), pareto(p));
+            assert!((got - want).abs() < 0.02, "pareto q{p}: {got} vs {want}");
+        }
+        assert!(d.iter().all(|&x| (-0.67..=c + 1e-6).contains(&x)));
+
+        // paretonormal: at each quantile p, (normal(p) + 3 pareto(p)) / 4. Its mean is
+        // 3/4 of the pareto's; its variance needs E[normal(p) pareto(p)], integrated over
+        // x = normal(p) with an erf of its own (Abramowitz-Stegun 7.1.26).
+        let erf = |x: f64| {
+            let t = 1.0 / (1.0 + 0.3275911 * x.abs());
+            let y = 1.0
+                - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t
+                    + 0.254829592)
+                    * t
+                    * (-x * x).exp();
+            y.copysign(x)
+        };
+        let phi = |x: f64| 0.5 * (1.0 + erf(x / 2f64.sqrt()));
+        let (mut e_np, h) = (0.0, 1e-3_f64);
+        let mut x = -8.0_f64;
+        while x < 8.0 {
+            let xm = x + h / 2.0;
+            let dens = (-xm * xm / 2.0).exp() / (std::f64::consts::TAU).sqrt();
+            e_np += xm * pareto(phi(xm)) * dens * h;
+            x += h;
+        }
+        let mean_pn = 0.75 * mean_p;
+        let var_pn = (1.0 + 9.0 * m2_p + 6.0 * e_np) / 16.0 - mean_pn * mean_pn;
+        let d = draws(jittered(Distribution::Paretonormal, 0.0), 400_000);
+        let (m, sd) = mean_sd(&d);
+        assert!(
+            (m - mean_pn).abs() < 0.01,
+            "paretonormal mean {m} vs {mean_pn}"
+        );
+        assert!(
+            (sd - var_pn.sqrt()).abs() < 0.01,
+            "paretonormal sd {sd} vs {}",
+            var_pn.sqrt()
+        );
+        for (p, z) in [
+            (0.1, -1.2815515655446008),
+            (0.5, 0.0),
+            (0.9, 1.2815515655446008),
+        ] {
+            let (got, want) = (quantile(&d, p), (z + 3.0 * pareto(p)) / 4.0);
+            assert!(
+                (got - want).abs() < 0.02,
+                "paretonormal q{p}: {got} vs {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn ecn_marks_ect_packets_instead_of_losing_them() {
+        let mut q = netem(NetemParams {
+            loss: 0.1,
+            ecn: true,
+            limit: Some(100_000),
+            ..Default::default()
+        });
+        let mut drops = Vec::new();
+        let mut out = Vec::new();
+        for (i, ecn) in (0..30_000).zip([Ecn::Ect1, Ecn::NotEct, Ecn::Ce].into_iter().cycle()) {
+            let mut p = pkt(i);
+            p.ecn = ecn;
+            q.enqueue(p, 0, &mut drops);
+            while let Some(p) = q.dequeue(0, &mut drops) {
+                out.push(p);
+            }
+        }
+        // Not-ECT packets are lost, ECT(1) ones marked, CE ones go through as they are.
+        assert!(drops.iter().all(|d| d.pkt.ecn == Ecn::NotEct));
+        let lost = drops.len() as f64 / 10_000.0;
+        let marked = out
+            .iter()
+            .filter(|p| p.seq % 3 == 0 && p.ecn == Ecn::Ce)
+            .count();
+        let marked = marked as f64 / 10_000.0;
+        assert!(
+            (lost - 0.1).abs() < 0.01 && (marked - 0.1).abs() < 0.01,
+            "{lost} {marked}"
+        );
+        assert_eq!(out.iter().filter(|p| p.seq % 3 == 2).count(), 10_000);
+    }
+
+    #[test]
+    fn corruption_flags_packets_at_its_probability() {
+        let mut q = netem(NetemParams {
+            corrupt: 0.02,
+            duplicate: 0.1,
+            limit: Some(100_000),
+            ..Default::default()
+        });
+        let (out, dropped, _) = run_root(&mut q, (0..100_000).map(pkt));
+        let rate = out.iter().filter(|p| p.corrupt).count() as f64 / out.len() as f64;
+        assert_eq!(dropped, 0);
+        assert!((rate - 0.02).abs() < 0.002, "corrupted {rate}");
+    }
+
+    #[test]
+    fn options_without_their_companions_are_refused_naming_the_field() {
+        let parse = |s: &str| serde_json::from_str::<NetemParams>(s).map_err(|e| e.to_string());
+        for (s, field) in [
+            (r#"{"duplicate":1.5}"#, "duplicate"),
+            (r#"{"corrupt":-0.1}"#, "corrupt"),
+            (r#"{"loss":0.1,"loss_corr":2}"#, "loss_corr"),
+            (r#"{"ecn":true}"#, "ecn"),
+            (r#"{"delay_ms":10,"delay_corr":0.5}"#, "delay_corr"),
+            (r#"{"delay_ms":10,"distribution":"pareto"}"#, "distribution"),
+            (r#"{"gemodel":{"p":0.1},"loss_corr":0.2}"#, "loss_corr"),
+        ] {
+            let (f, m) = parse(s).unwrap().validate().unwrap_err();
+            assert_eq!(f, field, "{s}: {m}");
+        }
+        let p = parse(
+            r#"{"delay_ms":10,"jitter_ms":2,"delay_corr":0.25,"distribution":"paretonormal",
+                "loss":0.01,"ecn":true,"duplicate":0.01,"corrupt":0.001,"reorder":0.1,
+                "reorder_corr":0.5}"#,
+        )
+        .unwrap();
+        assert_eq!(p.distribution, Distribution::Paretonormal);
+        assert!(p.validate().is_ok());
+        assert!(parse(r#"{"duplicat":0.1}"#)
+            .unwrap_err()
+            .contains("duplicat"));
     }
 }

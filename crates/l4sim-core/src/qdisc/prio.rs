@@ -204,6 +204,14 @@ impl QueueDisc for Prio {
         let bands = self.bands.iter().enumerate();
         bands.map(|(b, q)| (format!("band{b}"), q)).collect()
     }
+    fn may_duplicate(&self) -> bool {
+        self.bands.iter().any(|q| q.may_duplicate())
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        for q in &mut self.bands {
+            q.take_duplicates(out);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -184,6 +184,12 @@ impl QueueDisc for Tbf {
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         vec![("child".into(), &*self.child)]
     }
+    fn may_duplicate(&self) -> bool {
+        self.child.may_duplicate()
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        self.child.take_duplicates(out)
+    }
 }
 
 #[cfg(test)]

@@ -262,6 +262,12 @@ impl QueueDisc for Wifi {
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         vec![("child".into(), &*self.child)]
     }
+    fn may_duplicate(&self) -> bool {
+        self.child.may_duplicate()
+    }
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        self.child.take_duplicates(out)
+    }
 }
 
 #[cfg(test)]

@@ -130,6 +130,10 @@ pub struct World {
     retired_rcvd: u64,
     /// Data packets that arrived for a closing connection (its flow removed).
     data_orphaned: u64,
+    /// Data packets copied by netem `duplicate` (each copy is one more packet in the network).
+    data_duplicated: u64,
+    /// Scratch for the copies a port's qdisc made in one enqueue.
+    dups: Vec<Packet>,
     records: Vec<ConnRecord>,
     drained: Drained,
 }
@@ -171,6 +175,8 @@ impl World {
             retired_sent: 0,
             retired_rcvd: 0,
             data_orphaned: 0,
+            data_duplicated: 0,
+            dups: Vec::new(),
             records: Vec::new(),
             drained: Drained::default(),
         };
@@ -644,6 +650,11 @@ impl World {
             return;
         }
         let s = pkt.flow as usize;
+        if pkt.corrupt {
+            // netem flipped a bit: the host's TCP/UDP checksum fails and it discards the packet.
+            self.dropped(&pkt);
+            return;
+        }
         let st = self.conns[s].as_mut().unwrap();
         if st.closing {
             if pkt.is_data() && pkt.dir == Dir::Fwd {
@@ -693,19 +704,7 @@ impl World {
         match eg {
             Egress::Pipe(p) => self.pipe_push(p, pkt),
             Egress::Port(q) => {
-                let now = self.now;
-                let port = &mut self.net.ports[q as usize];
-                if pkt.is_data() {
-                    port.data_inside += 1;
-                }
-                let n = port.qdisc.enqueue(pkt, now).len();
-                for i in 0..n {
-                    let d = self.net.ports[q as usize].qdisc.last_drops()[i];
-                    if d.pkt.is_data() {
-                        self.net.ports[q as usize].data_inside -= 1;
-                    }
-                    self.dropped(&d.pkt);
-                }
+                self.port_enqueue(q as usize, pkt);
                 // Linux runs the qdisc after every enqueue; only the HTB class's own wait
                 // (no tokens for anything) makes that pointless.
                 let port = &self.net.ports[q as usize];
@@ -713,6 +712,42 @@ impl World {
                     self.port_send(q as usize);
                 }
             }
+        }
+    }
+
+    /// Enqueue `pkt` at port `q`'s root qdisc, then the copies a netem in it made (Linux's
+    /// `rootq->enqueue` of the clone in `netem_enqueue`), each counted as one more packet.
+    fn port_enqueue(&mut self, q: usize, pkt: Packet) {
+        let now = self.now;
+        let port = &mut self.net.ports[q];
+        if pkt.is_data() {
+            port.data_inside += 1;
+        }
+        let n = port.qdisc.enqueue(pkt, now).len();
+        // Take the copies before the drops are counted: a drop may retire the connection
+        // if its packets were all gone, and the copies are its packets too.
+        let dup = port.qdisc.may_duplicate();
+        let mut dups = Vec::new();
+        if dup {
+            dups = std::mem::take(&mut self.dups);
+            port.qdisc.take_duplicates(&mut dups);
+            for d in &dups {
+                self.data_duplicated += d.is_data() as u64;
+                self.conns[d.flow as usize].as_mut().unwrap().in_net += 1;
+            }
+        }
+        for i in 0..n {
+            let d = self.net.ports[q].qdisc.last_drops()[i];
+            if d.pkt.is_data() {
+                self.net.ports[q].data_inside -= 1;
+            }
+            self.dropped(&d.pkt);
+        }
+        if dup {
+            for d in dups.drain(..) {
+                self.port_enqueue(q, d);
+            }
+            self.dups = dups;
         }
     }
 
@@ -881,8 +916,9 @@ impl World {
         }
     }
 
-    /// Packet conservation: every data packet sent is delivered, dropped, or still inside a
-    /// pipe or a qdisc; and every qdisc holds exactly what was enqueued less what left it.
+    /// Packet conservation: every data packet sent or copied (netem `duplicate`) is delivered,
+    /// dropped, or still inside a pipe or a qdisc; and every qdisc holds exactly what was
+    /// enqueued less what left it.
     pub fn conservation_ok(&self) -> bool {
         let in_pipes: u64 = self.net.pipes.iter().map(|p| p.data_inside).sum();
         let in_ports: u64 = self.net.ports.iter().map(|p| p.data_inside).sum();
@@ -895,7 +931,8 @@ impl World {
         });
         sent == self.data_sent_net
             && rcvd == self.data_rcvd_net
-            && sent == rcvd + self.data_orphaned + self.data_dropped + in_pipes + in_ports
+            && sent + self.data_duplicated
+                == rcvd + self.data_orphaned + self.data_dropped + in_pipes + in_ports
             && qdiscs_ok
     }
 
