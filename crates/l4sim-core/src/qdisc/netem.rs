@@ -193,6 +193,20 @@ impl NetemParams {
                  but no latency and jitter values)",
             );
         }
+        if self.reorder > 0.0 && self.delay_ms == 0.0 {
+            return bad(
+                "reorder",
+                "reordering sends some packets ahead of the delayed ones: it needs delay_ms > 0 \
+                 (tc: reordering not possible without specifying some delay)",
+            );
+        }
+        if self.gap.is_some() && self.reorder == 0.0 {
+            return bad(
+                "gap",
+                "gap spaces the reordered packets: it needs reorder > 0 (tc: gap specified \
+                 without reorder probability)",
+            );
+        }
         if self.ecn && self.loss == 0.0 && self.gemodel.is_none() {
             return bad(
                 "ecn",
@@ -1119,6 +1133,8 @@ mod tests {
             (r#"{"delay_ms":10,"delay_corr":0.5}"#, "delay_corr"),
             (r#"{"delay_ms":10,"distribution":"pareto"}"#, "distribution"),
             (r#"{"gemodel":{"p":0.1},"loss_corr":0.2}"#, "loss_corr"),
+            (r#"{"reorder":0.1}"#, "reorder"),
+            (r#"{"delay_ms":10,"gap":5}"#, "gap"),
         ] {
             let (f, m) = parse(s).unwrap().validate().unwrap_err();
             assert_eq!(f, field, "{s}: {m}");
