@@ -150,8 +150,16 @@ fn a_connection_uses_the_smallest_mtu_on_its_path_and_tcp_maxseg_lowers_it() {
     let mut sc = diamond(pinned.clone());
     sc["topology"]["links"][2]["mtu"] = json!(1280);
     let r = run(&sc);
-    assert!((wire_size(&r, "r1->r3") / 1294.0 - 1.0).abs() < 1e-3, "{}", wire_size(&r, "r1->r3"));
-    assert!((wire_size(&r, "r1->r2") / 1514.0 - 1.0).abs() < 1e-3, "{}", wire_size(&r, "r1->r2"));
+    assert!(
+        (wire_size(&r, "r1->r3") / 1294.0 - 1.0).abs() < 1e-3,
+        "{}",
+        wire_size(&r, "r1->r3")
+    );
+    assert!(
+        (wire_size(&r, "r1->r2") / 1514.0 - 1.0).abs() < 1e-3,
+        "{}",
+        wire_size(&r, "r1->r2")
+    );
     assert!(r.conservation_ok);
     // Jumbo frames everywhere: 9000 - 52 = 8948; a socket's TCP_MAXSEG 1000 caps it.
     let mut sc = diamond(pinned);
@@ -160,8 +168,16 @@ fn a_connection_uses_the_smallest_mtu_on_its_path_and_tcp_maxseg_lowers_it() {
     }
     sc["flows"][1]["tcp"] = json!({"mss": 1000});
     let r = run(&sc);
-    assert!((wire_size(&r, "r1->r3") / 9014.0 - 1.0).abs() < 1e-3, "{}", wire_size(&r, "r1->r3"));
-    assert!((wire_size(&r, "r1->r2") / 1066.0 - 1.0).abs() < 1e-3, "{}", wire_size(&r, "r1->r2"));
+    assert!(
+        (wire_size(&r, "r1->r3") / 9014.0 - 1.0).abs() < 1e-3,
+        "{}",
+        wire_size(&r, "r1->r3")
+    );
+    assert!(
+        (wire_size(&r, "r1->r2") / 1066.0 - 1.0).abs() < 1e-3,
+        "{}",
+        wire_size(&r, "r1->r2")
+    );
 }
 
 #[test]

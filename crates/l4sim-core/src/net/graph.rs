@@ -12,9 +12,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::topology::{shaped, Built};
-use crate::qdisc::QueueDisc;
 use super::{EgressCfg, NetBuilder, Network, NodeKind};
 use crate::packet::hdr;
+use crate::qdisc::QueueDisc;
 use crate::scenario::{BottleneckSpec, FlowSpec, ScenarioError};
 use crate::time::{millis, Rate, SimDuration};
 
@@ -377,7 +377,11 @@ pub fn datagram_fits(
     };
     let max = net.path_mtu(s, r, f.dscp) - hdr::IP - crate::traffic::udp::UDP_HDR;
     if size > max {
-        let p = if p.is_empty() { String::new() } else { format!("{p}.") };
+        let p = if p.is_empty() {
+            String::new()
+        } else {
+            format!("{p}.")
+        };
         return Err(err(
             format!("{p}source.packet_size"),
             format!("{size} bytes do not fit the path's MTU (at most {max} bytes of UDP payload)"),

@@ -239,7 +239,9 @@ impl Network {
     /// ICMP "fragmentation needed") is not modelled: connections start with the result.
     pub fn path_mss(&self, src: u32, dst: u32, dscp: u8) -> u32 {
         let back = self.route(dst, src, 0).unwrap_or_default();
-        let advertised = back.first().map_or(hdr::MTU, |&p| self.pipes[p as usize].mtu);
+        let advertised = back
+            .first()
+            .map_or(hdr::MTU, |&p| self.pipes[p as usize].mtu);
         self.path_mtu(src, dst, dscp).min(advertised) - hdr::IP - hdr::TCP_TS
     }
 
