@@ -234,11 +234,6 @@ impl QueueDisc for Htb {
     fn kind(&self) -> &'static str {
         "htb"
     }
-    fn set_dev_mtu(&mut self, psched_mtu: u32) {
-        for l in &mut self.leaves {
-            l.child.set_dev_mtu(psched_mtu)
-        }
-    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         let i = self.class_of[pkt.dscp as usize & 63] as usize;
         QueueDisc::enqueue(&mut self.leaves[i].child, pkt, now, drops);
@@ -298,13 +293,8 @@ impl QueueDisc for Htb {
             .map(|l| (l.name.clone(), &l.child))
             .collect()
     }
-    fn may_duplicate(&self) -> bool {
-        self.leaves.iter().any(|l| l.child.may_duplicate())
-    }
-    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
-        for l in &mut self.leaves {
-            l.child.take_duplicates(out);
-        }
+    fn children_mut(&mut self) -> Vec<&mut Qdisc> {
+        self.leaves.iter_mut().map(|l| &mut l.child).collect()
     }
 }
 

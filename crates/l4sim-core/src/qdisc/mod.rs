@@ -121,18 +121,30 @@ pub trait QueueDisc {
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         Vec::new()
     }
+    /// The child qdiscs of those classes, for the hooks below: by default a classful qdisc
+    /// passes them on to its children.
+    fn children_mut(&mut self) -> Vec<&mut Qdisc> {
+        Vec::new()
+    }
     /// The device's `psched_mtu` (its MTU plus the link-layer header) where it is not the
     /// 1514 bytes the qdiscs assume: what they derive from it follows (fq's and fq_codel's
-    /// default quanta, CoDel's, PIE's and DualPI2's MTU checks). Classful qdiscs pass it on.
-    fn set_dev_mtu(&mut self, _psched_mtu: u32) {}
+    /// default quanta, CoDel's, PIE's and DualPI2's MTU checks).
+    fn set_dev_mtu(&mut self, psched_mtu: u32) {
+        for c in self.children_mut() {
+            c.set_dev_mtu(psched_mtu);
+        }
+    }
     /// Whether this qdisc (or one below it) may make copies of packets: `netem duplicate`.
     fn may_duplicate(&self) -> bool {
-        false
+        self.classes().iter().any(|(_, c)| c.may_duplicate())
     }
     /// Move the copies made by the last enqueue to `out`: Linux enqueues them at the root
-    /// qdisc of the device (see `netem`), which is the caller's to do. Classful qdiscs
-    /// forward this to their children.
-    fn take_duplicates(&mut self, _out: &mut Vec<Packet>) {}
+    /// qdisc of the device (see `netem`), which is the caller's to do.
+    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
+        for c in self.children_mut() {
+            c.take_duplicates(out);
+        }
+    }
 }
 
 /// Qdisc configuration: `kind` picks the qdisc, the other keys are its tc parameters.
@@ -311,6 +323,9 @@ impl QueueDisc for AnyQdisc {
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         dispatch!(self, q => q.classes())
+    }
+    fn children_mut(&mut self) -> Vec<&mut Qdisc> {
+        dispatch!(self, q => q.children_mut())
     }
     fn set_dev_mtu(&mut self, psched_mtu: u32) {
         dispatch!(self, q => q.set_dev_mtu(psched_mtu))

@@ -147,11 +147,6 @@ impl QueueDisc for Prio {
     fn kind(&self) -> &'static str {
         "prio"
     }
-    fn set_dev_mtu(&mut self, psched_mtu: u32) {
-        for b in &mut self.bands {
-            b.set_dev_mtu(psched_mtu)
-        }
-    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         let b = self.classify(&pkt);
         QueueDisc::enqueue(&mut self.bands[b], pkt, now, drops);
@@ -204,13 +199,8 @@ impl QueueDisc for Prio {
         let bands = self.bands.iter().enumerate();
         bands.map(|(b, q)| (format!("band{b}"), q)).collect()
     }
-    fn may_duplicate(&self) -> bool {
-        self.bands.iter().any(|q| q.may_duplicate())
-    }
-    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
-        for q in &mut self.bands {
-            q.take_duplicates(out);
-        }
+    fn children_mut(&mut self) -> Vec<&mut Qdisc> {
+        self.bands.iter_mut().collect()
     }
 }
 

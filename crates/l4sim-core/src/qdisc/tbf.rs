@@ -124,9 +124,6 @@ impl QueueDisc for Tbf {
     fn kind(&self) -> &'static str {
         "tbf"
     }
-    fn set_dev_mtu(&mut self, psched_mtu: u32) {
-        self.child.set_dev_mtu(psched_mtu)
-    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         if pkt.len > self.max_size {
             drops.push(Drop {
@@ -184,11 +181,8 @@ impl QueueDisc for Tbf {
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         vec![("child".into(), &*self.child)]
     }
-    fn may_duplicate(&self) -> bool {
-        self.child.may_duplicate()
-    }
-    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
-        self.child.take_duplicates(out)
+    fn children_mut(&mut self) -> Vec<&mut Qdisc> {
+        vec![&mut *self.child]
     }
 }
 

@@ -206,9 +206,6 @@ impl QueueDisc for Wifi {
     fn kind(&self) -> &'static str {
         "wifi"
     }
-    fn set_dev_mtu(&mut self, psched_mtu: u32) {
-        self.child.set_dev_mtu(psched_mtu)
-    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         QueueDisc::enqueue(&mut *self.child, pkt, now, drops);
     }
@@ -262,11 +259,8 @@ impl QueueDisc for Wifi {
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         vec![("child".into(), &*self.child)]
     }
-    fn may_duplicate(&self) -> bool {
-        self.child.may_duplicate()
-    }
-    fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
-        self.child.take_duplicates(out)
+    fn children_mut(&mut self) -> Vec<&mut Qdisc> {
+        vec![&mut *self.child]
     }
 }
 
