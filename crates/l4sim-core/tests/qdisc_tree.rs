@@ -158,3 +158,41 @@ fn htb_leaf_classes_on_one_egress_give_each_flow_its_guaranteed_rate() {
     let names: Vec<&str> = r.qdisc_classes.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["bottleneck/gold", "bottleneck/rest"]);
 }
+
+#[test]
+fn an_htb_inner_class_caps_the_flows_of_its_leaves_together() {
+    // 100 Mbit/s port; inner "customer" (40, ceil 40) over two leaves (DSCP 10 and 12, 10
+    // each, ceil 100), and "rest" (60, ceil 100). The customer's two CUBIC flows share its
+    // 40 (they borrow from it, not from the root), the third flow gets the rest.
+    let htb = json!({"kind": "htb", "classes": [
+        {"name": "customer", "rate_mbps": 40, "ceil_mbps": 40},
+        {"name": "a", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [10],
+         "child": {"kind": "pfifo", "limit": 100}},
+        {"name": "b", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [12],
+         "child": {"kind": "pfifo", "limit": 100}},
+        {"name": "rest", "rate_mbps": 60, "ceil_mbps": 100, "child": {"kind": "pfifo", "limit": 100}}]});
+    let flows = vec![
+        json!({"name": "a", "cc": {"name": "cubic"}, "dscp": 10}),
+        json!({"name": "b", "cc": {"name": "cubic"}, "dscp": 12}),
+        json!({"name": "rest", "cc": {"name": "cubic"}}),
+    ];
+    let r = run(&dumbbell(20.0, 100.0, 10.0, htb, flows));
+    let share = |n: &str| {
+        r.flows.iter().find(|f| f.name == n).unwrap().goodput_mbps / common::max_goodput(100.0)
+    };
+    assert!(
+        (share("a") + share("b") - 0.4).abs() < 0.03,
+        "a {} b {}",
+        share("a"),
+        share("b")
+    );
+    assert!(
+        (share("a") - share("b")).abs() < 0.05,
+        "a {} b {}",
+        share("a"),
+        share("b")
+    );
+    assert!((share("rest") - 0.6).abs() < 0.03, "rest {}", share("rest"));
+    let names: Vec<&str> = r.qdisc_classes.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["bottleneck/a", "bottleneck/b", "bottleneck/rest"]);
+}

@@ -1,26 +1,37 @@
-//! `htb` (net/sched/sch_htb.c) with leaf classes under the port's root class: several
-//! rate-guaranteed classes on one egress, each borrowing unused capacity up to its ceiling.
+//! `htb` (net/sched/sch_htb.c): a class tree under the port's root class. Rate-guaranteed
+//! classes share one egress, and each borrows unused capacity from its ancestors up to its
+//! ceiling.
 //!
-//! The port's shaper is the root class (its rate is the link's); this qdisc holds the leaves.
-//! Each leaf has two token buckets kept as time, like the root (`net/shaper.rs`): `rate` with
-//! `burst` (`tokens`) and `ceil` with `cburst` (`ctokens`). As `htb_class_mode`, a leaf with
-//! ctokens < 0 may not send, one with tokens >= 0 sends on its own rate (level 0), and one in
-//! between borrows from the root (level 1; the root lends whenever the port may send). As
-//! `htb_dequeue`, level 0 is served before level 1, and within a level the lowest `prio`
-//! first; leaves of one level and prio take turns by deficit round robin (`htb_dequeue_tree`:
-//! a leaf sends until its deficit at that level goes negative, then gains `quantum` and the
-//! turn moves on). As `htb_charge_class`, a packet costs the leaf its ctokens, and its tokens
-//! only when sent at level 0 (a borrowed packet is charged to the lender). When no leaf may
-//! send, the port waits for the first leaf's ceiling to allow it (HTB's event queue and
-//! watchdog).
+//! The port's shaper is the root class (tc's `1:1`, at the link's rate, level 7). This qdisc
+//! holds the classes below it. A class sits under the root or under an earlier class
+//! (`parent`). A class with children is inner (no qdisc, no DSCPs); the others are leaves
+//! (level 0) with a child qdisc. An inner class's level is its parent's minus one
+//! (`htb_change_class`), so at most six inner levels fit (`TC_HTB_MAXDEPTH` 8).
+//!
+//! Each class has two token buckets kept as time, like the root (`net/shaper.rs`): `rate` with
+//! `burst` (`tokens`) and `ceil` with `cburst` (`ctokens`). As `htb_class_mode`, a class with
+//! ctokens < 0 may not send, one with tokens >= 0 may, and one in between may borrow. A
+//! backlogged leaf is served at the level of the first class, walking up from itself, that may
+//! send (the root always may: the port gates it), unless a class on the way may not send.
+//!
+//! As `htb_dequeue`: lower levels first, within a level the lowest leaf `prio` first. At level
+//! 0 the leaves that send on their own rate take turns. Above it, the lenders of the level keep
+//! the turn until they leave the row, and a lender's turn passes down the tree through each
+//! class's pointer (`htb_lookup_leaf`) to a leaf. That leaf sends until its deficit at the level
+//! goes negative; then it gains `quantum` and its parent's pointer moves on
+//! (`htb_dequeue_tree`). A pointer whose class dropped out resumes at the next class.
+//!
+//! As `htb_charge_class`, a packet costs every class on its path its ctokens, and its tokens
+//! only to the classes at or above the lending level (a borrowed packet is charged to the
+//! lender, not to the classes below it). When no leaf may send, the port waits for the
+//! ceilings on the first backlogged leaf's path to allow it (HTB's event queue and watchdog).
 //!
 //! Defaults are tc's (iproute2 `q_htb.c`, kernel `htb_change_class`): `ceil` = `rate`, bursts
 //! `rate / HZ + 1600` bytes with the 1 GHz psched clock, `quantum` = rate in bytes/s / `r2q`
 //! (10) clamped to 1000..200000 bytes, `prio` 0, a `pfifo` child of the device's
-//! `txqueuelen` (1000 packets). Classification: a class's `dscp` list (a u32 filter on the DS
-//! field), else the `default` class (tc's `default` minor id; tc's fallback without one, the
-//! unshaped direct queue, is not modelled). One level of leaves: inner classes between the root
-//! and the leaves are not modelled.
+//! `txqueuelen` (1000 packets). Classification: a leaf's `dscp` list (a u32 filter on the DS
+//! field), else the `default` leaf (tc's `default` minor id; tc's fallback without one, the
+//! unshaped direct queue, is not modelled).
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +47,9 @@ pub struct HtbClassSpec {
     /// Name in the results (default `class{i}`).
     #[serde(default)]
     pub name: Option<String>,
+    /// Index of the class this one sits under, an earlier one (default: the root class).
+    #[serde(default)]
+    pub parent: Option<usize>,
     /// Guaranteed rate, Mbit/s.
     pub rate_mbps: f64,
     /// Ceiling, Mbit/s (default: the rate, no borrowing).
@@ -52,10 +66,10 @@ pub struct HtbClassSpec {
     /// DRR quantum, bytes (default rate / r2q).
     #[serde(default)]
     pub quantum: Option<u32>,
-    /// DSCPs classified into this class.
+    /// DSCPs classified into this class (leaves only).
     #[serde(default)]
     pub dscp: Vec<u8>,
-    /// The leaf qdisc (default `pfifo limit 1000`).
+    /// The leaf qdisc (default `pfifo limit 1000`; leaves only).
     #[serde(default)]
     pub child: Option<Box<QdiscSpec>>,
 }
@@ -64,7 +78,7 @@ pub struct HtbClassSpec {
 #[serde(deny_unknown_fields)]
 pub struct HtbParams {
     pub classes: Vec<HtbClassSpec>,
-    /// Index of the class for packets no `dscp` list selects (default: the last class).
+    /// Index of the leaf for packets no `dscp` list selects (default: the last class).
     #[serde(default)]
     pub default: Option<usize>,
     /// Rate-to-quantum divisor.
@@ -127,43 +141,129 @@ impl HtbParams {
                     .validate()
                     .map_err(|(f, m)| (at(&format!("child.{f}")), m))?;
             }
+            if let Some(parent) = c.parent {
+                if parent >= i {
+                    return Err((
+                        at("parent"),
+                        format!("the parent must be an earlier class (0..{i}), got {parent}"),
+                    ));
+                }
+                if self.depth(parent) >= MAX_INNER_DEPTH {
+                    return Err((
+                        at("parent"),
+                        format!(
+                            "HTB has {LEVELS} levels (TC_HTB_MAXDEPTH), so at most \
+                             {MAX_INNER_DEPTH} inner classes above a leaf; class {parent} is \
+                             the {MAX_INNER_DEPTH}th"
+                        ),
+                    ));
+                }
+                let inner = &self.classes[parent];
+                if let Some(f) = [
+                    ("child", inner.child.is_some()),
+                    ("dscp", !inner.dscp.is_empty()),
+                ]
+                .into_iter()
+                .find_map(|(f, set)| set.then_some(f))
+                {
+                    return Err((
+                        format!("classes[{parent}].{f}"),
+                        format!(
+                            "class {parent} has child classes, so it is an inner class, \
+                             which has no {f} (give it to a leaf)"
+                        ),
+                    ));
+                }
+            }
+        }
+        let default = self.default.unwrap_or(self.classes.len() - 1);
+        if self.classes.iter().any(|c| c.parent == Some(default)) {
+            return Err((
+                "default".into(),
+                format!("class {default} is an inner class; the default must be a leaf"),
+            ));
         }
         Ok(())
     }
+
+    /// Number of classes above class `i` (0 for a class under the root).
+    fn depth(&self, mut i: usize) -> usize {
+        let mut d = 0;
+        while let Some(p) = self.classes[i].parent {
+            (d, i) = (d + 1, p);
+        }
+        d
+    }
 }
 
-/// Serve a leaf on its own rate (level 0) or borrowing from the root (level 1).
-const LEVELS: usize = 2;
+/// `TC_HTB_MAXDEPTH`: leaves at level 0 .. the root class at level 7.
+const LEVELS: usize = 8;
+const ROOT_LEVEL: usize = LEVELS - 1;
+/// Inner classes between the root and a leaf (levels 6 down to 1).
+const MAX_INNER_DEPTH: usize = LEVELS - 2;
 
-struct Leaf {
+/// `htb_class_mode`.
+#[derive(PartialEq)]
+enum Mode {
+    CantSend,
+    MayBorrow,
+    CanSend,
+}
+
+struct Class {
     name: String,
+    /// None: under the root.
+    parent: Option<usize>,
+    level: usize,
     rate: Shaper,
     ceil: Shaper,
     prio: u8,
     quantum: i64,
     deficit: [i64; LEVELS],
-    child: Qdisc,
+    /// The leaf qdisc; None for an inner class.
+    child: Option<Qdisc>,
+    /// An inner class's children, and per leaf prio the position of the one whose turn it is.
+    children: Vec<usize>,
+    ptr: [usize; 8],
 }
 
-impl Leaf {
-    /// The level the leaf may send at now, if any (`htb_class_mode`).
-    fn level(&self, now: SimTime) -> Option<usize> {
+impl Class {
+    fn mode(&self, now: SimTime) -> Mode {
         if self.ceil.ready_at(now) > now {
-            None
+            Mode::CantSend
         } else if self.rate.ready_at(now) == now {
-            Some(0)
+            Mode::CanSend
         } else {
-            Some(1)
+            Mode::MayBorrow
         }
+    }
+    fn backlogged(&self) -> bool {
+        self.child.as_ref().is_some_and(|q| !q.is_empty())
     }
 }
 
+/// Who serves a backlogged leaf now: the level and the lending class (None: the root).
+type Lender = (usize, Option<usize>);
+
+/// The leaf `pick` chose, at which level, through which lender, and the leaves that were
+/// waiting at that level and prio (with their lenders).
+struct Turn {
+    leaf: usize,
+    level: usize,
+    lender: Option<usize>,
+    waiting: Vec<(usize, Option<usize>)>,
+}
+
 pub struct Htb {
-    leaves: Vec<Leaf>,
+    classes: Vec<Class>,
     /// Leaf per DSCP.
     class_of: [u8; 64],
-    /// Round-robin position per level and prio: the leaf whose turn it is.
-    turn: [[usize; 8]; LEVELS],
+    /// The root's children and, per prio, the position of the one whose turn it is.
+    top: Vec<usize>,
+    top_ptr: [usize; 8],
+    /// Per level and prio, the class holding the turn in the level's row (level 0: a leaf
+    /// sending on its own rate; above: a lender).
+    row: [[usize; 8]; LEVELS],
     borrowed: u64,
 }
 
@@ -176,57 +276,205 @@ impl Htb {
                 class_of[d as usize] = i as u8;
             }
         }
-        let leaves = p
-            .classes
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let rate = Rate::mbps(c.rate_mbps);
-                let ceil = Rate::mbps(c.ceil_mbps.unwrap_or(c.rate_mbps));
-                let quantum = c.quantum.map_or_else(
-                    || (rate.bytes_per_sec() / p.r2q as u64).clamp(1000, 200_000),
-                    |q| q as u64,
-                );
-                let spec = c
-                    .child
-                    .as_deref()
-                    .cloned()
-                    .unwrap_or(QdiscSpec::Pfifo { limit: 1000 });
-                Leaf {
-                    name: c.name.clone().unwrap_or_else(|| format!("class{i}")),
-                    rate: Shaper::new(rate, c.burst.unwrap_or_else(|| default_burst(rate))),
-                    ceil: Shaper::new(ceil, c.cburst.unwrap_or_else(|| default_burst(ceil))),
-                    prio: c.prio,
-                    quantum: quantum as i64,
-                    deficit: [0; LEVELS],
-                    child: Qdisc::child(&spec, Rng::new(rng.next_u64(), i as u64)),
-                }
-            })
-            .collect();
+        let mut classes: Vec<Class> = Vec::with_capacity(p.classes.len());
+        let mut top = Vec::new();
+        for (i, c) in p.classes.iter().enumerate() {
+            let rate = Rate::mbps(c.rate_mbps);
+            let ceil = Rate::mbps(c.ceil_mbps.unwrap_or(c.rate_mbps));
+            let quantum = c.quantum.map_or_else(
+                || (rate.bytes_per_sec() / p.r2q as u64).clamp(1000, 200_000),
+                |q| q as u64,
+            );
+            let inner = p.classes.iter().any(|k| k.parent == Some(i));
+            let child = (!inner).then(|| {
+                let spec = c.child.as_deref().cloned();
+                let spec = spec.unwrap_or(QdiscSpec::Pfifo { limit: 1000 });
+                Qdisc::child(&spec, Rng::new(rng.next_u64(), i as u64))
+            });
+            // htb_change_class: a class turning inner takes its parent's level minus one.
+            let level = match (inner, c.parent) {
+                (false, _) => 0,
+                (true, None) => ROOT_LEVEL - 1,
+                (true, Some(q)) => classes[q].level - 1,
+            };
+            match c.parent {
+                Some(q) => classes[q].children.push(i),
+                None => top.push(i),
+            }
+            classes.push(Class {
+                name: c.name.clone().unwrap_or_else(|| format!("class{i}")),
+                parent: c.parent,
+                level,
+                rate: Shaper::new(rate, c.burst.unwrap_or_else(|| default_burst(rate))),
+                ceil: Shaper::new(ceil, c.cburst.unwrap_or_else(|| default_burst(ceil))),
+                prio: c.prio,
+                quantum: quantum as i64,
+                deficit: [0; LEVELS],
+                child,
+                children: Vec::new(),
+                ptr: [0; 8],
+            });
+        }
         Htb {
-            leaves,
+            classes,
             class_of,
-            turn: [[0; 8]; LEVELS],
+            top,
+            top_ptr: [0; 8],
+            row: [[0; 8]; LEVELS],
             borrowed: 0,
         }
     }
 
-    /// The leaves that hold packets and may send at `level` now, lowest prio first, each
-    /// prio's leaves from the one whose turn it is.
-    fn candidates(&self, now: SimTime, level: usize) -> Vec<usize> {
-        let n = self.leaves.len();
-        let mut out = Vec::new();
-        for prio in 0..8u8 {
-            let start = self.turn[level][prio as usize];
-            for k in 0..n {
-                let i = (start + k) % n;
-                let l = &self.leaves[i];
-                if l.prio == prio && !l.child.is_empty() && l.level(now) == Some(level) {
-                    out.push(i);
+    fn leaves(&self) -> impl Iterator<Item = &Class> {
+        self.classes.iter().filter(|c| c.child.is_some())
+    }
+
+    /// The level and lender a leaf may send through now, if any: walking up from the leaf,
+    /// the first class that may send, unless one on the way may not.
+    fn lender(&self, leaf: usize, now: SimTime) -> Option<Lender> {
+        let mut c = leaf;
+        loop {
+            let cl = &self.classes[c];
+            match cl.mode(now) {
+                Mode::CantSend => return None,
+                Mode::CanSend => return Some((cl.level, Some(c))),
+                Mode::MayBorrow => match cl.parent {
+                    Some(p) => c = p,
+                    None => return Some((ROOT_LEVEL, None)),
+                },
+            }
+        }
+    }
+
+    /// Whether class `c` is `leaf` or one of its ancestors.
+    fn holds(&self, c: usize, mut leaf: usize) -> bool {
+        loop {
+            if leaf == c {
+                return true;
+            }
+            match self.classes[leaf].parent {
+                Some(p) => leaf = p,
+                None => return false,
+            }
+        }
+    }
+
+    /// The first position at or after `ptr` (cyclically) whose entry satisfies `ok`.
+    fn turn_from(ptr: usize, len: usize, ok: impl Fn(usize) -> bool) -> Option<usize> {
+        (0..len).map(|k| (ptr + k) % len).find(|&k| ok(k))
+    }
+
+    /// The leaf to serve and its level (`htb_dequeue` over levels and prios, then
+    /// `htb_lookup_leaf`), given each leaf's lender (None: not backlogged or may not send).
+    fn pick(&mut self, lenders: &[Option<Lender>]) -> Option<Turn> {
+        let n = self.classes.len();
+        for level in 0..LEVELS {
+            for prio in 0..8u8 {
+                let waiting: Vec<(usize, Option<usize>)> = (0..n)
+                    .filter(|&i| self.classes[i].prio == prio)
+                    .filter_map(|i| match lenders[i] {
+                        Some((l, by)) if l == level => Some((i, by)),
+                        _ => None,
+                    })
+                    .collect();
+                if waiting.is_empty() {
+                    continue;
+                }
+                let row = &mut self.row[level][prio as usize];
+                if level == 0 {
+                    let i = Self::turn_from(*row, n, |i| waiting.iter().any(|w| w.0 == i))?;
+                    *row = i;
+                    let (leaf, lender) = (i, Some(i));
+                    return Some(Turn {
+                        leaf,
+                        level,
+                        lender,
+                        waiting,
+                    });
+                }
+                let lender = if level == ROOT_LEVEL {
+                    None
+                } else {
+                    let c = Self::turn_from(*row, n, |c| waiting.iter().any(|w| w.1 == Some(c)))?;
+                    *row = c;
+                    Some(c)
+                };
+                // Pass the lender's turn down to a leaf that borrows from it.
+                let mut node = lender;
+                loop {
+                    let (kids, ptr) = match node {
+                        None => (&self.top, self.top_ptr[prio as usize]),
+                        Some(leaf) if self.classes[leaf].children.is_empty() => {
+                            return Some(Turn {
+                                leaf,
+                                level,
+                                lender,
+                                waiting,
+                            });
+                        }
+                        Some(c) => (
+                            &self.classes[c].children,
+                            self.classes[c].ptr[prio as usize],
+                        ),
+                    };
+                    let k = Self::turn_from(ptr, kids.len(), |k| {
+                        waiting
+                            .iter()
+                            .any(|&(i, by)| by == lender && self.holds(kids[k], i))
+                    })?;
+                    let next = kids[k];
+                    match node {
+                        None => self.top_ptr[prio as usize] = k,
+                        Some(c) => self.classes[c].ptr[prio as usize] = k,
+                    }
+                    node = Some(next);
                 }
             }
         }
-        out
+        None
+    }
+
+    /// Move the turn on after a leaf used up its quantum (`htb_dequeue_tree`'s
+    /// `htb_next_rb_node`). Level 0: the row's next leaf. Above: the leaf's parent's next child
+    /// with a waiting leaf; when there is none the parent's pointer rewinds and its own parent's
+    /// moves on, up to the lender, whose rewinding moves the row on (`htb_lookup_leaf`'s
+    /// "rewind & go up").
+    fn pass_turn(&mut self, t: &Turn) {
+        let prio = self.classes[t.leaf].prio as usize;
+        let n = self.classes.len();
+        if t.level == 0 {
+            self.row[0][prio] = (t.leaf + 1) % n;
+            return;
+        }
+        let mut node = t.leaf;
+        loop {
+            let parent = self.classes[node].parent;
+            let kids = parent.map_or(&self.top, |p| &self.classes[p].children);
+            let k = kids
+                .iter()
+                .position(|&c| c == node)
+                .expect("a child of its parent");
+            let waits = |c: usize| {
+                t.waiting
+                    .iter()
+                    .any(|&(i, by)| by == t.lender && self.holds(c, i))
+            };
+            let next = (k + 1..kids.len()).find(|&j| waits(kids[j]));
+            let ptr = match parent {
+                None => &mut self.top_ptr[prio],
+                Some(p) => &mut self.classes[p].ptr[prio],
+            };
+            *ptr = next.unwrap_or(0);
+            if next.is_some() || parent == t.lender {
+                if next.is_none() {
+                    if let Some(l) = t.lender {
+                        self.row[t.level][prio] = (l + 1) % n;
+                    }
+                }
+                return;
+            }
+            node = parent.expect("the root lends at the top");
+        }
     }
 }
 
@@ -236,51 +484,86 @@ impl QueueDisc for Htb {
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         let i = self.class_of[pkt.dscp as usize & 63] as usize;
-        QueueDisc::enqueue(&mut self.leaves[i].child, pkt, now, drops);
+        let leaf = self.classes[i].child.as_mut().expect("DSCPs map to leaves");
+        QueueDisc::enqueue(leaf, pkt, now, drops);
     }
     fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
-        let n = self.leaves.len();
-        for level in 0..LEVELS {
-            for i in self.candidates(now, level) {
-                let l = &mut self.leaves[i];
-                let Some(p) = l.child.dequeue(now, drops) else {
-                    continue;
-                };
-                l.deficit[level] -= p.len as i64;
-                if l.deficit[level] < 0 {
-                    l.deficit[level] += l.quantum;
-                    self.turn[level][l.prio as usize] = (i + 1) % n;
-                }
-                if level == 0 {
-                    l.rate.charge(now, p.len);
-                } else {
-                    self.borrowed += 1;
-                }
-                l.ceil.charge(now, p.len);
-                return Some(p);
+        let mut lenders: Vec<Option<Lender>> = (0..self.classes.len())
+            .map(|i| {
+                let backlogged = self.classes[i].backlogged();
+                backlogged.then(|| self.lender(i, now)).flatten()
+            })
+            .collect();
+        loop {
+            let turn = self.pick(&lenders)?;
+            let (leaf, level) = (turn.leaf, turn.level);
+            let cl = &mut self.classes[leaf];
+            let Some(p) = cl.child.as_mut().and_then(|q| q.dequeue(now, drops)) else {
+                // A non-work-conserving child (e.g. tbf) with nothing to give: try the others.
+                lenders[leaf] = None;
+                continue;
+            };
+            let len = p.len;
+            cl.deficit[level] -= len as i64;
+            if cl.deficit[level] < 0 {
+                cl.deficit[level] += cl.quantum;
+                self.pass_turn(&turn);
             }
+            // htb_charge_class up the path.
+            let mut c = Some(leaf);
+            while let Some(i) = c {
+                let cl = &mut self.classes[i];
+                if cl.level >= level {
+                    cl.rate.charge(now, len);
+                }
+                cl.ceil.charge(now, len);
+                c = cl.parent;
+            }
+            if level > 0 {
+                self.borrowed += 1;
+            }
+            return Some(p);
         }
-        None
     }
     fn ready_at(&self, now: SimTime) -> SimTime {
-        let backlogged = self.leaves.iter().filter(|l| !l.child.is_empty());
-        let at = backlogged.map(|l| l.ceil.ready_at(now).max(l.child.ready_at(now)));
+        // A backlogged leaf may send once every ceiling on its path allows it.
+        let path_ready = |mut i: usize, q: &Qdisc| {
+            let mut t = q.ready_at(now);
+            loop {
+                let cl = &self.classes[i];
+                t = t.max(cl.ceil.ready_at(now));
+                match cl.parent {
+                    Some(p) => i = p,
+                    None => return t,
+                }
+            }
+        };
+        let at = self.classes.iter().enumerate().filter_map(|(i, c)| {
+            let q = c.child.as_ref().filter(|q| !q.is_empty())?;
+            Some(path_ready(i, q))
+        });
         at.min().unwrap_or(now)
     }
     fn len(&self) -> usize {
-        self.leaves.iter().map(|l| l.child.len()).sum()
+        self.leaves()
+            .map(|c| c.child.as_ref().map_or(0, |q| q.len()))
+            .sum()
     }
     fn bytes(&self) -> u64 {
-        self.leaves.iter().map(|l| l.child.bytes()).sum()
+        self.leaves()
+            .map(|c| c.child.as_ref().map_or(0, |q| q.bytes()))
+            .sum()
     }
     fn next_timer(&self) -> SimTime {
-        let t = self.leaves.iter().map(|l| l.child.next_timer());
+        let t = self
+            .leaves()
+            .filter_map(|c| c.child.as_ref().map(|q| q.next_timer()));
         t.min().unwrap_or(NEVER)
     }
     fn on_timer(&mut self, now: SimTime) {
-        for l in &mut self.leaves {
-            if l.child.next_timer() <= now {
-                l.child.on_timer(now);
+        for q in self.classes.iter_mut().filter_map(|c| c.child.as_mut()) {
+            if q.next_timer() <= now {
+                q.on_timer(now);
             }
         }
     }
@@ -288,13 +571,17 @@ impl QueueDisc for Htb {
         out.push(("borrowed_pkts", self.borrowed as f64));
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
-        self.leaves
+        let leaves = self
+            .classes
             .iter()
-            .map(|l| (l.name.clone(), &l.child))
-            .collect()
+            .filter_map(|c| Some((c.name.clone(), c.child.as_ref()?)));
+        leaves.collect()
     }
     fn children_mut(&mut self) -> Vec<&mut Qdisc> {
-        self.leaves.iter_mut().map(|l| &mut l.child).collect()
+        self.classes
+            .iter_mut()
+            .filter_map(|c| c.child.as_mut())
+            .collect()
     }
 }
 
@@ -325,7 +612,13 @@ mod tests {
         let mut sent = vec![0u64; backlogged.len()];
         while now < SEC {
             for &d in backlogged {
-                while q.leaves[q.class_of[d as usize] as usize].child.len() < 10 {
+                while q.classes[q.class_of[d as usize] as usize]
+                    .child
+                    .as_ref()
+                    .unwrap()
+                    .len()
+                    < 10
+                {
                     q.enqueue(pkt(d), now, &mut drops);
                 }
             }
@@ -387,6 +680,68 @@ mod tests {
     }
 
     #[test]
+    fn leaves_borrow_from_their_inner_class_before_the_root() {
+        // Root 100: inner A (60) over a1 and a2 (10 each), leaf b (40). a1 and a2 send their
+        // 10 on their own rate and borrow A's other 40 in turns; b keeps its 40. Flat, the
+        // same leaves would share the 40 left over three ways (b about 53).
+        let mut q = htb(serde_json::json!([
+            {"name": "A", "rate_mbps": 60, "ceil_mbps": 100},
+            {"name": "a1", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [10]},
+            {"name": "a2", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [12]},
+            {"name": "b", "rate_mbps": 40, "ceil_mbps": 100},
+        ]));
+        assert_eq!(
+            q.classes.iter().map(|c| c.level).collect::<Vec<_>>(),
+            [6, 0, 0, 0]
+        );
+        let got = serve(&mut q, 100.0, &[10, 12, 0]);
+        assert!(
+            within_a_quantum(got[0], 30.0)
+                && within_a_quantum(got[1], 30.0)
+                && within_a_quantum(got[2], 40.0),
+            "{got:?}"
+        );
+        assert!(q.borrowed > 0);
+    }
+
+    #[test]
+    fn an_inner_ceiling_caps_its_whole_subtree() {
+        let mut q = htb(serde_json::json!([
+            {"rate_mbps": 20, "ceil_mbps": 50},
+            {"parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [10]},
+            {"parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [12]},
+            {"rate_mbps": 10, "ceil_mbps": 100},
+        ]));
+        let got = serve(&mut q, 100.0, &[10, 12]);
+        assert!(close(got[0] + got[1], 50.0), "{got:?}");
+        assert!(within_a_quantum(got[0], got[1]), "{got:?}");
+    }
+
+    #[test]
+    fn a_borrowed_packet_is_charged_to_the_lender_not_the_classes_between() {
+        // A (level 6, 40, ceil 40) over B (level 5, 20) over leaf c (5), and leaf e (5) under
+        // A. c sends its 5 and borrows B's other 15 (B pays tokens for both); A pays for all
+        // 25 and lends the 15 it has left to c and e in turns. Were B charged for what A lends
+        // c, B would lend c less and c would end near 20 instead of 27.5.
+        let mut q = htb(serde_json::json!([
+            {"rate_mbps": 40, "ceil_mbps": 40},
+            {"parent": 0, "rate_mbps": 20, "ceil_mbps": 40},
+            {"parent": 1, "rate_mbps": 5, "ceil_mbps": 40, "dscp": [10]},
+            {"parent": 0, "rate_mbps": 5, "ceil_mbps": 40, "dscp": [12]},
+            {"rate_mbps": 10},
+        ]));
+        assert_eq!(
+            q.classes.iter().map(|c| c.level).collect::<Vec<_>>(),
+            [6, 5, 0, 0, 0]
+        );
+        let got = serve(&mut q, 100.0, &[10, 12]);
+        assert!(
+            within_a_quantum(got[0], 27.5) && within_a_quantum(got[1], 12.5),
+            "{got:?}"
+        );
+    }
+
+    #[test]
     fn unlisted_dscps_go_to_the_default_class() {
         let p: HtbParams = serde_json::from_value(serde_json::json!({
             "classes": [{"rate_mbps": 10, "dscp": [46]}, {"rate_mbps": 10}], "default": 0 }))
@@ -416,5 +771,38 @@ mod tests {
             serde_json::json!({"classes": [{"rate_mbps": 10}], "default": 1}),
             "default",
         );
+        check(
+            serde_json::json!({"classes": [{"rate_mbps": 10, "parent": 0}]}),
+            "classes[0].parent",
+        );
+        check(
+            serde_json::json!({"classes": [
+                {"rate_mbps": 10, "child": {"kind": "pfifo", "limit": 10}},
+                {"rate_mbps": 10, "parent": 0}]}),
+            "classes[0].child",
+        );
+        check(
+            serde_json::json!({"classes": [
+                {"rate_mbps": 10, "dscp": [10]}, {"rate_mbps": 10, "parent": 0}]}),
+            "classes[0].dscp",
+        );
+        check(
+            serde_json::json!({"classes": [
+                {"rate_mbps": 10}, {"rate_mbps": 10, "parent": 0}], "default": 0}),
+            "default",
+        );
+        // Six inner levels fit (6 .. 1) above a leaf; a seventh does not.
+        let chain = |n: usize| {
+            let classes: Vec<_> = (0..n)
+                .map(|i| match i {
+                    0 => serde_json::json!({"rate_mbps": 10}),
+                    _ => serde_json::json!({"rate_mbps": 10, "parent": i - 1}),
+                })
+                .collect();
+            serde_json::json!({ "classes": classes })
+        };
+        let p: HtbParams = serde_json::from_value(chain(7)).unwrap();
+        assert_eq!(p.validate(), Ok(()));
+        check(chain(8), "classes[7].parent");
     }
 }
