@@ -104,7 +104,7 @@ fn a_fixed_size_web_flow_completes_in_the_hand_computed_time_on_an_idle_link() {
         htb.charge(t, 1514);
     }
     let last_byte = t + nic.tx_time(1514);
-    let want_no_hs = (last_byte - 0) as f64 / 1e9;
+    let want_no_hs = last_byte as f64 / 1e9;
     assert!(
         (c.fct_no_handshake_s - want_no_hs).abs() < 5e-6,
         "{} vs {want_no_hs}",

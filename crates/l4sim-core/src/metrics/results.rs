@@ -220,17 +220,6 @@ pub fn jain_index(xs: &[f64]) -> f64 {
     s * s / (n * s2)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jain_index_is_one_for_equal_shares_and_one_over_n_for_one_hog() {
-        assert!((jain_index(&[5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
-        assert!((jain_index(&[10.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
-    }
-}
-
 impl FlowSeries {
     /// Drop every sample (the name stays).
     pub fn clear(&mut self) {
@@ -267,5 +256,16 @@ impl QdiscSeries {
             v.clear();
         }
         self.extra.values_mut().for_each(Vec::clear);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_is_one_for_equal_shares_and_one_over_n_for_one_hog() {
+        assert!((jain_index(&[5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain_index(&[10.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
     }
 }

@@ -1346,7 +1346,7 @@ mod tests {
             .collect();
         let min = after.iter().cloned().fold(f64::MAX, f64::min);
         assert!(
-            min <= 2.6e6 && min >= 2.4e6,
+            (2.4e6..=2.6e6).contains(&min),
             "min rate after the loss {min}"
         );
         assert_eq!(r.packets_lost(), 1);
