@@ -14,7 +14,13 @@
 //! - Loss (`loss_event`): independent (`loss`, a probability) or the Gilbert-Elliott model
 //!   (`loss gemodel p r 1-h 1-k`, `loss_gilb_ell`: in the good state the next packet moves to
 //!   the bad state with probability p and is lost with 1-k; in the bad state it moves back with
-//!   probability r and is lost with 1-h). A lost packet counts as an AQM drop.
+//!   probability r and is lost with 1-h), or the 4-state model (`loss state p13 p31 p32 p23
+//!   p14`, `loss_4state`: transmitted in a gap (1) or a burst (2), lost in a burst (3) or
+//!   isolated (4). One uniform number per packet picks the transition out of the current state:
+//!   1 -> 4 with p14 and 1 -> 3 with p13, 2 -> 3 with p23, 3 -> 2 with p32 and 3 -> 1 with
+//!   p31, 4 -> 1 always; the packet is lost when it enters or stays in 3, or enters 4. Start in
+//!   1; tc's defaults for the omitted ones: p31 = 1 - p13, p32 = 0, p23 = 1, p14 = 0, which is
+//!   independent loss with probability p13). A lost packet counts as an AQM drop.
 //! - `ecn`: a lost packet that is ECT or CE is marked CE instead (`INET_ECN_set_ce`) and goes
 //!   on; a Not-ECT one is still dropped. (Linux's `tc -s` counts such a mark in netem's
 //!   `dropped`; here it is a mark, as with every AQM.) As in tc, `ecn` needs a loss model.
@@ -110,6 +116,35 @@ fn one() -> f64 {
     1.0
 }
 
+/// `loss state p13 [p31 [p32 [p23 [p14]]]]` (probabilities 0..1, tc's defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FourState {
+    /// Gap -> burst loss (1 -> 3).
+    pub p13: f64,
+    /// Burst loss -> gap (3 -> 1), default 1 - p13.
+    #[serde(default)]
+    pub p31: Option<f64>,
+    /// Burst loss -> burst transmission (3 -> 2).
+    #[serde(default)]
+    pub p32: f64,
+    /// Burst transmission -> burst loss (2 -> 3).
+    #[serde(default = "one")]
+    pub p23: f64,
+    /// Gap -> isolated loss (1 -> 4).
+    #[serde(default)]
+    pub p14: f64,
+}
+
+/// `loss_4state`'s states (enum `TX_IN_GAP_PERIOD` ..).
+#[derive(Clone, Copy, PartialEq)]
+enum GiState {
+    TxInGap,
+    TxInBurst,
+    LostInGap,
+    LostInBurst,
+}
+
 /// tc's netem options. Probabilities and correlations are fractions 0..1 (tc's percentages
 /// divided by 100).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -125,6 +160,7 @@ pub struct NetemParams {
     pub loss: f64,
     pub loss_corr: f64,
     pub gemodel: Option<GilbertElliott>,
+    pub loss_state: Option<FourState>,
     /// Mark ECT packets CE instead of losing them.
     pub ecn: bool,
     /// Duplication probability (`duplicate P CORR`).
@@ -178,6 +214,45 @@ impl NetemParams {
                 );
             }
         }
+        if let Some(g) = &self.loss_state {
+            prob("loss_state.p13", g.p13)?;
+            prob("loss_state.p31", g.p31.unwrap_or(0.0))?;
+            prob("loss_state.p32", g.p32)?;
+            prob("loss_state.p23", g.p23)?;
+            prob("loss_state.p14", g.p14)?;
+            if g.p13 + g.p14 > 1.0 {
+                return bad(
+                    "loss_state.p14",
+                    "p13 + p14 leave the gap state: at most 1 together",
+                );
+            }
+            if g.p31.unwrap_or(1.0 - g.p13) + g.p32 > 1.0 {
+                return bad(
+                    "loss_state.p32",
+                    "p31 + p32 leave the burst state: at most 1 together",
+                );
+            }
+            let other = [
+                ("loss", self.loss > 0.0),
+                ("gemodel", self.gemodel.is_some()),
+            ];
+            if let Some((f, _)) = other.iter().find(|(_, set)| *set) {
+                return bad(f, "one loss model per netem (tc: duplicate loss argument)");
+            }
+            if self.loss_corr > 0.0 {
+                return bad(
+                    "loss_corr",
+                    "loss_corr belongs to independent loss (tc: loss random P CORR), not \
+                     loss_state",
+                );
+            }
+        }
+        if self.gemodel.is_some() && self.loss > 0.0 {
+            return bad(
+                "gemodel",
+                "one loss model per netem (tc: duplicate loss argument)",
+            );
+        }
         if self.delay_corr > 0.0 && self.jitter_ms == 0.0 {
             return bad(
                 "delay_corr",
@@ -207,11 +282,11 @@ impl NetemParams {
                  without reorder probability)",
             );
         }
-        if self.ecn && self.loss == 0.0 && self.gemodel.is_none() {
+        if self.ecn && self.loss == 0.0 && self.gemodel.is_none() && self.loss_state.is_none() {
             return bad(
                 "ecn",
-                "ecn marks instead of losing: it needs loss or gemodel (tc: ecn requested \
-                 without loss model)",
+                "ecn marks instead of losing: it needs loss, gemodel or loss_state (tc: ecn \
+                 requested without loss model)",
             );
         }
         if let Some(r) = self.rate_mbps {
@@ -410,6 +485,7 @@ pub struct Netem {
     t_last: SimTime,
     counter: u32,
     bad_state: bool,
+    gi_state: GiState,
     slot_next: SimTime,
     slot_packets: i64,
     slot_bytes: i64,
@@ -439,6 +515,7 @@ impl Netem {
             t_last: 0,
             counter: 0,
             bad_state: false,
+            gi_state: GiState::TxInGap,
             slot_next: 0,
             slot_packets: 0,
             slot_bytes: 0,
@@ -495,6 +572,23 @@ impl Netem {
                 self.bad_state = false;
             }
             return self.rng.uniform() < lb;
+        }
+        if let Some(g) = &self.p.loss_state {
+            let (a1, a2, a3, a4, a5) = (g.p13, g.p31.unwrap_or(1.0 - g.p13), g.p32, g.p14, g.p23);
+            let rnd = self.rng.uniform();
+            let (next, lost) = match self.gi_state {
+                GiState::TxInGap if rnd < a4 => (GiState::LostInGap, true),
+                GiState::TxInGap if rnd < a1 + a4 => (GiState::LostInBurst, true),
+                GiState::TxInGap => (GiState::TxInGap, false),
+                GiState::TxInBurst if rnd < a5 => (GiState::LostInBurst, true),
+                GiState::TxInBurst => (GiState::TxInBurst, false),
+                GiState::LostInBurst if rnd < a3 => (GiState::TxInBurst, false),
+                GiState::LostInBurst if rnd < a2 + a3 => (GiState::TxInGap, false),
+                GiState::LostInBurst => (GiState::LostInBurst, true),
+                GiState::LostInGap => (GiState::TxInGap, false),
+            };
+            self.gi_state = next;
+            return lost;
         }
         if self.loss_cor.rho > 0 {
             return self.loss > 0 && self.loss >= self.loss_cor.next(&mut self.rng);
@@ -748,6 +842,61 @@ mod tests {
         let bursts = lost.windows(2).filter(|w| !w[0] && w[1]).count() as f64;
         let mean_burst = lost.iter().filter(|&&l| l).count() as f64 / bursts;
         assert!((mean_burst - 10.0).abs() < 1.0, "mean burst {mean_burst}");
+    }
+
+    /// Whether each of `n` packets was lost, one enqueue each.
+    fn loss_pattern(q: &mut Netem, n: u32) -> Vec<bool> {
+        let mut drops = Vec::new();
+        (0..n)
+            .map(|i| {
+                let before = drops.len();
+                q.enqueue(pkt(i), 0, &mut drops);
+                q.q.clear();
+                drops.len() > before
+            })
+            .collect()
+    }
+
+    #[test]
+    fn four_state_loss_matches_its_stationary_rate_and_burst_length() {
+        // p13 5 %, p31 50 %, p32 20 %, p23 30 %, p14 1 %. Stationary: pi3 = pi1 p13 / p31,
+        // pi2 = pi3 p32 / p23, pi4 = pi1 p14; loss = pi3 + pi4 = 9.35 %. A run of losses in the
+        // burst state lasts 1 / (p31 + p32) = 1.43 packets on average.
+        let (p13, p31, p32, p23, p14) = (0.05, 0.5, 0.2, 0.3, 0.01);
+        let mut q = netem(NetemParams {
+            loss_state: Some(FourState {
+                p13,
+                p31: Some(p31),
+                p32,
+                p23,
+                p14,
+            }),
+            limit: Some(100_000),
+            ..Default::default()
+        });
+        let lost = loss_pattern(&mut q, 400_000);
+        let pi1 = 1.0 / (1.0 + p14 + p13 / p31 + p13 * p32 / (p31 * p23));
+        let want = pi1 * (p13 / p31 + p14);
+        let rate = lost.iter().filter(|&&l| l).count() as f64 / lost.len() as f64;
+        assert!((rate - want).abs() < 0.004, "loss {rate}, want {want}");
+        // tc's defaults with p13 alone: independent loss with probability p13.
+        let mut q = netem(NetemParams {
+            loss_state: Some(FourState {
+                p13: 0.03,
+                p31: None,
+                p32: 0.0,
+                p23: 1.0,
+                p14: 0.0,
+            }),
+            limit: Some(100_000),
+            ..Default::default()
+        });
+        let lost = loss_pattern(&mut q, 200_000);
+        let rate = lost.iter().filter(|&&l| l).count() as f64 / lost.len() as f64;
+        let runs = lost.windows(2).filter(|w| !w[0] && w[1]).count() as f64;
+        let mean_run = lost.iter().filter(|&&l| l).count() as f64 / runs;
+        assert!((rate - 0.03).abs() < 0.002, "loss {rate}");
+        assert!((mean_run - 1.0 / 0.97).abs() < 0.02, "mean run {mean_run}");
     }
 
     #[test]
@@ -1135,6 +1284,18 @@ mod tests {
             (r#"{"delay_ms":10,"delay_corr":0.5}"#, "delay_corr"),
             (r#"{"delay_ms":10,"distribution":"pareto"}"#, "distribution"),
             (r#"{"gemodel":{"p":0.1},"loss_corr":0.2}"#, "loss_corr"),
+            (r#"{"loss_state":{"p13":1.5}}"#, "loss_state.p13"),
+            (r#"{"loss_state":{"p13":0.6,"p14":0.6}}"#, "loss_state.p14"),
+            (
+                r#"{"loss_state":{"p13":0.1,"p31":0.9,"p32":0.2}}"#,
+                "loss_state.p32",
+            ),
+            (r#"{"loss_state":{"p13":0.1},"loss":0.01}"#, "loss"),
+            (
+                r#"{"loss_state":{"p13":0.1},"gemodel":{"p":0.1}}"#,
+                "gemodel",
+            ),
+            (r#"{"gemodel":{"p":0.1},"loss":0.01}"#, "gemodel"),
             (r#"{"reorder":0.1}"#, "reorder"),
             (r#"{"delay_ms":10,"gap":5}"#, "gap"),
         ] {
