@@ -236,3 +236,20 @@ def test_classful_qdiscs_list_their_classes_as_tc_s_does():
     assert list(cls["kind"]) == ["pfifo", "pfifo"]
     assert cls["deq_pkts"].sum() == r.qdiscs["deq_pkts"].iloc[0]
     assert "bottleneck/gold" in r.summary() and "sent pkts" in r.summary()
+
+
+def test_htb_inner_classes_get_a_row_of_their_own_and_name_their_leaves():
+    """An inner class has no queue: its row counts what passed through it, lends and borrows."""
+    qdisc = {"kind": "htb", "classes": [
+        {"name": "customer", "rate_mbps": 40, "ceil_mbps": 40},
+        {"name": "a", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [10]},
+        {"name": "rest", "rate_mbps": 60}]}
+    sc = l4sim.Scenario.from_dict({
+        "duration": 2, "seed": 1,
+        "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
+        "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}]})
+    cls = l4sim.run(sc).qdisc_classes.set_index("name")
+    assert list(cls.index) == ["bottleneck/customer", "bottleneck/customer/a", "bottleneck/rest"]
+    inner, leaf = cls.loc["bottleneck/customer"], cls.loc["bottleneck/customer/a"]
+    assert inner["kind"] == "htb class" and np.isnan(inner["sojourn_mean_ms"])
+    assert inner["sent_pkts"] == leaf["deq_pkts"] and inner["lends"] == leaf["borrows"] > 0

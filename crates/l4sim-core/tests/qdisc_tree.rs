@@ -193,6 +193,36 @@ fn an_htb_inner_class_caps_the_flows_of_its_leaves_together() {
         share("b")
     );
     assert!((share("rest") - 0.6).abs() < 0.03, "rest {}", share("rest"));
+    // tc -s class: the inner class has a row of its own (sent, lends, borrows, no queue); the
+    // leaves are named below it. The customer's leaves borrow only from it (level 6), so it
+    // lends what they send beyond their own 10 + 10, and borrows nothing from the root.
     let names: Vec<&str> = r.qdisc_classes.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["bottleneck/a", "bottleneck/b", "bottleneck/rest"]);
+    assert_eq!(
+        names,
+        [
+            "bottleneck/customer",
+            "bottleneck/customer/a",
+            "bottleneck/customer/b",
+            "bottleneck/rest"
+        ]
+    );
+    let row = |n: &str| r.qdisc_classes.iter().find(|c| c.name == n).unwrap();
+    let (cust, a, b) = (
+        row("bottleneck/customer"),
+        row("bottleneck/customer/a"),
+        row("bottleneck/customer/b"),
+    );
+    assert_eq!(cust.kind, "htb class");
+    assert_eq!(
+        cust.extra["sent_pkts"],
+        a.extra["sent_pkts"] + b.extra["sent_pkts"]
+    );
+    assert_eq!(cust.extra["borrows"], 0.0);
+    assert_eq!(cust.extra["lends"], a.extra["borrows"] + b.extra["borrows"]);
+    assert!(
+        cust.extra["lends"] > 0.2 * cust.extra["sent_pkts"],
+        "{:?}",
+        cust.extra
+    );
+    assert_eq!(a.extra["sent_pkts"], a.deq_pkts as f64);
 }

@@ -35,7 +35,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Drop, Qdisc, QdiscSpec, QueueDisc};
+use super::{ClassCounters, Drop, Qdisc, QdiscSpec, QueueDisc};
 use crate::net::shaper::{default_burst, Shaper};
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -225,6 +225,11 @@ struct Class {
     /// An inner class's children, and per leaf prio the position of the one whose turn it is.
     children: Vec<usize>,
     ptr: [usize; 8],
+    /// `tc -s class` counters: sent (`bstats`), lends and borrows (`xstats`).
+    sent_pkts: u64,
+    sent_bytes: u64,
+    lends: u64,
+    borrows: u64,
 }
 
 impl Class {
@@ -313,6 +318,10 @@ impl Htb {
                 child,
                 children: Vec::new(),
                 ptr: [0; 8],
+                sent_pkts: 0,
+                sent_bytes: 0,
+                lends: 0,
+                borrows: 0,
             });
         }
         Htb {
@@ -322,6 +331,15 @@ impl Htb {
             top_ptr: [0; 8],
             row: [[0; 8]; LEVELS],
             borrowed: 0,
+        }
+    }
+
+    /// A class's name with its ancestors', as in the results: `parent/child`.
+    fn path(&self, i: usize) -> String {
+        let c = &self.classes[i];
+        match c.parent {
+            Some(p) => format!("{}/{}", self.path(p), c.name),
+            None => c.name.clone(),
         }
     }
 
@@ -509,14 +527,19 @@ impl QueueDisc for Htb {
                 cl.deficit[level] += cl.quantum;
                 self.pass_turn(&turn);
             }
-            // htb_charge_class up the path.
+            // htb_charge_class up the path (and the leaf's bstats, htb_dequeue_tree).
             let mut c = Some(leaf);
             while let Some(i) = c {
                 let cl = &mut self.classes[i];
                 if cl.level >= level {
+                    cl.lends += (cl.level == level) as u64;
                     cl.rate.charge(now, len);
+                } else {
+                    cl.borrows += 1;
                 }
                 cl.ceil.charge(now, len);
+                cl.sent_pkts += 1;
+                cl.sent_bytes += len as u64;
                 c = cl.parent;
             }
             if level > 0 {
@@ -571,11 +594,23 @@ impl QueueDisc for Htb {
         out.push(("borrowed_pkts", self.borrowed as f64));
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
-        let leaves = self
-            .classes
-            .iter()
-            .filter_map(|c| Some((c.name.clone(), c.child.as_ref()?)));
-        leaves.collect()
+        let leaves = self.classes.iter().enumerate();
+        leaves
+            .filter_map(|(i, c)| Some((self.path(i), c.child.as_ref()?)))
+            .collect()
+    }
+    fn class_counters(&self) -> Vec<ClassCounters> {
+        let row = |(i, c): (usize, &Class)| ClassCounters {
+            name: self.path(i),
+            has_qdisc: c.child.is_some(),
+            values: vec![
+                ("sent_pkts", c.sent_pkts as f64),
+                ("sent_bytes", c.sent_bytes as f64),
+                ("lends", c.lends as f64),
+                ("borrows", c.borrows as f64),
+            ],
+        };
+        self.classes.iter().enumerate().map(row).collect()
     }
     fn children_mut(&mut self) -> Vec<&mut Qdisc> {
         self.classes

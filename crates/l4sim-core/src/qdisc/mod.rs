@@ -77,6 +77,14 @@ impl DropReason {
     }
 }
 
+/// One class's counters beyond its qdisc's (see [`QueueDisc::class_counters`]).
+pub struct ClassCounters {
+    pub name: String,
+    /// Whether the class has a qdisc of its own (is listed by `classes`).
+    pub has_qdisc: bool,
+    pub values: Vec<(&'static str, f64)>,
+}
+
 /// A dropped packet and why.
 #[derive(Clone, Copy, Debug)]
 pub struct Drop {
@@ -119,6 +127,12 @@ pub trait QueueDisc {
     /// A classful qdisc's classes, each a child qdisc with its own counters (what
     /// `tc -s class show` and `tc -s qdisc show` list below the root).
     fn classes(&self) -> Vec<(String, &Qdisc)> {
+        Vec::new()
+    }
+    /// Counters a classful qdisc keeps per class beyond the class's own qdisc, as `tc -s class
+    /// show` lists them (HTB: packets and bytes sent, lends, borrows), named as `classes`
+    /// names them. A class without a qdisc of its own (an HTB inner class) appears only here.
+    fn class_counters(&self) -> Vec<ClassCounters> {
         Vec::new()
     }
     /// The child qdiscs of those classes, for the hooks below: by default a classful qdisc
@@ -323,6 +337,9 @@ impl QueueDisc for AnyQdisc {
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         dispatch!(self, q => q.classes())
+    }
+    fn class_counters(&self) -> Vec<ClassCounters> {
+        dispatch!(self, q => q.class_counters())
     }
     fn children_mut(&mut self) -> Vec<&mut Qdisc> {
         dispatch!(self, q => q.children_mut())
@@ -676,6 +693,9 @@ impl QueueDisc for Qdisc {
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         self.inner.classes()
+    }
+    fn class_counters(&self) -> Vec<ClassCounters> {
+        self.inner.class_counters()
     }
     fn may_duplicate(&self) -> bool {
         self.dup

@@ -77,12 +77,54 @@ fn qdisc_result(name: &str, q: &Qdisc) -> QdiscResult {
     }
 }
 
-/// The classes below `q`, depth first, named by their path from the port.
+/// The classes below `q`, depth first, named by their path from the port: first those without
+/// a qdisc of their own (HTB's inner classes: counters only), then each class's qdisc with the
+/// class's own counters added to its `extra`.
 fn class_tree(path: &str, q: &Qdisc, out: &mut Vec<QdiscResult>) {
+    let counters = q.inner.class_counters();
+    for c in counters.iter().filter(|c| !c.has_qdisc) {
+        out.push(class_only_result(
+            &format!("{path}/{}", c.name),
+            q,
+            &c.values,
+        ));
+    }
     for (name, c) in q.inner.classes() {
         let path = format!("{path}/{name}");
-        out.push(qdisc_result(&path, c));
+        let mut row = qdisc_result(&path, c);
+        if let Some(k) = counters.iter().find(|k| k.name == name) {
+            row.extra
+                .extend(k.values.iter().map(|&(key, v)| (key.to_string(), v)));
+        }
+        out.push(row);
         class_tree(&path, c, out);
+    }
+}
+
+/// A class with no qdisc of its own: what passed through it, no queue.
+fn class_only_result(name: &str, parent: &Qdisc, values: &[(&'static str, f64)]) -> QdiscResult {
+    let sent = values
+        .iter()
+        .find(|v| v.0 == "sent_pkts")
+        .map_or(0, |v| v.1 as u64);
+    QdiscResult {
+        name: name.to_string(),
+        kind: format!("{} class", parent.inner.kind()),
+        enq_pkts: sent,
+        deq_pkts: sent,
+        drops_by_reason: DropReason::ALL
+            .iter()
+            .map(|r| (r.name().to_string(), 0))
+            .collect(),
+        drops_by_ecn: Ecn::ALL.iter().map(|e| (e.name().to_string(), 0)).collect(),
+        marks_by_ecn: Ecn::ALL.iter().map(|e| (e.name().to_string(), 0)).collect(),
+        sojourn_mean_ms: f64::NAN,
+        sojourn_p50_ms: f64::NAN,
+        sojourn_p90_ms: f64::NAN,
+        sojourn_p99_ms: f64::NAN,
+        sojourn_p999_ms: f64::NAN,
+        extra: values.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+        ..Default::default()
     }
 }
 
