@@ -45,6 +45,9 @@
 //!     averaged point by point (iproute2's comment says .25 normal + .75 pareto), not a mixture
 //!     of the two distributions.
 //!
+//!   - a table of your own (`dist_table`, what tc reads from `NAME.dist`: entries in sigma /
+//!     8192, at most `NETEM_DIST_MAX` 16384), drawn like the others.
+//!
 //!   Packets wait in a queue ordered by their send time (`tfifo_enqueue`), so jitter reorders
 //!   them, as Linux does. Without correlation, `uniform` and `normal` draw from the continuous
 //!   distributions (what the table approximates); `pareto` and `paretonormal` always use the
@@ -156,6 +159,9 @@ pub struct NetemParams {
     /// Correlation of successive delays (`delay D J CORR`).
     pub delay_corr: f64,
     pub distribution: Distribution,
+    /// A custom table instead (`distribution NAME` with `NAME.dist` a table of your own, e.g.
+    /// made by iproute2's `maketable` from measured delays): its entries, in sigma / 8192.
+    pub dist_table: Vec<i16>,
     /// Independent loss probability (`loss random P`) and its correlation.
     pub loss: f64,
     pub loss_corr: f64,
@@ -268,6 +274,32 @@ impl NetemParams {
                  but no latency and jitter values)",
             );
         }
+        if !self.dist_table.is_empty() {
+            if self.distribution != Distribution::Uniform {
+                return bad(
+                    "dist_table",
+                    "dist_table is a distribution of its own: give it or \
+                    distribution, not both",
+                );
+            }
+            if self.delay_ms == 0.0 || self.jitter_ms == 0.0 {
+                return bad(
+                    "dist_table",
+                    "a distribution needs delay_ms and jitter_ms > 0 (tc: \
+                    distribution specified but no latency and jitter values)",
+                );
+            }
+            if self.dist_table.len() > DIST_MAX {
+                return Err((
+                    "dist_table".into(),
+                    format!(
+                        "a table holds at most {DIST_MAX} \
+                    entries (NETEM_DIST_MAX), got {}",
+                        self.dist_table.len()
+                    ),
+                ));
+            }
+        }
         if self.reorder > 0.0 && self.delay_ms == 0.0 {
             return bad(
                 "reorder",
@@ -353,6 +385,8 @@ impl Crandom {
 const DIST_SIZE: u32 = 4096;
 /// `NETEM_DIST_SCALE`: a table entry is in units of sigma / 8192.
 const DIST_SCALE: i64 = 8192;
+/// `NETEM_DIST_MAX`: the largest table the kernel accepts.
+const DIST_MAX: usize = 16384;
 
 /// Standard normal quantile function (Wichura's AS 241, about 1e-16 relative accuracy).
 /// The coefficients are the published ones, digit for digit.
@@ -541,7 +575,9 @@ impl Netem {
         n.reorder_cor = Crandom::new(p.reorder_corr, &mut n.rng);
         n.corrupt_cor = Crandom::new(p.corrupt_corr, &mut n.rng);
         let continuous = matches!(p.distribution, Distribution::Normal) && p.delay_corr == 0.0;
-        if !continuous {
+        if !p.dist_table.is_empty() {
+            n.table = p.dist_table.clone();
+        } else if !continuous {
             n.table = dist_table(p.distribution);
         }
         n
@@ -603,7 +639,7 @@ impl Netem {
         if sigma == 0.0 {
             return mu as i64;
         }
-        if self.delay_cor.rho == 0 {
+        if self.delay_cor.rho == 0 && self.p.dist_table.is_empty() {
             match self.p.distribution {
                 Distribution::Uniform => {
                     return (mu - sigma + 2.0 * sigma * self.rng.uniform()) as i64
@@ -897,6 +933,26 @@ mod tests {
         let mean_run = lost.iter().filter(|&&l| l).count() as f64 / runs;
         assert!((rate - 0.03).abs() < 0.002, "loss {rate}");
         assert!((mean_run - 1.0 / 0.97).abs() < 0.02, "mean run {mean_run}");
+    }
+
+    #[test]
+    fn a_custom_table_gives_delays_from_its_entries() {
+        // Two entries, -8192 and +8192 (minus and plus one sigma): every delay is 10 +- 2 ms,
+        // half of each.
+        let mut q = netem(NetemParams {
+            delay_ms: 10.0,
+            jitter_ms: 2.0,
+            dist_table: vec![-8192, 8192],
+            limit: Some(100_000),
+            ..Default::default()
+        });
+        let mut seen = std::collections::BTreeMap::new();
+        for _ in 0..10_000 {
+            *seen.entry(q.delay()).or_insert(0) += 1;
+        }
+        let keys: Vec<i64> = seen.keys().copied().collect();
+        assert_eq!(keys, [8 * MS as i64, 12 * MS as i64]);
+        assert!((seen[&(8 * MS as i64)] as f64 / 10_000.0 - 0.5).abs() < 0.02);
     }
 
     #[test]
@@ -1284,6 +1340,11 @@ mod tests {
             (r#"{"delay_ms":10,"delay_corr":0.5}"#, "delay_corr"),
             (r#"{"delay_ms":10,"distribution":"pareto"}"#, "distribution"),
             (r#"{"gemodel":{"p":0.1},"loss_corr":0.2}"#, "loss_corr"),
+            (
+                r#"{"delay_ms":10,"jitter_ms":1,"dist_table":[1],"distribution":"normal"}"#,
+                "dist_table",
+            ),
+            (r#"{"delay_ms":10,"dist_table":[1]}"#, "dist_table"),
             (r#"{"loss_state":{"p13":1.5}}"#, "loss_state.p13"),
             (r#"{"loss_state":{"p13":0.6,"p14":0.6}}"#, "loss_state.p14"),
             (
