@@ -118,10 +118,9 @@ pub struct Scenario {
     pub flows: Vec<FlowSpec>,
 }
 
-/// The network. (Read once per run, so the dumbbell's inline qdisc spec may make it large.)
+/// The network.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-#[allow(clippy::large_enum_variant)]
 pub enum TopologySpec {
     /// The study's testbed: senders -> delay node (netem, half the base RTT each way) ->
     /// router (HTB shaper at the bottleneck rate, qdisc under test as its child) -> receivers.

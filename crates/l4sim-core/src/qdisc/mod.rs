@@ -187,7 +187,7 @@ pub enum QdiscSpec {
     Prio(prio::PrioParams),
     /// `netem` (sch_netem): delay, jitter and its distribution, loss, ECN marking, duplication,
     /// corruption, reordering, rate and slots.
-    Netem(netem::NetemParams),
+    Netem(Box<netem::NetemParams>),
     /// A Wi-Fi transmitter: EDCA channel access and A-MPDU aggregates over a child qdisc.
     Wifi(wifi::WifiParams),
     /// `htb` (sch_htb) leaf classes under the port's root class: rate, ceil, prio, DSCP.
