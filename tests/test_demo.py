@@ -52,7 +52,9 @@ def test_check_clamps_numbers_snaps_web_load_and_rejects_nonsense():
 
 
 def test_mix_delay_weights_flows_by_packet_count():
-    flat = lambda ms: [ms] * 101  # noqa: E731: every packet of the flow waited ms
+    def flat(ms):  # every packet of the flow waited ms
+        return [ms] * 101
+
     mixed = mix_delay([(99, 1.0, flat(1.0)), (1, 100.0, flat(100.0))])
     assert mixed["n"] == 100
     assert mixed["mean_ms"] == pytest.approx(1.99)

@@ -67,7 +67,7 @@ def test_s4b_l4s_band_keeps_its_tbf_cap():
 def _per_flow(r, egress: str, prefix: str) -> dict[str, int]:
     c = r.classes
     c = c[(c["kind"] == "flow") & (c["qdisc"] == egress) & c["name"].str.startswith(prefix)]
-    return dict(zip(c["name"], c["deq_pkts"]))
+    return dict(zip(c["name"], c["deq_pkts"], strict=True))
 
 
 @pytest.fixture(scope="module")

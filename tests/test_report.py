@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from l4sim.studies import plots
-from l4sim.studies.report import COMPARED, SHARE_TOLERANCE, reference_comparison, render_report
 from l4sim.studies.analysis import cells
+from l4sim.studies.report import COMPARED, SHARE_TOLERANCE, reference_comparison, render_report
 from l4sim_testdata import REPO, headless_chromium
 
 AQMS = ("FIFO", "DualPI2", "FQ_Codel")
@@ -64,7 +64,7 @@ def test_comparison_flags_exactly_the_cell_out_of_tolerance():
     ref = reference_comparison(cells(_runs()))
     assert ref is not None and len(ref) == len(AQMS) * len(BUFS) * len(ECN)
     off = ref[ref["share_diff"].abs() > SHARE_TOLERANCE]
-    assert list(zip(off["aqm"], off["n_bdp"], off["rx_classic_ecn"])) == [("FIFO", 2.0, "none")]
+    assert list(zip(off["aqm"], off["n_bdp"], off["rx_classic_ecn"], strict=True)) == [("FIFO", 2.0, "none")]
     assert ref["rel_delay_tb"].notna().all() and ref["rel_delay_sim"].notna().all()
 
 
@@ -173,5 +173,5 @@ def test_report_in_a_browser_shows_sim_testbed_difference_per_metric(report, dri
         assert repr_ not in text, repr_
     out = Path(os.environ.get("L4SIM_ARTIFACTS") or REPO / "out" / "report-test")
     out.mkdir(parents=True, exist_ok=True)
-    driver.find_element(By.ID, "compare-share").location_once_scrolled_into_view
+    driver.find_element(By.ID, "compare-share").location_once_scrolled_into_view  # noqa: B018 (scrolls)
     driver.save_screenshot(str(out / "comparison.png"))

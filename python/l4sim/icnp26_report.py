@@ -31,7 +31,9 @@ def register(subparsers: Any) -> None:
         f"rates x scale; docs/icnp26.md); --quick: {QUICK['trials']} trial x "
         f"{QUICK['duration']:g} s at scale {QUICK['scale']:g}.",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (report.md, summary.csv, queues.csv, figures)")
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory (report.md, summary.csv, queues.csv, figures)"
+    )
     p.add_argument("--quick", action="store_true", help="short runs, one trial (CI)")
     p.add_argument("--trials", type=int, help=f"trials per scenario (default {FULL['trials']})")
     p.add_argument("--duration", type=float, help="run length, s (the study: 120)")
@@ -177,7 +179,7 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
     def grid(title: str, fname: str, draw: Any, ylabel: str) -> None:
         n = len(names)
         fig, axes = plt.subplots(n, 1, figsize=(9, 1.9 * n + 0.6), sharex=True, squeeze=False)
-        for ax, name in zip(axes[:, 0], names):
+        for ax, name in zip(axes[:, 0], names, strict=True):
             draw(ax, first[name])
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=6, loc="upper right", ncol=4, frameon=False)
@@ -216,7 +218,7 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
             ("l4s_xfer_fct_s", "L4S 10 MiB transfer (s)"), ("classic_long_goodput_mbps", "classic long, sum (Mbit/s)"),
             ("classic_rtt_p50_ms", "classic RTT P50 (ms)"), ("btl_sojourn_p99_ms", "bottleneck sojourn P99 (ms)")]
     fig, axes = plt.subplots(2, 3, figsize=(12, 6))
-    for ax, (c, label) in zip(axes.flat, cols):
+    for ax, (c, label) in zip(axes.flat, cols, strict=True):
         colors = ["tab:gray" if n == "S1" else "tab:red" if n.endswith("a") else "tab:green" for n in names]
         ax.bar(names, m[c].values, color=colors)
         ax.set_title(label, fontsize=9)

@@ -333,7 +333,8 @@ def _norm_source(value: Any, field: str, base_dir: Path | None) -> Any:
     if isinstance(kind, str):
         kind = value["kind"] = canonical_name(kind)
     if kind not in SOURCE_KINDS:
-        raise scenario_error(f"{field}.kind", f"unknown traffic source {kind!r}; expected one of {', '.join(SOURCE_KINDS)}")
+        expected = ", ".join(SOURCE_KINDS)
+        raise scenario_error(f"{field}.kind", f"unknown traffic source {kind!r}; expected one of {expected}")
     if "size" in value:
         value["size"] = _norm_size(value["size"], f"{field}.size", base_dir)
     return value

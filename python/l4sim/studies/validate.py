@@ -148,12 +148,15 @@ def reference_study(
     return study
 
 
+_RULES = VerdictRules()  # the study's default verdict rules (frozen, shared)
+
+
 def _within_spread(x: pd.Series, mean: pd.Series, std: pd.Series) -> pd.Series:
     half = SPREAD_STDS * std.fillna(0.0)
     return (x - mean).abs() <= half + 1e-9
 
 
-def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> pd.DataFrame:
+def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES) -> pd.DataFrame:
     """Per-cell comparison table (one row per reference configuration; see module doc)."""
     import numpy as np
     import pandas as pd
@@ -268,7 +271,9 @@ class Summary:
         return out
 
 
-def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = VerdictRules()) -> Summary:
+def summarise(
+    cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES
+) -> Summary:
     import pandas as pd
 
     sim_ok = cmp["trials"] > 0
@@ -338,7 +343,11 @@ def diff_heatmap(cmp: pd.DataFrame, value: str, *, label: str, vmax: float, fmt:
     aqms = [a for a in AQMS if a in set(cmp["aqm"])]
     bufs = sorted(cmp["n_bdp"].unique())
     fig, axes = plt.subplots(
-        1, len(cases), figsize=(1.2 + 1.3 * len(bufs) * len(cases), 0.8 + 0.48 * len(aqms)), squeeze=False, constrained_layout=True
+        1,
+        len(cases),
+        figsize=(1.2 + 1.3 * len(bufs) * len(cases), 0.8 + 0.48 * len(aqms)),
+        squeeze=False,
+        constrained_layout=True,
     )
     norm = TwoSlopeNorm(vcenter=0.0, vmin=-vmax, vmax=vmax)
     im = None
