@@ -382,27 +382,46 @@ impl Htb {
         (0..len).map(|k| (ptr + k) % len).find(|&k| ok(k))
     }
 
-    /// The leaf to serve and its level (`htb_dequeue` over levels and prios, then
-    /// `htb_lookup_leaf`), given each leaf's lender (None: not backlogged or may not send).
+    /// The leaf to serve and its level (`htb_dequeue`: the lowest level, then the lowest prio
+    /// with a waiting leaf; then `htb_lookup_leaf`), given each leaf's lender (None: not
+    /// backlogged or may not send).
     fn pick(&mut self, lenders: &[Option<Lender>]) -> Option<Turn> {
         let n = self.classes.len();
-        for level in 0..LEVELS {
-            for prio in 0..8u8 {
-                let waiting: Vec<(usize, Option<usize>)> = (0..n)
-                    .filter(|&i| self.classes[i].prio == prio)
-                    .filter_map(|i| match lenders[i] {
-                        Some((l, by)) if l == level => Some((i, by)),
-                        _ => None,
-                    })
-                    .collect();
-                if waiting.is_empty() {
-                    continue;
-                }
-                let row = &mut self.row[level][prio as usize];
-                if level == 0 {
-                    let i = Self::turn_from(*row, n, |i| waiting.iter().any(|w| w.0 == i))?;
-                    *row = i;
-                    let (leaf, lender) = (i, Some(i));
+        let prio_of = |i: usize| self.classes[i].prio;
+        let (level, prio) = (0..n)
+            .filter_map(|i| lenders[i].map(|(l, _)| (l, prio_of(i))))
+            .min()?;
+        let waiting: Vec<(usize, Option<usize>)> = (0..n)
+            .filter_map(|i| match lenders[i] {
+                Some((l, by)) if l == level && prio_of(i) == prio => Some((i, by)),
+                _ => None,
+            })
+            .collect();
+        let row = &mut self.row[level][prio as usize];
+        if level == 0 {
+            let leaf = Self::turn_from(*row, n, |i| waiting.iter().any(|w| w.0 == i))?;
+            *row = leaf;
+            let lender = Some(leaf);
+            return Some(Turn {
+                leaf,
+                level,
+                lender,
+                waiting,
+            });
+        }
+        let lender = if level == ROOT_LEVEL {
+            None
+        } else {
+            let c = Self::turn_from(*row, n, |c| waiting.iter().any(|w| w.1 == Some(c)))?;
+            *row = c;
+            Some(c)
+        };
+        // Pass the lender's turn down to a leaf that borrows from it.
+        let mut node = lender;
+        loop {
+            let (kids, ptr) = match node {
+                None => (&self.top, self.top_ptr[prio as usize]),
+                Some(leaf) if self.classes[leaf].children.is_empty() => {
                     return Some(Turn {
                         leaf,
                         level,
@@ -410,46 +429,23 @@ impl Htb {
                         waiting,
                     });
                 }
-                let lender = if level == ROOT_LEVEL {
-                    None
-                } else {
-                    let c = Self::turn_from(*row, n, |c| waiting.iter().any(|w| w.1 == Some(c)))?;
-                    *row = c;
-                    Some(c)
-                };
-                // Pass the lender's turn down to a leaf that borrows from it.
-                let mut node = lender;
-                loop {
-                    let (kids, ptr) = match node {
-                        None => (&self.top, self.top_ptr[prio as usize]),
-                        Some(leaf) if self.classes[leaf].children.is_empty() => {
-                            return Some(Turn {
-                                leaf,
-                                level,
-                                lender,
-                                waiting,
-                            });
-                        }
-                        Some(c) => (
-                            &self.classes[c].children,
-                            self.classes[c].ptr[prio as usize],
-                        ),
-                    };
-                    let k = Self::turn_from(ptr, kids.len(), |k| {
-                        waiting
-                            .iter()
-                            .any(|&(i, by)| by == lender && self.holds(kids[k], i))
-                    })?;
-                    let next = kids[k];
-                    match node {
-                        None => self.top_ptr[prio as usize] = k,
-                        Some(c) => self.classes[c].ptr[prio as usize] = k,
-                    }
-                    node = Some(next);
-                }
+                Some(c) => (
+                    &self.classes[c].children,
+                    self.classes[c].ptr[prio as usize],
+                ),
+            };
+            let k = Self::turn_from(ptr, kids.len(), |k| {
+                waiting
+                    .iter()
+                    .any(|&(i, by)| by == lender && self.holds(kids[k], i))
+            })?;
+            let next = kids[k];
+            match node {
+                None => self.top_ptr[prio as usize] = k,
+                Some(c) => self.classes[c].ptr[prio as usize] = k,
             }
+            node = Some(next);
         }
-        None
     }
 
     /// Move the turn on after a leaf used up its quantum (`htb_dequeue_tree`'s
