@@ -12,6 +12,8 @@ import pytest
 from l4sim.cli import build_parser, main
 from l4sim_testdata import MINIMAL_TOML, fake_engine, minimal_toml  # noqa: F401 (fixtures)
 
+BFIFO = 'kind = "bfifo", limit = 250000'
+
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "l4sim", *args], capture_output=True, text=True, timeout=300)
@@ -45,9 +47,14 @@ def test_run_with_malformed_toml_exits_2_naming_file_and_line(tmp_path: Path):
     "replace,field",
     [
         (('cc = "reno"', 'cc = "vegas"'), "flows[0].cc.name"),
-        (('kind = "bfifo", limit = 250000', 'kind = "sfq"'), "topology.bottleneck.qdisc.kind"),
+        ((BFIFO, 'kind = "sfq"'), "topology.bottleneck.qdisc.kind"),
         (("limit = 250000", "limit = 1000"), "topology.bottleneck.qdisc.limit"),
         (("seed = 3", "sed = 3"), "sed"),
+        (
+            (BFIFO, 'kind = "netem", slot_delay_ms = 5, slot_jitter_ms = 1, slot_distribution = "uniform"'),
+            "topology.bottleneck.qdisc.slot_distribution",
+        ),
+        ((BFIFO, 'kind = "netem", slot_packets = 4'), "topology.bottleneck.qdisc.slot_packets"),
     ],
 )
 def test_run_with_a_bad_scenario_exits_2_before_running(tmp_path: Path, replace, field):

@@ -64,18 +64,24 @@
 //!   nothing visible unless 1 - rho is below about (2 * jitter in ns, or 4096) / 2^32.
 //! - Reordering (`reorder P gap G`): with probability P, every G-th packet is sent at once
 //!   (put at the head of the queue) instead of after its delay.
+//!   Reordered packets wait in a queue of their own that goes first (`sch->q`,
+//!   `__qdisc_enqueue_head`), untouched by slots.
 //! - `rate_mbps` (`packet_time_ns`): a packet's send time is after the previous packet's plus
 //!   its transmission time at that rate (the queue's last send time replaces `now`).
-//! - `slot MIN MAX [packets N] [bytes B]` (`get_slot_next`): packets leave only in slots; a slot
-//!   opens after a uniform random time in [MIN, MAX) and carries at most N packets / B bytes
-//!   (Wi-Fi-like or DOCSIS-like bursts).
+//! - Slots (`get_slot_next`, `netem_dequeue`): packets leave only in slots, each carrying at
+//!   most N packets / B bytes (Wi-Fi-like or DOCSIS-like bursts). The next slot opens after a
+//!   uniform time in [MIN, MAX) (`slot MIN MAX`), or after `tabledist(DELAY, JITTER)` drawn
+//!   from a table (`slot distribution NAME DELAY JITTER`: normal, pareto, paretonormal or a
+//!   table of your own; a negative draw opens it at once). The first slot opens when the
+//!   qdisc is set up (`get_slot`). A slot serves only packets that were due when it opened:
+//!   a dequeue that finds the head packet due after the slot's opening draws a new slot from
+//!   that moment (`slot_next < time_to_send` in `netem_dequeue`), so a packet arriving at an
+//!   idle netem waits for a fresh slot and a slot left unused is lost.
 //! - `limit` (packets, default 1000): tail drop.
 //!
 //! Random numbers are drawn only for the options in use, so adding an option never changes
-//! what a netem without it draws. Not modelled: the 4-state loss model (`loss state`), custom
-//! distribution tables, `slot distribution`, `rate`'s packet and cell overheads, GSO
-//! segmentation of corrupted packets, and reordered packets bypassing the slots (Linux sends
-//! them from `sch->q` at once; here they wait for the next slot like the others).
+//! what a netem without it draws. Not modelled: `rate`'s packet and cell overheads and GSO
+//! segmentation of corrupted packets.
 
 use std::collections::VecDeque;
 
@@ -185,6 +191,13 @@ pub struct NetemParams {
     pub slot_max_ms: Option<f64>,
     pub slot_packets: Option<u32>,
     pub slot_bytes: Option<u64>,
+    /// `slot distribution NAME DELAY JITTER` instead of MIN MAX: the time to the next slot is
+    /// `slot_delay_ms` plus jitter drawn from the table `slot_distribution` (normal, pareto,
+    /// paretonormal) or `slot_dist_table` (entries in sigma / 8192, like `dist_table`).
+    pub slot_delay_ms: Option<f64>,
+    pub slot_jitter_ms: Option<f64>,
+    pub slot_distribution: Option<Distribution>,
+    pub slot_dist_table: Vec<i16>,
 }
 
 impl NetemParams {
@@ -342,7 +355,95 @@ impl NetemParams {
             }
             _ => {}
         }
+        self.validate_slot_distribution()?;
+        let slots = self.slot_min_ms.is_some() || self.slot_jitter_ms.is_some();
+        if !slots {
+            if self.slot_packets.is_some() {
+                return bad(
+                    "slot_packets",
+                    "slot_packets bounds a slot: it needs slot_min_ms or slot_jitter_ms",
+                );
+            }
+            if self.slot_bytes.is_some() {
+                return bad(
+                    "slot_bytes",
+                    "slot_bytes bounds a slot: it needs slot_min_ms or slot_jitter_ms",
+                );
+            }
+        }
+        if self.slot_packets == Some(0) {
+            return bad("slot_packets", "slot_packets must be at least 1");
+        }
+        if self.slot_bytes == Some(0) {
+            return bad("slot_bytes", "slot_bytes must be at least 1");
+        }
         Ok(())
+    }
+
+    /// `slot distribution NAME DELAY JITTER` (tc's q_netem.c checks, plus a table to draw from).
+    fn validate_slot_distribution(&self) -> Result<(), (String, String)> {
+        let dist = self.slot_delay_ms.is_some()
+            || self.slot_jitter_ms.is_some()
+            || self.slot_distribution.is_some()
+            || !self.slot_dist_table.is_empty();
+        if !dist {
+            return Ok(());
+        }
+        let err = |f: &str, m: String| Err((f.to_string(), m));
+        if self.slot_min_ms.is_some() || self.slot_max_ms.is_some() {
+            return err(
+                "slot_distribution",
+                "a slot is either slot_min_ms/slot_max_ms or a distribution                  (slot_delay_ms, slot_jitter_ms and a table), not both"
+                    .into(),
+            );
+        }
+        let Some(delay) = self.slot_delay_ms else {
+            return err(
+                "slot_delay_ms",
+                "a slot distribution needs slot_delay_ms".into(),
+            );
+        };
+        super::check_ms("slot_delay_ms", delay)?;
+        match self.slot_jitter_ms {
+            Some(j) if j.is_finite() && j > 0.0 => {}
+            Some(j) => {
+                return err(
+                    "slot_jitter_ms",
+                    format!("slot_jitter_ms must be > 0 (tc: Non-positive jitter), got {j}"),
+                )
+            }
+            None => {
+                return err(
+                    "slot_jitter_ms",
+                    "a slot distribution needs slot_jitter_ms".into(),
+                )
+            }
+        }
+        match (self.slot_distribution, self.slot_dist_table.is_empty()) {
+            (Some(Distribution::Uniform), _) => err(
+                "slot_distribution",
+                "a slot distribution is a table: normal, pareto or paretonormal (or                  slot_dist_table), got uniform (use slot_min_ms and slot_max_ms for uniform slots)"
+                    .into(),
+            ),
+            (Some(_), false) => err(
+                "slot_dist_table",
+                "slot_dist_table is a distribution of its own: give it or slot_distribution,                  not both"
+                    .into(),
+            ),
+            (None, true) => err(
+                "slot_distribution",
+                "a slot distribution needs a table: slot_distribution (normal, pareto,                  paretonormal) or slot_dist_table"
+                    .into(),
+            ),
+            (None, false) if self.slot_dist_table.len() > DIST_MAX => err(
+                "slot_dist_table",
+                format!(
+                    "a table holds at most {DIST_MAX} entries (NETEM_DIST_MAX), got {}",
+                    self.slot_dist_table.len()
+                ),
+            ),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -494,6 +595,16 @@ fn normal_entry(i: u32) -> i32 {
     (x * DIST_SCALE as f64).round_ties_even() as i32
 }
 
+/// `tabledist` with a table: `mu + sigma * t / 8192` for the entry `t` that `rnd` picks, in
+/// the kernel's integer arithmetic (ns).
+fn table_draw(mu: i64, sigma: i64, rnd: u32, table: &[i16]) -> i64 {
+    let t = table[(rnd % table.len() as u32) as usize] as i64;
+    let mut x = (sigma % DIST_SCALE) * t;
+    let half = DIST_SCALE / 2;
+    x += if x >= 0 { half } else { -half };
+    x / DIST_SCALE + (sigma / DIST_SCALE) * t + mu
+}
+
 /// The 4096-entry table tc loads for `d` (empty for uniform: no table).
 fn dist_table(d: Distribution) -> Vec<i16> {
     let clip = |v: i32| v.clamp(i16::MIN as i32, i16::MAX as i32) as i16;
@@ -514,15 +625,21 @@ pub struct Netem {
     rng: Rng,
     /// Packets with their send time, in send-time order (`tfifo`).
     q: VecDeque<(SimTime, Packet)>,
+    /// Reordered packets (`sch->q`): sent before the others, slots or not.
+    direct: VecDeque<Packet>,
     bytes: u64,
     /// Send time of the last packet queued (`q->t_last`, for `rate`).
     t_last: SimTime,
     counter: u32,
     bad_state: bool,
     gi_state: GiState,
+    /// Whether slots are configured, when the current one opens and what it has left.
+    slots: bool,
     slot_next: SimTime,
     slot_packets: i64,
     slot_bytes: i64,
+    /// `q->slot_dist`: the table of `slot distribution` (empty: uniform in [MIN, MAX)).
+    slot_table: Vec<i16>,
     /// Probabilities as the kernel holds them (`q->loss`, `q->duplicate`, ...).
     loss: u32,
     duplicate: u32,
@@ -545,14 +662,21 @@ impl Netem {
             p: p.clone(),
             rng,
             q: VecDeque::new(),
+            direct: VecDeque::new(),
             bytes: 0,
             t_last: 0,
             counter: 0,
             bad_state: false,
             gi_state: GiState::TxInGap,
+            slots: p.slot_min_ms.is_some() || p.slot_jitter_ms.is_some(),
             slot_next: 0,
             slot_packets: 0,
             slot_bytes: 0,
+            slot_table: if p.slot_dist_table.is_empty() {
+                p.slot_distribution.map_or_else(Vec::new, dist_table)
+            } else {
+                p.slot_dist_table.clone()
+            },
             loss: scaled(p.loss),
             duplicate: scaled(p.duplicate),
             corrupt: scaled(p.corrupt),
@@ -565,9 +689,9 @@ impl Netem {
             table: Vec::new(),
             dups: Vec::new(),
         };
-        if p.slot_min_ms.is_some() {
-            n.next_slot(0);
-        }
+        // get_slot: the first slot opens when the qdisc is set up, with its full quota.
+        n.slot_packets = p.slot_packets.map_or(i64::MAX, i64::from);
+        n.slot_bytes = p.slot_bytes.map_or(i64::MAX, |b| b as i64);
         // netem_change: get_correlation (delay, loss, duplicate), get_reorder, get_corrupt.
         n.delay_cor = Crandom::new(p.delay_corr, &mut n.rng);
         n.loss_cor = Crandom::new(p.loss_corr, &mut n.rng);
@@ -583,12 +707,21 @@ impl Netem {
         n
     }
 
-    /// `get_slot_next`: the next slot opens after a uniform time in [min, max).
+    /// `get_slot_next`: the next slot opens after a uniform time in [min, max), or after
+    /// `tabledist(delay, jitter)` from the slot table (no correlation: `get_crandom(NULL)`).
     fn next_slot(&mut self, now: SimTime) {
-        let lo = self.p.slot_min_ms.unwrap_or(0.0);
-        let hi = self.p.slot_max_ms.unwrap_or(lo);
-        let d = lo + (hi - lo) * self.rng.uniform();
-        self.slot_next = now + (d * MS as f64) as SimTime;
+        if self.slot_table.is_empty() {
+            let lo = self.p.slot_min_ms.unwrap_or(0.0);
+            let hi = self.p.slot_max_ms.unwrap_or(lo);
+            let d = lo + (hi - lo) * self.rng.uniform();
+            self.slot_next = now + (d * MS as f64) as SimTime;
+        } else {
+            let mu = (self.p.slot_delay_ms.unwrap_or(0.0) * MS as f64) as i64;
+            let sigma =
+                ((self.p.slot_jitter_ms.unwrap_or(0.0) * MS as f64) as i64).min(i32::MAX as i64);
+            let d = table_draw(mu, sigma, self.rng.next_u32(), &self.slot_table);
+            self.slot_next = (now as i64 + d).max(0) as SimTime;
+        }
         self.slot_packets = self.p.slot_packets.map_or(i64::MAX, i64::from);
         self.slot_bytes = self.p.slot_bytes.map_or(i64::MAX, |b| b as i64);
     }
@@ -661,11 +794,7 @@ impl Netem {
         if self.table.is_empty() {
             return (rnd % (2 * sigma as u32)) as i64 + mu - sigma;
         }
-        let t = self.table[(rnd % self.table.len() as u32) as usize] as i64;
-        let mut x = (sigma % DIST_SCALE) * t;
-        let half = DIST_SCALE / 2;
-        x += if x >= 0 { half } else { -half };
-        x / DIST_SCALE + (sigma / DIST_SCALE) * t + mu
+        table_draw(mu, sigma, rnd, &self.table)
     }
 
     /// Draw for an option with probability `p` (scaled) and correlation state `cor`:
@@ -708,7 +837,7 @@ impl QueueDisc for Netem {
         if Self::event(self.corrupt, &mut self.corrupt_cor, &mut self.rng) {
             pkt.corrupt = true;
         }
-        if self.q.len() >= self.p.limit.unwrap_or(1000) as usize {
+        if self.len() >= self.p.limit.unwrap_or(1000) as usize {
             drops.push(Drop {
                 pkt,
                 reason: DropReason::Overlimit,
@@ -727,7 +856,7 @@ impl QueueDisc for Netem {
         if reorder_now {
             // "Do re-ordering by putting one out of N packets at the front of the queue."
             self.counter = 0;
-            self.q.push_front((now, pkt));
+            self.direct.push_front(pkt);
             return;
         }
         self.counter += 1;
@@ -746,13 +875,21 @@ impl QueueDisc for Netem {
         self.q.insert(at, (t, pkt));
     }
     fn dequeue(&mut self, now: SimTime, _drops: &mut Vec<Drop>) -> Option<Packet> {
+        if let Some(p) = self.direct.pop_front() {
+            self.bytes -= p.len as u64;
+            return Some(p);
+        }
         let &(t, _) = self.q.front()?;
+        if self.slots && self.slot_next < t {
+            // The slot opened before this packet was due: it is not this packet's.
+            self.next_slot(now);
+        }
         if t > now || self.slot_next > now {
             return None;
         }
         let (_, p) = self.q.pop_front().unwrap();
         self.bytes -= p.len as u64;
-        if self.p.slot_min_ms.is_some() {
+        if self.slots {
             self.slot_packets -= 1;
             self.slot_bytes -= p.len as i64;
             if self.slot_packets <= 0 || self.slot_bytes <= 0 {
@@ -762,12 +899,15 @@ impl QueueDisc for Netem {
         Some(p)
     }
     fn ready_at(&self, now: SimTime) -> SimTime {
+        if !self.direct.is_empty() {
+            return now;
+        }
         self.q
             .front()
             .map_or(now, |&(t, _)| t.max(self.slot_next).max(now))
     }
     fn len(&self) -> usize {
-        self.q.len()
+        self.q.len() + self.direct.len()
     }
     fn bytes(&self) -> u64 {
         self.bytes
@@ -980,6 +1120,106 @@ mod tests {
             *per_slot.entry(t).or_insert(0) += 1;
         }
         assert!(per_slot.values().all(|&n| n <= 4));
+    }
+
+    /// Departure gaps of a netem whose queue never runs dry (one packet per slot).
+    fn slot_gaps_ms(p: NetemParams) -> Vec<f64> {
+        let mut q = netem(NetemParams {
+            slot_packets: Some(1),
+            limit: Some(100_000),
+            ..p
+        });
+        let (out, _) = run(&mut q, 20_000);
+        let times: Vec<SimTime> = out.iter().map(|&(_, t)| t).collect();
+        times[1..]
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64 / 1e6)
+            .take(1500)
+            .collect()
+    }
+
+    #[test]
+    fn slot_distribution_draws_the_gaps_from_its_table() {
+        let dist = |d: Distribution| NetemParams {
+            slot_delay_ms: Some(10.0),
+            slot_jitter_ms: Some(2.0),
+            slot_distribution: Some(d),
+            ..Default::default()
+        };
+        let (m, sd) = mean_sd(&slot_gaps_ms(dist(Distribution::Normal)));
+        assert!(
+            (m - 10.0).abs() < 0.15 && (sd - 2.0).abs() < 0.15,
+            "normal {m} {sd}"
+        );
+        // iproute2's pareto table: mean -0.033 sigma, sd 0.82 sigma
+        let (m, sd) = mean_sd(&slot_gaps_ms(dist(Distribution::Pareto)));
+        assert!(
+            (m - 9.93).abs() < 0.15 && (sd - 1.64).abs() < 0.15,
+            "pareto {m} {sd}"
+        );
+        // a table of your own: two entries, -1 and +1 sigma
+        let own = slot_gaps_ms(NetemParams {
+            slot_delay_ms: Some(10.0),
+            slot_jitter_ms: Some(2.0),
+            slot_dist_table: vec![-8192, 8192],
+            ..Default::default()
+        });
+        assert!(own.iter().all(|&g| g == 8.0 || g == 12.0), "{own:?}");
+        let (m, _) = mean_sd(&own);
+        assert!((m - 10.0).abs() < 0.2, "own table {m}");
+    }
+
+    #[test]
+    fn a_slot_serves_only_packets_due_when_it_opened() {
+        // One packet every 50 ms, slots 5-15 ms apart: the slot that opened while the netem
+        // was idle is not the packet's (netem_dequeue draws a new one), so every packet waits
+        // for a fresh slot; the first slot opens at set-up and serves the first packet.
+        let mut q = netem(NetemParams {
+            slot_min_ms: Some(5.0),
+            slot_max_ms: Some(15.0),
+            ..Default::default()
+        });
+        let mut drops = Vec::new();
+        let mut waits = Vec::new();
+        for i in 0..400u64 {
+            let now = i * 50 * MS;
+            q.enqueue(pkt(i as u32), now, &mut drops);
+            // Linux runs the qdisc after the enqueue, then when its watchdog fires.
+            let mut t = now;
+            let p = loop {
+                if let Some(p) = q.dequeue(t, &mut drops) {
+                    break p;
+                }
+                t = q.ready_at(t);
+            };
+            assert_eq!(p.seq, i as u32);
+            waits.push((t - now) as f64 / 1e6);
+        }
+        assert_eq!(waits[0], 0.0);
+        assert!(
+            waits[1..].iter().all(|&w| (5.0..15.0).contains(&w)),
+            "{waits:?}"
+        );
+        let (m, _) = mean_sd(&waits[1..]);
+        assert!((m - 10.0).abs() < 0.5, "mean wait {m}");
+    }
+
+    #[test]
+    fn reordered_packets_skip_the_slots() {
+        // Every packet reordered (sent at once through sch->q) while slots are 100 ms apart.
+        let mut q = netem(NetemParams {
+            delay_ms: 10.0,
+            reorder: 1.0,
+            slot_min_ms: Some(100.0),
+            slot_max_ms: Some(100.0),
+            ..Default::default()
+        });
+        let mut drops = Vec::new();
+        for i in 0..10 {
+            q.enqueue(pkt(i), i as u64 * MS, &mut drops);
+            assert_eq!(q.ready_at(i as u64 * MS), i as u64 * MS);
+            assert_eq!(q.dequeue(i as u64 * MS, &mut drops).map(|p| p.seq), Some(i));
+        }
     }
 
     #[test]
@@ -1359,6 +1599,33 @@ mod tests {
             (r#"{"gemodel":{"p":0.1},"loss":0.01}"#, "gemodel"),
             (r#"{"reorder":0.1}"#, "reorder"),
             (r#"{"delay_ms":10,"gap":5}"#, "gap"),
+            (r#"{"slot_packets":4}"#, "slot_packets"),
+            (r#"{"slot_bytes":4000}"#, "slot_bytes"),
+            (r#"{"slot_min_ms":1,"slot_packets":0}"#, "slot_packets"),
+            (
+                r#"{"slot_delay_ms":5,"slot_jitter_ms":1,"slot_distribution":"uniform"}"#,
+                "slot_distribution",
+            ),
+            (
+                r#"{"slot_delay_ms":5,"slot_jitter_ms":1}"#,
+                "slot_distribution",
+            ),
+            (
+                r#"{"slot_delay_ms":5,"slot_jitter_ms":0,"slot_distribution":"normal"}"#,
+                "slot_jitter_ms",
+            ),
+            (
+                r#"{"slot_jitter_ms":1,"slot_distribution":"normal"}"#,
+                "slot_delay_ms",
+            ),
+            (
+                r#"{"slot_min_ms":1,"slot_delay_ms":5,"slot_jitter_ms":1,"slot_distribution":"normal"}"#,
+                "slot_distribution",
+            ),
+            (
+                r#"{"slot_delay_ms":5,"slot_jitter_ms":1,"slot_distribution":"normal","slot_dist_table":[1]}"#,
+                "slot_dist_table",
+            ),
         ] {
             let (f, m) = parse(s).unwrap().validate().unwrap_err();
             assert_eq!(f, field, "{s}: {m}");
