@@ -34,7 +34,9 @@ __all__ = ["SIZE_BINS", "RunResult", "connections_frame", "run", "run_scenario_j
 #: the IETF L4S evaluations' FCT plots.
 SIZE_BINS = ((0, 10_000, "<10 KB"), (10_000, 100_000, "10-100 KB"), (100_000, 1_000_000, "100 KB-1 MB"),
              (1_000_000, float("inf"), ">=1 MB"))
-_CONN_COLUMNS = ("flow", "id", "size", "start_s", "fct_s", "fct_no_handshake_s", "retrans", "new_connection")
+_CONN_COLUMNS = (
+    "flow", "id", "size", "start_s", "fct_s", "fct_no_handshake_s", "retrans", "new_connection", "requested"
+)
 
 
 def connections_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -42,8 +44,10 @@ def connections_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     import pandas as pd
 
     df = pd.DataFrame(records, columns=list(_CONN_COLUMNS))
+    # Results of models before 0.4.0 have no ``requested``: none was.
+    df["requested"] = df["requested"].astype("boolean").fillna(False)
     return df.astype({"size": "int64", "id": "int64", "retrans": "int64", "start_s": float, "fct_s": float,
-                      "fct_no_handshake_s": float, "new_connection": bool})
+                      "fct_no_handshake_s": float, "new_connection": bool, "requested": bool})
 
 
 def _size_bin(size: pd.Series) -> pd.Series:
@@ -205,9 +209,11 @@ class RunResult:
     @property
     def connections(self) -> pd.DataFrame:
         """One row per completed transfer of a ``web``/``messages``/``chunks`` source: flow,
-        id, size (bytes), start_s, fct_s (from the SYN, or from the write on a persistent
-        connection, until the receiver has the last byte), fct_no_handshake_s, retrans,
-        new_connection; plus ideal_fct_s and slowdown (see :meth:`fct_summary`)."""
+        id, size (bytes), start_s, fct_s (from the client's request for a ``web`` transfer,
+        otherwise from the SYN or the write on a persistent connection, until the receiver
+        has the last byte), fct_no_handshake_s, retrans, new_connection, requested (a ``web``
+        transfer: the client asked for it); plus ideal_fct_s and slowdown (see
+        :meth:`fct_summary`)."""
         import numpy as np
         import pandas as pd
 
@@ -218,9 +224,11 @@ class RunResult:
         rates = [_num(link.get("rate_mbps")) for link in self.raw.get("links", [])]
         rate = min(rates) * 1e6 if rates else float("inf")
         rtt = df["flow"].map(base).astype(float)
-        # Ideal: alone on the path with no window limit: the handshake (one base RTT, new
-        # connections only), the last byte's one-way trip and the size at the bottleneck rate.
-        ideal = rtt * np.where(df["new_connection"], 1.5, 0.5) + df["size"] * 8 / rate
+        # Ideal: alone on the path with no window limit: the request's one-way trip (web),
+        # the handshake (one base RTT, new connections only), the last byte's one-way trip
+        # and the size at the bottleneck rate.
+        trips = 0.5 + np.where(df["new_connection"], 1.0, 0.0) + np.where(df["requested"], 0.5, 0.0)
+        ideal = rtt * trips + df["size"] * 8 / rate
         return df.assign(ideal_fct_s=ideal, slowdown=df["fct_s"] / ideal)
 
     def fct_summary(self, by: str | tuple[str, ...] = ("flow", "size_bin")) -> pd.DataFrame:

@@ -32,6 +32,8 @@ pub enum Event {
     Sample,
     /// Flow `i` reaches its `stop` time.
     FlowStop(u32),
+    /// Connection `i` sends its lost requests again (a `web` client's SYN or request).
+    RequestRetry(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

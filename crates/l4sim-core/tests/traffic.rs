@@ -77,8 +77,10 @@ fn web_sizes_follow_the_bounded_pareto() {
 
 #[test]
 fn a_fixed_size_web_flow_completes_in_the_hand_computed_time_on_an_idle_link() {
-    // 10 full segments fit the initial window: FCT = handshake (one RTT plus the SYN's
-    // and SYN/ACK's serialisation) + one-way delay + 10 frames serialised at 100 Mbit/s.
+    // 10 full segments fit the initial window. The client's request reaches the server after
+    // one one-way delay, the handshake takes one RTT, then the 10 frames are serialised at
+    // 100 Mbit/s and the last one takes one more one-way delay: FCT = 2 RTTs + the frames
+    // (plus the small packets' serialisation, a few microseconds).
     let bytes = 10 * 1448;
     let sc = dumbbell(
         1.0,
@@ -91,8 +93,10 @@ fn a_fixed_size_web_flow_completes_in_the_hand_computed_time_on_an_idle_link() {
     let r = run(&sc);
     assert_eq!(r.connections.len(), 1);
     let c = &r.connections[0];
-    // The frames reach the router back to back (10 Gbit/s NIC) after the 5 ms one-way
-    // delay; the HTB class (tc's default burst) releases them at 100 Mbit/s.
+    assert!(c.requested && c.new_connection);
+    // From the end of the handshake at the server, the frames reach the router back to back
+    // (10 Gbit/s NIC) after the 5 ms one-way delay; the HTB class (tc's default burst)
+    // releases them at 100 Mbit/s.
     let btl = Rate::mbps(100.0);
     let nic = Rate::mbps(10_000.0);
     let mut htb = Shaper::new(btl, default_burst(btl));
@@ -104,13 +108,15 @@ fn a_fixed_size_web_flow_completes_in_the_hand_computed_time_on_an_idle_link() {
         htb.charge(t, 1514);
     }
     let last_byte = t + nic.tx_time(1514);
-    let want_no_hs = last_byte as f64 / 1e9;
+    // Without the handshake: from when the client would send its HTTP request (the SYN/ACK
+    // leaves), one one-way delay before the server can send.
+    let want_no_hs = last_byte as f64 / 1e9 + 0.005;
     assert!(
         (c.fct_no_handshake_s - want_no_hs).abs() < 5e-6,
         "{} vs {want_no_hs}",
         c.fct_no_handshake_s
     );
-    // The handshake adds one base RTT (and the SYN's and SYN/ACK's few microseconds).
+    // With it: the request's and the SYN's one-way trips before that.
     let want = want_no_hs + 0.010;
     assert!((c.fct_s - want).abs() < 30e-6, "{} vs {want}", c.fct_s);
 }
@@ -463,4 +469,61 @@ fn forgetting_drained_history_keeps_a_long_run_flat() {
     let r = w.result("", 0.0);
     assert!(r.series.t.is_empty() && r.connections.is_empty());
     assert_eq!(r.flows[0].name, "w");
+}
+
+#[test]
+fn lost_requests_are_sent_again_and_every_transfer_completes() {
+    // The client's uplink loses 30 % of its packets (its requests, SYN/ACKs and ACKs); 40
+    // requests of 5 KB, 50 ms apart. A lost request is sent again after 1 s (the client's
+    // SYN timeout), so every transfer completes, some after more than a second.
+    let trace: Vec<Value> = (0..40).map(|i| json!([0.05 * i as f64, 5000])).collect();
+    let sc = json!({
+        "duration": 12.0, "seed": 3,
+        "topology": {"kind": "graph",
+            "nodes": [{"name": "server", "kind": "host"}, {"name": "client", "kind": "host"},
+                      {"name": "r"}],
+            "links": [{"a": "server", "b": "r", "rate": 1000, "delay_ms": 2.5},
+                      {"a": "r", "b": "client", "rate": 100, "delay_ms": 2.5,
+                       "ba": {"rate": 100, "qdisc": {"kind": "netem", "loss": 0.3}}}]},
+        "flows": [{"name": "w", "cc": {"name": "cubic"}, "from": "server", "to": "client",
+                   "source": {"kind": "web", "trace": trace}}],
+    });
+    let r = run(&sc);
+    assert_eq!(r.connections.len(), 40);
+    let slow = r.connections.iter().filter(|c| c.fct_s > 1.0).count();
+    assert!(
+        (3..30).contains(&slow),
+        "{slow} transfers waited for a timeout"
+    );
+    // The fastest ones took the two round trips of an unlucky-free request and handshake.
+    let fastest = r
+        .connections
+        .iter()
+        .map(|c| c.fct_s)
+        .fold(f64::MAX, f64::min);
+    assert!((0.020..0.022).contains(&fastest), "{fastest}");
+}
+
+#[test]
+fn a_persistent_web_response_waits_for_its_request() {
+    // On a persistent connection each response starts when the request has crossed to the
+    // server: half an RTT, then the last byte's half: about one base RTT for a small one.
+    let trace: Vec<Value> = (0..20)
+        .map(|i| json!([0.2 + 0.1 * i as f64, 2000]))
+        .collect();
+    let sc = dumbbell(
+        3.0,
+        100.0,
+        20.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![json!({"name": "w", "cc": {"name": "cubic"},
+                    "source": {"kind": "web", "trace": trace, "persistent": true}})],
+    );
+    let r = run(&sc);
+    assert_eq!(r.connections.len(), 20);
+    assert!(r.connections[0].new_connection);
+    for c in &r.connections[1..] {
+        assert!(!c.new_connection && c.requested);
+        assert!((0.020..0.0205).contains(&c.fct_s), "{}", c.fct_s);
+    }
 }

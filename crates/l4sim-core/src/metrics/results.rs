@@ -138,6 +138,10 @@ pub struct ConnRecord {
     pub retrans: u64,
     /// Whether it opened its own connection (false: written on a persistent one).
     pub new_connection: bool,
+    /// Whether the receiver asked for it (`web`): its request's trip to the sender is in
+    /// the completion time.
+    #[serde(default)]
+    pub requested: bool,
 }
 
 /// Queue-delay distribution and counters of one traffic class, or one flow, at a qdisc.

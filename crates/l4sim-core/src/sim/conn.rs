@@ -154,6 +154,23 @@ pub struct Stream {
     pub opened_at: SimTime,
     /// Transfers in order of writing (sized connections).
     pub pending: VecDeque<Pending>,
+    /// Its transfers are asked for by the receiving host (`web`): see [`Request`].
+    pub requested: bool,
+    /// Requests on their way to the data sender, oldest first.
+    pub requests: VecDeque<Request>,
+    /// Requests lost on the way, to send again at `request_retry_at` (NEVER: none due).
+    pub requests_lost: u32,
+    pub request_retries: u32,
+    pub request_retry_at: SimTime,
+}
+
+/// What a request asks the data sender for when it arrives: to open the connection (the
+/// client's SYN of a new connection, whose size the sender already knows) or to write more
+/// bytes on its persistent connection (an HTTP request).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Request {
+    Open,
+    Write(u64),
 }
 
 impl Stream {
@@ -168,6 +185,11 @@ impl Stream {
             closing: false,
             opened_at: now,
             pending: VecDeque::new(),
+            requested: false,
+            requests: VecDeque::new(),
+            requests_lost: 0,
+            request_retries: 0,
+            request_retry_at: NEVER,
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::engine::{Event, Scheduler};
 use crate::metrics::results::{ConnRecord, FlowSeries, QdiscSeries, RunResult};
 use crate::net::shaper::{default_burst, Shaper};
 use crate::net::{topology, Egress, Network, NodeKind};
-use crate::packet::{hdr, Dir, Packet};
+use crate::packet::{flags, hdr, Dir, Packet};
 use crate::qdisc::{self, Class, QueueDisc};
 use crate::rng::{stream, Rng};
 use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
@@ -26,7 +26,7 @@ use crate::time::{millis, secs, to_secs, Rate, SimTime, NEVER, SEC};
 use crate::traffic::udp::{UdpParams, UdpReceiver, UdpSender};
 use crate::traffic::udp_prague::{UdpPragueReceiver, UdpPragueSender};
 use crate::traffic::{Source, SourceSpec, Transfer};
-use conn::{Conn, Pending, Stream};
+use conn::{Conn, Pending, Request, Stream};
 
 /// Version of the model, recorded with every result (part of the results-store key).
 pub const MODEL_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -473,6 +473,19 @@ impl World {
                 self.sched.schedule(self.now + SEC, Event::RttSample(fi));
             }
             Event::SourceWake(fi) => self.source_wake(fi as usize),
+            Event::RequestRetry(s) => {
+                let s = s as usize;
+                let Some(st) = self.conns[s].as_mut() else {
+                    return;
+                };
+                if st.request_retry_at != self.now || st.closing {
+                    return; // stale: the slot was reused, or the flow removed
+                }
+                st.request_retry_at = NEVER;
+                for _ in 0..std::mem::take(&mut st.requests_lost) {
+                    self.send_request(s);
+                }
+            }
             Event::FlowStop(fi) => {
                 if self.flows[fi as usize].removed_at.is_none() {
                     self.stop_flow(fi as usize);
@@ -499,23 +512,29 @@ impl World {
         let mut tr = std::mem::take(&mut self.transfers);
         tr.clear();
         src.wake(now, &mut f.rng, &mut tr);
-        let persistent = src.persistent();
+        let (persistent, requested) = (src.persistent(), src.requested());
         for size in tr.drain(..) {
             let bytes = size.unwrap_or(u64::MAX);
             match (persistent, self.flows[fi].persistent) {
-                (true, Some(s)) => self.write_on(s, bytes),
+                (true, Some(s)) if requested => {
+                    self.push_pending(s, bytes);
+                    self.request(s, Request::Write(bytes));
+                }
+                (true, Some(s)) => {
+                    self.push_pending(s, bytes);
+                    self.write(s, Request::Write(bytes));
+                }
                 _ => {
                     let s = self.new_tcp(fi, Some(bytes), now);
                     if persistent {
                         self.flows[fi].persistent = Some(s);
                     }
-                    let mut out = self.bufs.pop().unwrap_or_default();
-                    if let Some(Conn::Tcp(c)) = self.conns[s].as_mut().map(|s| &mut s.conn) {
-                        c.0.connect(now, &mut out);
+                    if requested {
+                        self.conns[s].as_mut().unwrap().requested = true;
+                        self.request(s, Request::Open);
+                    } else {
+                        self.write(s, Request::Open);
                     }
-                    self.emit(&mut out);
-                    self.bufs.push(out);
-                    self.arm(s, 0);
                 }
             }
         }
@@ -523,9 +542,8 @@ impl World {
         self.schedule_source(fi);
     }
 
-    /// Write `bytes` more on the persistent connection in slot `s`.
-    fn write_on(&mut self, s: usize, bytes: u64) {
-        let now = self.now;
+    /// A transfer of `bytes` more on the persistent connection in slot `s`, asked for now.
+    fn push_pending(&mut self, s: usize, bytes: u64) {
         let st = self.conns[s].as_mut().unwrap();
         let Conn::Tcp(c) = &mut st.conn else { return };
         let until = st
@@ -536,14 +554,79 @@ impl World {
         st.pending.push_back(Pending {
             until,
             size: bytes,
-            start: now,
+            start: self.now,
             retrans: c.0.stats.retrans,
         });
+    }
+
+    /// The data sender of connection `s` acts on a transfer: opens its connection, or writes
+    /// the bytes on it.
+    fn write(&mut self, s: usize, what: Request) {
+        let now = self.now;
+        let st = self.conns[s].as_mut().unwrap();
+        let Conn::Tcp(c) = &mut st.conn else { return };
         let mut out = self.bufs.pop().unwrap_or_default();
-        c.0.append(bytes, now, &mut out);
+        match what {
+            Request::Open => c.0.connect(now, &mut out),
+            Request::Write(bytes) => c.0.append(bytes, now, &mut out),
+        }
         self.emit(&mut out);
         self.bufs.push(out);
         self.arm(s, 0);
+    }
+
+    /// A request/response transfer: the receiving host (the client) sends its request, a
+    /// SYN-sized packet through the network to the data sender, who acts on it when it
+    /// arrives. This puts the client's half round trip before the response, as an HTTP
+    /// download has it: client SYN, server SYN/ACK, client ACK with the request, then data
+    /// (here: request, SYN, SYN/ACK, data: the same crossings in the same directions, with
+    /// the handshake's roles, and so the ECN negotiation, the data sender's as for bulk
+    /// flows). A lost request is sent again after the client's timeout: 1 s doubling for
+    /// a SYN (`TCP_TIMEOUT_INIT`), its RTO for a request on an open connection.
+    fn request(&mut self, s: usize, what: Request) {
+        self.conns[s].as_mut().unwrap().requests.push_back(what);
+        self.send_request(s);
+    }
+
+    fn send_request(&mut self, s: usize) {
+        let st = self.conns[s].as_mut().unwrap();
+        let Conn::Tcp(c) = &st.conn else { return };
+        let mut out = self.bufs.pop().unwrap_or_default();
+        out.push(c.1.request_syn(self.now));
+        self.emit(&mut out);
+        self.bufs.push(out);
+    }
+
+    /// A request reached the data sender of connection `s` (a copy netem made of one already
+    /// served finds none left).
+    fn request_arrived(&mut self, s: usize) {
+        let st = self.conns[s].as_mut().unwrap();
+        let Some(what) = st.requests.pop_front() else {
+            return;
+        };
+        if st.requests.is_empty() {
+            st.request_retries = 0;
+        }
+        self.write(s, what);
+    }
+
+    /// A request of connection `s` was lost: send it again after the client's timeout.
+    fn request_lost(&mut self, s: usize) {
+        let now = self.now;
+        let st = self.conns[s].as_mut().unwrap();
+        let Conn::Tcp(c) = &st.conn else { return };
+        let base = if st.requests.front() == Some(&Request::Open) {
+            crate::tcp::TCP_TIMEOUT_INIT
+        } else {
+            c.1.rto()
+        };
+        let t = now + (base << st.request_retries.min(7)).min(crate::tcp::TCP_RTO_MAX);
+        st.requests_lost += 1;
+        st.request_retries += 1;
+        if t < st.request_retry_at {
+            st.request_retry_at = t;
+            self.sched.schedule(t, Event::RequestRetry(s as u32));
+        }
     }
 
     /// Ask an endpoint when it next needs to run and schedule that if it is earlier than
@@ -578,7 +661,14 @@ impl World {
             }
             let p = st.pending.pop_front().unwrap();
             let new_conn = p.size == p.until && p.start == st.opened_at;
-            let established = snd.stats.established_at;
+            // Without the handshake: from when the data could be asked for, the end of the
+            // handshake at the data sender, or, for a requested transfer, when the client
+            // would have sent its request (its ACK of the SYN/ACK; here the SYN/ACK).
+            let established = if st.requested {
+                rcv.synack_sent_at()
+            } else {
+                snd.stats.established_at
+            };
             let from = if new_conn && established != NEVER {
                 established
             } else {
@@ -593,6 +683,7 @@ impl World {
                 fct_no_handshake_s: to_secs(self.now.saturating_sub(from)),
                 retrans: snd.stats.retrans - p.retrans,
                 new_connection: new_conn,
+                requested: st.requested,
             });
         }
         let persistent = self.flows[fi].persistent == Some(s);
@@ -664,6 +755,11 @@ impl World {
             return;
         }
         st.in_net -= 1;
+        if pkt.dir == Dir::Rev && pkt.flags == flags::SYN {
+            // A client's request (`World::request`).
+            self.request_arrived(s);
+            return;
+        }
         let mut out = self.bufs.pop().unwrap_or_default();
         let side = match pkt.dir {
             Dir::Fwd => {
@@ -691,6 +787,12 @@ impl World {
         if pkt.is_data() {
             self.data_dropped += 1;
             self.conns[s].as_mut().unwrap().data_dropped += 1;
+        }
+        if pkt.dir == Dir::Rev
+            && pkt.flags == flags::SYN
+            && !self.conns[s].as_ref().unwrap().closing
+        {
+            self.request_lost(s);
         }
         self.left_net(s);
     }

@@ -156,6 +156,28 @@ impl TcpReceiver {
         p
     }
 
+    /// The receiving host's request for a transfer (a `web` source's client): a bare SYN
+    /// toward the data sender, which opens its connection, or writes the response on its
+    /// persistent one, when this arrives (the simulator's `World::request`). Its size and
+    /// codepoint are a SYN's; the handshake that follows is the data sender's.
+    pub fn request_syn(&self, now: SimTime) -> Packet {
+        let mut p = self.pkt(now);
+        p.flags = flags::SYN;
+        p
+    }
+
+    /// When the last SYN/ACK left (0: none yet): for a requested transfer, when the client
+    /// would have sent its HTTP request.
+    pub fn synack_sent_at(&self) -> SimTime {
+        self.synack_sent_at
+    }
+
+    /// The retransmission timeout a client would wait before sending a lost request again
+    /// (from its handshake's RTT sample; 1 s before it).
+    pub fn rto(&self) -> SimDuration {
+        self.rto
+    }
+
     /// Codepoint of our own ECT packets: ECT(1) for L4S (NEEDS_ACCECN) CCs, whose init sets
     /// TCP_ECN_ECT_1 on the receiving socket too; ECT(0) otherwise.
     fn own_ect(&self) -> Ecn {

@@ -42,6 +42,11 @@ pub trait Source: Send + Sync {
     fn persistent(&self) -> bool {
         false
     }
+    /// Whether the receiving host asks for each transfer (request/response): the request
+    /// crosses the network to the data sender before it opens its connection or writes.
+    fn requested(&self) -> bool {
+        false
+    }
 }
 
 /// What a flow sends (`source` in a scenario flow; default `bulk`).

@@ -2,7 +2,9 @@
 //! flows. Arrivals are Poisson at `rate` per second (exponential gaps) or follow a `trace` of
 //! (time, bytes); sizes come from `size`. Each transfer is a new TCP connection (handshake,
 //! slow start, the response, FIN) unless `persistent`, when responses follow each other on one
-//! connection. The data sender opens the connection: the request's half RTT is not modelled.
+//! connection. The client asks for each response: its request crosses the network to the
+//! server (the data sender) first, which then opens its connection or, on a persistent one,
+//! writes the response (the simulator's `World::request`).
 
 use serde::{Deserialize, Serialize};
 
@@ -147,5 +149,9 @@ impl Source for Web {
 
     fn persistent(&self) -> bool {
         self.persistent
+    }
+
+    fn requested(&self) -> bool {
+        true
     }
 }
