@@ -102,6 +102,9 @@ pub struct TcpSpec {
     pub comp_sack_nr: u32,
     /// `net.ipv4.tcp_comp_sack_delay_ns`, in us (delay = min(this, RTT/20)).
     pub comp_sack_delay_us: f64,
+    /// `net.ipv4.tcp_slow_start_after_idle` (default 1): data written after more than an RTO
+    /// without sending restarts the window (`tcp_cwnd_restart`).
+    pub slow_start_after_idle: bool,
 }
 
 impl Default for TcpSpec {
@@ -120,6 +123,7 @@ impl Default for TcpSpec {
             accecn_ack_on_ce_change: false,
             comp_sack_nr: 44,
             comp_sack_delay_us: 1000.0,
+            slow_start_after_idle: true,
         }
     }
 }

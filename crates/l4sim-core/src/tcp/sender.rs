@@ -29,7 +29,7 @@
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
 //! of the RACK reordering window and of `tp->reordering`, TSQ and GRO, timer-wheel slack
 //! (durations are rounded to jiffies, expiries are exact), the receive window (never
-//! limiting), cwnd restart after idle.
+//! limiting).
 
 use std::collections::VecDeque;
 
@@ -236,10 +236,13 @@ impl TcpSender {
 
     /// The application writes `bytes` more on a sized (persistent) connection: the next
     /// response, message or video chunk. Each write starts a new segment, as a `send()` on an
-    /// idle socket does; a finished transfer resumes sending. (Linux's cwnd restart after
-    /// idle, `tcp_cwnd_restart`, is not modelled: the window is what the last ACKs left.)
+    /// idle socket does; a finished transfer resumes sending, after the idle check of
+    /// `tcp_skb_entail`.
     pub fn append(&mut self, bytes: u64, now: SimTime, out: &mut Vec<Packet>) {
         debug_assert!(self.total_segs != u32::MAX, "append to a bulk transfer");
+        if matches!(self.phase, Phase::Established | Phase::Done) {
+            self.slow_start_after_idle_check(now);
+        }
         let mss = self.sk.mss as u64;
         let n = bytes.div_ceil(mss).max(1);
         let una = self.sk.snd_una;
@@ -260,6 +263,39 @@ impl TcpSender {
             self.sk.now = now;
             self.write_xmit(now, out, false);
         }
+    }
+
+    /// `tcp_slow_start_after_idle_check`: with nothing in flight and no data sent for more
+    /// than an RTO (both in jiffies), `tcp_cwnd_restart`: ssthresh keeps 3/4 of the window
+    /// (`tcp_current_ssthresh`), and the window halves for every further RTO of idleness, down
+    /// to the initial window. CCs with their own `cong_control` (BBR, Prague) are exempt; no
+    /// modelled CC acts on `CA_EVENT_CWND_RESTART`.
+    fn slow_start_after_idle_check(&mut self, now: SimTime) {
+        if !self.spec.slow_start_after_idle || self.sk.packets_out > 0 || self.cc.has_cong_control()
+        {
+            return;
+        }
+        let jiffy = SEC / self.spec.hz.max(1) as u64;
+        let rto = (self.rto / jiffy) as i64;
+        let mut delta = (now / jiffy) as i64 - (self.sk.lsndtime / jiffy) as i64;
+        if delta <= rto {
+            return;
+        }
+        let restart = self.spec.init_cwnd.min(self.sk.snd_cwnd);
+        if !self.in_cwnd_reduction() {
+            let w = self.sk.snd_cwnd;
+            self.sk.snd_ssthresh = self.sk.snd_ssthresh.max((w >> 1) + (w >> 2));
+        }
+        let mut cwnd = self.sk.snd_cwnd;
+        loop {
+            delta -= rto;
+            if !(delta > 0 && cwnd > restart) {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.sk.snd_cwnd = cwnd.max(restart);
+        self.sk.snd_cwnd_stamp = now;
     }
 
     /// Whether every written byte has been acknowledged.
@@ -340,6 +376,8 @@ impl TcpSender {
         self.syn_at = NEVER;
         self.phase = Phase::Established;
         self.stats.established_at = now;
+        // tcp_finish_connect: the idle clock starts at the handshake.
+        self.sk.lsndtime = now;
         self.sk.snd_cwnd = self.spec.init_cwnd;
         self.sk.snd_cwnd_stamp = now;
         self.cc.init(&mut self.sk);
@@ -498,10 +536,12 @@ impl TcpSender {
         p.retrans = retrans;
         self.ecn_for(&mut p, retrans);
         out.push(p);
-        // tcp_event_data_sent: first transmission with nothing in flight.
+        // tcp_event_data_sent: first transmission with nothing in flight, then the time of
+        // the last data sent (CUBIC's TxStart shifts its epoch by the idle time since).
         if self.sk.packets_in_flight() == 0 {
             self.cc.cwnd_event(&mut self.sk, CaEvent::TxStart);
         }
+        self.sk.lsndtime = now;
         let tx = self.rate.on_sent(&mut self.sk, now);
         if retrans {
             let s = self.seg_mut(seq);

@@ -1497,3 +1497,62 @@ fn a_one_byte_flow_completes_in_one_round_trip_after_the_handshake() {
     );
     assert_eq!(h.s.next_timer(), NEVER);
 }
+
+#[test]
+fn a_write_after_idle_restarts_the_window_as_tcp_cwnd_restart() {
+    // 1 MB on 100 Mbit/s, 20 ms: Reno's window grows well past 10. After 2 s idle (RTO about
+    // 220 ms: many RTOs), the next write starts from the initial window, and ssthresh keeps
+    // 3/4 of the old window; with the sysctl off the window is what the last ACKs left.
+    for on in [true, false] {
+        let s_spec = TcpSpec {
+            slow_start_after_idle: on,
+            ..spec(EcnSysctl::None)
+        };
+        let mut h = Harness::new(
+            100.0,
+            20.0,
+            1000,
+            s_spec,
+            spec(EcnSysctl::None),
+            Some(1_000_000),
+        );
+        h.start();
+        h.run(2 * SEC);
+        assert!(h.s.is_done());
+        let (w, ss) = (h.s.sk.snd_cwnd, h.s.sk.snd_ssthresh);
+        assert!(w > 40, "window after 1 MB: {w}");
+        let now = h.now;
+        h.s.append(100_000, now, &mut h.out);
+        if on {
+            assert_eq!(h.s.sk.snd_cwnd, 10);
+            assert_eq!(h.s.sk.snd_ssthresh, ss.max((w >> 1) + (w >> 2)));
+            // The first flight is the initial window.
+            assert_eq!(h.out.iter().filter(|p| p.is_data()).count(), 10);
+        } else {
+            assert_eq!(h.s.sk.snd_cwnd, w);
+        }
+        h.route_fwd();
+        h.run(4 * SEC);
+        assert!(h.s.is_done());
+    }
+}
+
+#[test]
+fn a_write_within_an_rto_of_the_last_send_keeps_the_window() {
+    let mut h = Harness::new(
+        100.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
+    h.start();
+    h.run_until(2 * SEC, |h| h.s.is_done());
+    let w = h.s.sk.snd_cwnd;
+    // 100 ms after the last data left (the final ACK took an RTT): below the RTO.
+    let t = h.now + 80 * MS;
+    h.run(t);
+    h.s.append(100_000, t, &mut h.out);
+    assert_eq!(h.s.sk.snd_cwnd, w);
+}
