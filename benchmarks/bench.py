@@ -15,8 +15,10 @@ the background traffic; its packets are those of the busiest link, the 4 Gbit/s 
 
 For each: packets through the bottleneck per wall-clock second, engine events per second,
 completed connections per wall-second (the web mix) and the speed-up over real time (simulated
-seconds / wall seconds), plus the machine (CPU model from /proc/cpuinfo, cores) and the peak
-resident memory of the process. ``--against PYTHON`` also runs every scenario with another
+seconds / wall seconds), plus the machine (CPU model from /proc/cpuinfo, cores) and memory:
+each scenario runs in a fresh interpreter, so its peak resident memory is that run's (``RSS
+MB``), and ``run MB`` is what the run added above the interpreter with l4sim imported.
+``--against PYTHON`` also runs every scenario with another
 interpreter that has another l4sim build installed (say the last release), alternating the two
 in one run, and prints the ratio: how a change moved the speed on the same machine.
 ``--ns3 PYTHON`` also runs ``cubic_100m`` in ns-3 (``ns3_dumbbell.py``, by an interpreter that
@@ -109,8 +111,16 @@ def machine() -> dict[str, Any]:
     }
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def bench_one(key: str, duration: float, repeat: int) -> dict[str, Any]:
     label, spec = SCENARIOS[key]
+    import pandas  # noqa: F401 - the results' tables need it: count it in the base, not the run
+
+    base_rss = peak_rss_mb()
     if isinstance(spec, Path):
         sc = l4sim.load(spec).with_overrides(duration=duration, seed=1).validate()
     elif isinstance(spec, str):
@@ -141,7 +151,8 @@ def bench_one(key: str, duration: float, repeat: int) -> dict[str, Any]:
             "connections": len(r.raw.get("connections", [])),
             "conns_per_wall_s": len(r.raw.get("connections", [])) / wall,
             "goodput_mbps": dict(zip(r.flows["name"], r.flows["goodput_mbps"], strict=True)),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_rss_mb": peak_rss_mb(),
+            "run_rss_mb": peak_rss_mb() - base_rss,
         }
         if best is None or row["wall_seconds"] < best["wall_seconds"]:
             best = row
@@ -150,9 +161,10 @@ def bench_one(key: str, duration: float, repeat: int) -> dict[str, Any]:
 
 
 def bench_other(python: str, key: str, duration: float, repeat: int) -> dict[str, Any] | None:
-    """The same scenario run by another interpreter (another l4sim build), through this script.
-    None when that build cannot run it (e.g. a traffic mix older builds do not know)."""
-    cmd = [python, __file__, "--json", "--no-study", "--only", key, "--repeat", str(repeat)]
+    """A scenario run in a fresh interpreter ``python`` (this one, or one with another l4sim
+    build), through this script. None when that build cannot run it (e.g. a traffic mix older
+    builds do not know)."""
+    cmd = [python, __file__, "--json", "--no-study", "--here", "--only", key, "--repeat", str(repeat)]
     if duration != 60.0:
         cmd.append("--quick")
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -190,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest counts (default 1)")
     ap.add_argument("--only", choices=sorted(SCENARIOS), action="append", help="run only this scenario (repeatable)")
     ap.add_argument("--no-study", action="store_true", help="skip the ANRW'24 study-throughput measurement")
+    # Run the scenarios in this process (what each fresh interpreter of a normal run does).
+    ap.add_argument("--here", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument(
         "--ns3",
         metavar="PYTHON",
@@ -217,7 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     for key in keys:
         if not args.json:
             print(f"running {key} ({duration:g} s simulated) ...", file=sys.stderr, flush=True)
-        rows.append(bench_one(key, duration, max(1, args.repeat)))
+        if args.here:
+            rows.append(bench_one(key, duration, max(1, args.repeat)))
+        else:
+            row = bench_other(sys.executable, key, duration, max(1, args.repeat))
+            if row is None:
+                print(f"error: {key} failed in a fresh interpreter", file=sys.stderr)
+                return 1
+            rows.append(row)
         if args.against:
             other[key] = bench_other(args.against, key, duration, max(1, args.repeat))
     ns3 = None
@@ -239,7 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {info['cpu']}, {info['cores']} cores ({info['usable_cores']} usable), "
         f"Python {info['python']}, l4sim {info['l4sim']}"
     )
-    header = f"{'scenario':<68} {'pkts/wall-s':>12} {'events/s':>12} {'conns/s':>9} {'speed-up':>9} {'RSS MB':>7}"
+    header = (
+        f"{'scenario':<68} {'pkts/wall-s':>12} {'events/s':>12} {'conns/s':>9} {'speed-up':>9} {'RSS MB':>7}"
+        f" {'run MB':>7}"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -247,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{r['label'] + f' ({duration:g} s)':<68} {r['pkts_per_wall_s']:>12,.0f} "
             f"{r['events_per_s']:>12,.0f} {conns} {r['speedup']:>8.1f}x {r['peak_rss_mb']:>7.0f}"
+            f" {r.get('run_rss_mb', float('nan')):>7.0f}"
         )
     if other:
         print(f"\nagainst {args.against}: pkts/wall-s of this build / of that build (same machine, alternating)")
