@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{dumbbell, max_goodput, run};
+use common::{dumbbell, max_goodput, run, two_hops};
 use serde_json::{json, Value};
 
 /// A CUBIC transfer of `mb` MB over a 50 Mbit/s, 20 ms dumbbell whose bottleneck qdisc is
@@ -84,13 +84,10 @@ fn duplicated_and_reordered_acks_cause_no_retransmission() {
     let netem = json!({"kind": "netem", "duplicate": 0.2, "delay_ms": 1, "jitter_ms": 1});
     let sc = json!({
         "duration": 20.0, "seed": 1,
-        "topology": {"kind": "graph",
-            "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"},
-                      {"name": "r1"}],
-            "links": [{"a": "h1", "b": "r1", "rate": 1000, "delay_ms": 5},
-                      {"a": "r1", "b": "h2", "rate": 1000, "delay_ms": 5,
-                       "ab": shaped(json!({"kind": "pfifo", "limit": 1000})),
-                       "ba": shaped(netem)}]},
+        "topology": two_hops(
+            json!({"rate": 1000, "delay_ms": 5}),
+            json!({"rate": 1000, "delay_ms": 5,
+                   "ab": shaped(json!({"kind": "pfifo", "limit": 1000})), "ba": shaped(netem)})),
         "flows": [{"name": "f", "cc": {"name": "cubic"}, "size": 20_000_000,
                    "from": "h1", "to": "h2"}],
     });

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{bdp_bytes, dumbbell, run};
+use common::{bdp_bytes, dumbbell, run, two_hops};
 use l4sim_core::net::shaper::{default_burst, Shaper};
 use l4sim_core::scenario::Scenario;
 use l4sim_core::sim::World;
@@ -479,13 +479,11 @@ fn lost_requests_are_sent_again_and_every_transfer_completes() {
     let trace: Vec<Value> = (0..40).map(|i| json!([0.05 * i as f64, 5000])).collect();
     let sc = json!({
         "duration": 12.0, "seed": 3,
-        "topology": {"kind": "graph",
-            "nodes": [{"name": "server", "kind": "host"}, {"name": "client", "kind": "host"},
-                      {"name": "r"}],
-            "links": [{"a": "server", "b": "r", "rate": 1000, "delay_ms": 2.5},
-                      {"a": "r", "b": "client", "rate": 100, "delay_ms": 2.5,
-                       "ba": {"rate": 100, "qdisc": {"kind": "netem", "loss": 0.3}}}]},
-        "flows": [{"name": "w", "cc": {"name": "cubic"}, "from": "server", "to": "client",
+        "topology": two_hops(
+            json!({"rate": 1000, "delay_ms": 2.5}),
+            json!({"rate": 100, "delay_ms": 2.5,
+                   "ba": {"rate": 100, "qdisc": {"kind": "netem", "loss": 0.3}}})),
+        "flows": [{"name": "w", "cc": {"name": "cubic"}, "from": "h1", "to": "h2",
                    "source": {"kind": "web", "trace": trace}}],
     });
     let r = run(&sc);

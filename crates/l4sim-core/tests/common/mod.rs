@@ -5,6 +5,19 @@ use l4sim_core::metrics::results::RunResult;
 use l4sim_core::scenario::Scenario;
 use serde_json::{json, Value};
 
+/// A `graph` topology `h1 - r1 - h2`; `first` and `second` are the two links' keys besides
+/// their ends (`rate`, `delay_ms`, `ab`, `ba`).
+pub fn two_hops(first: Value, second: Value) -> Value {
+    let link = |a: &str, b: &str, mut keys: Value| {
+        keys["a"] = json!(a);
+        keys["b"] = json!(b);
+        keys
+    };
+    json!({"kind": "graph",
+        "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"}, {"name": "r1"}],
+        "links": [link("h1", "r1", first), link("r1", "h2", second)]})
+}
+
 /// Bytes of a buffer of `n_bdp` bandwidth-delay products, as the study sizes them.
 pub fn bdp_bytes(n_bdp: f64, mbps: f64, rtt_ms: f64) -> u64 {
     (n_bdp * mbps * 1e6 * rtt_ms / 1e3 / 8.0) as u64
