@@ -47,6 +47,12 @@ impl Shaper {
         }
     }
 
+    /// The tokens as last charged (ns; `cl->tokens`, not brought up to date: what `tc -s
+    /// class show` dumps, in psched ticks of 64 ns).
+    pub fn tokens(&self) -> i64 {
+        self.tokens
+    }
+
     /// Charge a packet of `len` bytes sent at `now` (`htb_charge_class`).
     pub fn charge(&mut self, now: SimTime, len: u32) {
         self.tokens = self.tokens_at(now) - self.rate.tx_time(len) as i64;

@@ -604,6 +604,9 @@ impl QueueDisc for Htb {
                 ("sent_bytes", c.sent_bytes as f64),
                 ("lends", c.lends as f64),
                 ("borrows", c.borrows as f64),
+                // htb_dump_class_stats: PSCHED_NS2TICKS of the stored tokens (64 ns ticks).
+                ("tokens", (c.rate.tokens() >> 6) as f64),
+                ("ctokens", (c.ceil.tokens() >> 6) as f64),
             ],
         };
         self.classes.iter().enumerate().map(row).collect()
@@ -687,6 +690,26 @@ mod tests {
             within_a_quantum(got[0], 40.0) && within_a_quantum(got[1], 60.0),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn tokens_are_dumped_in_psched_ticks_as_tc_shows_them() {
+        // tc's default burst at 40 Mbit/s: 1600 bytes = 320 us = 5000 ticks of 64 ns; the
+        // ceiling's (100 Mbit/s) 128 us = 2000 ticks. One 1514-byte frame costs 302.8 us at
+        // 40 Mbit/s: 17.2 us of tokens are left, 268 ticks (the shift rounds down).
+        let mut q = htb(serde_json::json!([{"rate_mbps": 40, "ceil_mbps": 100}]));
+        let value = |q: &Htb, k: &str| {
+            let c = &q.class_counters()[0];
+            c.values.iter().find(|(n, _)| *n == k).unwrap().1
+        };
+        assert_eq!(
+            (value(&q, "tokens"), value(&q, "ctokens")),
+            (5000.0, 2000.0)
+        );
+        let mut drops = Vec::new();
+        q.enqueue(pkt(0), 0, &mut drops);
+        assert!(q.dequeue(0, &mut drops).is_some());
+        assert_eq!(value(&q, "tokens"), 268.0);
     }
 
     #[test]
