@@ -153,6 +153,12 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// A client's request for a transfer (`World::request`): a bare SYN toward the data
+    /// sender, which no TCP endpoint here sends otherwise (the receiver's SYN carries ACK).
+    pub fn is_request(&self) -> bool {
+        self.dir == Dir::Rev && self.flags == flags::SYN
+    }
+
     pub fn new(flow: u32, dir: Dir, src: u32, dst: u32) -> Packet {
         Packet {
             flow,

@@ -17,7 +17,7 @@ use crate::engine::{Event, Scheduler};
 use crate::metrics::results::{ConnRecord, FlowSeries, QdiscSeries, RunResult};
 use crate::net::shaper::{default_burst, Shaper};
 use crate::net::{topology, Egress, Network, NodeKind};
-use crate::packet::{flags, hdr, Dir, Packet};
+use crate::packet::{hdr, Dir, Packet};
 use crate::qdisc::{self, Class, QueueDisc};
 use crate::rng::{stream, Rng};
 use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
@@ -515,27 +515,24 @@ impl World {
         let (persistent, requested) = (src.persistent(), src.requested());
         for size in tr.drain(..) {
             let bytes = size.unwrap_or(u64::MAX);
-            match (persistent, self.flows[fi].persistent) {
-                (true, Some(s)) if requested => {
-                    self.push_pending(s, bytes);
-                    self.request(s, Request::Write(bytes));
-                }
+            let (s, what) = match (persistent, self.flows[fi].persistent) {
                 (true, Some(s)) => {
                     self.push_pending(s, bytes);
-                    self.write(s, Request::Write(bytes));
+                    (s, Request::Write(bytes))
                 }
                 _ => {
                     let s = self.new_tcp(fi, Some(bytes), now);
                     if persistent {
                         self.flows[fi].persistent = Some(s);
                     }
-                    if requested {
-                        self.conns[s].as_mut().unwrap().requested = true;
-                        self.request(s, Request::Open);
-                    } else {
-                        self.write(s, Request::Open);
-                    }
+                    self.conns[s].as_mut().unwrap().requested = requested;
+                    (s, Request::Open)
                 }
+            };
+            if requested {
+                self.request(s, what);
+            } else {
+                self.write(s, what);
             }
         }
         self.transfers = tr;
@@ -755,8 +752,7 @@ impl World {
             return;
         }
         st.in_net -= 1;
-        if pkt.dir == Dir::Rev && pkt.flags == flags::SYN {
-            // A client's request (`World::request`).
+        if pkt.is_request() {
             self.request_arrived(s);
             return;
         }
@@ -788,10 +784,7 @@ impl World {
             self.data_dropped += 1;
             self.conns[s].as_mut().unwrap().data_dropped += 1;
         }
-        if pkt.dir == Dir::Rev
-            && pkt.flags == flags::SYN
-            && !self.conns[s].as_ref().unwrap().closing
-        {
+        if pkt.is_request() && !self.conns[s].as_ref().unwrap().closing {
             self.request_lost(s);
         }
         self.left_net(s);

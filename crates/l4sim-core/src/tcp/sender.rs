@@ -226,8 +226,12 @@ impl TcpSender {
     /// `usecs_to_jiffies`: timer durations are whole jiffies (rounded up), as Linux keeps
     /// icsk_rto and the TLP/RACK timeouts.
     fn jiffies(&self, d: SimDuration) -> SimDuration {
-        let j = SEC / self.spec.hz.max(1) as u64;
+        let j = self.jiffy();
         d.div_ceil(j) * j
+    }
+    /// One tick of the host's clock (1/HZ).
+    fn jiffy(&self) -> SimDuration {
+        SEC / self.spec.hz.max(1) as u64
     }
     /// TCP_TIMEOUT_MIN: 2 jiffies.
     fn timeout_min(&self) -> SimDuration {
@@ -275,7 +279,7 @@ impl TcpSender {
         {
             return;
         }
-        let jiffy = SEC / self.spec.hz.max(1) as u64;
+        let jiffy = self.jiffy();
         let rto = (self.rto / jiffy) as i64;
         let mut delta = (now / jiffy) as i64 - (self.sk.lsndtime / jiffy) as i64;
         if delta <= rto {
