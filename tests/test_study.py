@@ -190,3 +190,14 @@ def test_plan_prints_cpu_and_wall_time_from_a_per_packet_cost_measured_once(tmp_
     assert one["cpu_seconds"] == pytest.approx(c * 100e6 / 8 / 1514 * 60)
     assert main(["study", "plan", "anrw24", "--no-estimate"]) == 0
     assert "of CPU" not in capsys.readouterr().out
+
+
+def test_the_packet_estimate_counts_the_default_receive_window_on_long_fat_paths():
+    from l4sim.studies import cost
+
+    full = cost.packets({"btl_capacity": 1000, "base_rtt": 10, "duration": 60})
+    assert full == pytest.approx(1000e6 / 8 / 1514 * 60)
+    # 1 Gbit/s, 100 ms: two flows of at most 3 MB per RTT, about half the link
+    held = cost.packets({"btl_capacity": 1000, "base_rtt": 100, "duration": 60})
+    assert held == pytest.approx(2 * 3_145_728 / 1448 / 0.1 * 60)
+    assert 0.45 < held / full < 0.55

@@ -99,6 +99,9 @@ class TcpDict(TypedDict, total=False):
     init_cwnd: int
     rto_min_ms: float
     mss: int
+    slow_start_after_idle: bool
+    rmem: list[int]  # net.ipv4.tcp_rmem: [min, default, max] bytes
+    moderate_rcvbuf: bool
 
 
 class ReceiverDict(TypedDict, total=False):

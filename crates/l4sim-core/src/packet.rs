@@ -133,6 +133,8 @@ pub struct Packet {
     /// TCP timestamps (RFC 7323), here in ns of the sender's clock.
     pub ts_val: SimTime,
     pub ts_ecr: SimTime,
+    /// Receive window offered (bytes: the window field times 2^wscale; a SYN's unscaled).
+    pub wnd: u32,
     /// Enqueue time at the current qdisc (skb->tstamp / enqueue_time in Linux qdiscs).
     pub enq_ts: SimTime,
     /// Flow hash (skb_get_hash): fixed per connection and direction.
@@ -177,6 +179,7 @@ impl Packet {
             dsack: false,
             ts_val: 0,
             ts_ecr: 0,
+            wnd: 0,
             enq_ts: 0,
             hash: 0,
             retrans: false,

@@ -11,6 +11,9 @@ use crate::qdisc::QdiscSpec;
 use crate::tcp::TcpSpec;
 use crate::traffic::SourceSpec;
 
+/// `SOCK_MIN_RCVBUF`: Linux's smallest receive buffer (2 x (2048 + an aligned sk_buff)).
+const SOCK_MIN_RCVBUF: u32 = 4608;
+
 /// An invalid scenario: `field` is a dotted path such as `flows[1].cc`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScenarioError {
@@ -451,6 +454,16 @@ impl Scenario {
                     &format!("{p}.{side}.comp_sack_delay_us"),
                     t.comp_sack_delay_us,
                 )?;
+                let [lo, def, hi] = t.rmem;
+                if lo > def || def > hi || def < SOCK_MIN_RCVBUF {
+                    return Err(err(
+                        format!("{p}.{side}.rmem"),
+                        format!(
+                            "must be [min, default, max] bytes with min <= default <= max and \
+                             default at least {SOCK_MIN_RCVBUF}, got [{lo}, {def}, {hi}]"
+                        ),
+                    ));
+                }
                 if let Some(m) = t.mss.filter(|m| !(88..=9000).contains(m)) {
                     return Err(err(
                         format!("{p}.{side}.mss"),
@@ -530,6 +543,28 @@ mod tests {
         );
         let e = Scenario::from_json(&bad).unwrap_err();
         assert_eq!(e.field, "flows[0].tcp.hz", "{e}");
+    }
+
+    #[test]
+    fn a_receive_buffer_out_of_order_or_too_small_names_rmem() {
+        for (rmem, ok) in [
+            ("[4096, 131072, 6291456]", true),
+            ("[4096, 8388608, 6291456]", false),
+            ("[4096, 1000, 6291456]", false),
+        ] {
+            let s = OK.replace(
+                "\"cc\": {\"name\": \"reno\"}",
+                &format!("\"cc\": {{\"name\": \"reno\"}}, \"receiver\": {{\"tcp\": {{\"rmem\": {rmem}}}}}"),
+            );
+            match Scenario::from_json(&s) {
+                Ok(_) => assert!(ok, "{rmem} accepted"),
+                Err(e) => {
+                    assert!(!ok, "{rmem}: {e}");
+                    assert_eq!(e.field, "flows[0].receiver.tcp.rmem", "{e}");
+                    assert!(e.message.contains("got ["), "{e}");
+                }
+            }
+        }
     }
 
     #[test]

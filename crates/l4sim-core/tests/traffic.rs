@@ -434,7 +434,10 @@ fn a_flow_with_a_stop_time_ends_then_and_its_bandwidth_goes_to_the_others() {
             .tput_mbps
     };
     let at = |x: f64| t.iter().position(|&v| (v - x).abs() < 1e-9).unwrap();
-    assert!(tput("early")[at(2.5)] > 5.0);
+    // Sending before its stop (mean of the 100 ms samples from 2 to 3 s: single samples dip
+    // when a burst of its window falls outside them).
+    let early: f64 = tput("early")[at(2.0)..at(3.0)].iter().sum::<f64>() / 10.0;
+    assert!(early > 5.0, "{early}");
     assert!(tput("early")[at(3.5)..]
         .iter()
         .all(|v| v.is_nan() || *v == 0.0));

@@ -6,8 +6,8 @@ packet (wall seconds of one core, ACKs and every other event included) is measur
 machine and model version by running the study's own reference point (DualPI2, Prague vs
 CUBIC, 100 Mbit/s, 10 ms) and cached in ``$XDG_CACHE_HOME/l4sim/`` (``~/.cache/l4sim/``).
 ``l4sim study plan`` prints the expected CPU time of the design and its wall time on this
-machine's cores. It is an estimate: under-used bottlenecks move fewer packets, and a machine
-shared with other work runs slower.
+machine's cores. It is an estimate: bottlenecks under-used for other reasons than the receive
+window move fewer packets, and a machine shared with other work runs slower.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from typing import Any
 
 #: Bytes on the wire of a full-sized data packet (1500-byte IP packet + Ethernet header).
 WIRE_BYTES = 1514
+MSS = 1448
+#: The largest window of a receiver with Linux's default ``tcp_rmem`` (half of 6 MB).
+MAX_WINDOW_BYTES = 3_145_728
 #: The reference point whose per-packet cost is measured (the ANRW'24 grid's busiest kind).
 REFERENCE = {"aqm": "DualPI2", "n_bdp": 2, "btl_capacity": 100, "base_rtt": 10, "duration": 30}
 
@@ -68,10 +71,14 @@ def packet_cost(*, refresh: bool = False) -> dict[str, Any]:
 
 
 def packets(point: Mapping[str, Any], default_duration: float = 60.0) -> float:
-    """Bottleneck packets of one run at full utilisation (the study's factor names)."""
+    """Bottleneck packets of one run (the study's factor names): the capacity, or less where
+    every flow is held by Linux's default receive window (3 MB per flow over the base RTT)."""
     cap = float(point.get("btl_capacity", 100))
     dur = float(point.get("duration", default_duration))
-    return cap * 1e6 / 8 / WIRE_BYTES * dur
+    rtt = float(point.get("base_rtt", 10)) / 1e3
+    flows = int(point.get("n_l4s", 1)) + int(point.get("n_classic", 1))
+    window_mbps = flows * MAX_WINDOW_BYTES * 8 / rtt / 1e6 * WIRE_BYTES / MSS
+    return min(cap, window_mbps) * 1e6 / 8 / WIRE_BYTES * dur
 
 
 def estimate(points: Iterable[Mapping[str, Any]], *, jobs: int | None = None) -> dict[str, Any]:

@@ -26,6 +26,8 @@ pub struct FlowResult {
     pub retrans: u64,
     pub rto_count: u64,
     pub fast_recoveries: u64,
+    /// Times new data waited for the receiver's window (the sender was rwnd-limited).
+    pub rwnd_limited: u64,
     /// ECN-triggered reductions (CWR entries).
     pub cwr_count: u64,
     /// CE-marked data segments that reached the receiver.

@@ -37,6 +37,7 @@ struct Totals {
     retrans: u64,
     rto_count: u64,
     fast_recoveries: u64,
+    rwnd_limited: u64,
     cwr_count: u64,
     ce_received: u64,
     ce_fed_back: u64,
@@ -54,6 +55,7 @@ impl Totals {
                 self.retrans += s.stats.retrans;
                 self.rto_count += s.stats.rto_count;
                 self.fast_recoveries += s.stats.fast_recoveries;
+                self.rwnd_limited += s.stats.rwnd_limited;
                 self.cwr_count += s.stats.cwr_count;
                 self.ce_received += r.stats.ce_received;
                 self.ce_fed_back += s.sk.delivered_ce;

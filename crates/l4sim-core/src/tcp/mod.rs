@@ -8,14 +8,15 @@
 //! machine, RTO/TLP/RACK timers, pacing), `receiver.rs` (receive path and ACK policy),
 //! `rtt.rs` (tcp_rtt_estimator, win_minmax), `sack.rs` (SACKed range set), `rack.rs`
 //! (RACK state, reo_wnd), `rate.rs` (tcp_rate.c), `ecn.rs` (negotiation, ACE codec),
-//! `prr.rs` (tcp_cwnd_reduction). Behaviour tests with a bottleneck harness: `tests.rs`.
+//! `prr.rs` (tcp_cwnd_reduction), `rcvbuf.rs` (receive buffer autotuning and
+//! the advertised window). Behaviour tests with a bottleneck harness: `tests.rs`.
 //!
 //! Modelling choices (Linux behaviour unless stated): sequence numbers count segments, one
 //! segment per packet (no TSO/GSO/GRO, no TSQ); SACK + timestamps on; RACK-TLP loss detection;
 //! PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
 //! of the RACK window from DSACKs; AccECN feedback through the ACE field only (no AccECN
 //! option); the handshake's third ACK is folded into the first data segment; the receive
-//! window never limits; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK
+//! window counts whole segments at the sender; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK
 //! timer durations (`usecs_to_jiffies`), and TCP_TIMEOUT_MIN (2 jiffies); timers themselves
 //! fire at exact times (no timer-wheel slack) and the receiver's delayed-ACK timer is exact.
 
@@ -29,6 +30,7 @@ pub mod ecn;
 pub mod prr;
 pub mod rack;
 pub mod rate;
+pub mod rcvbuf;
 mod receiver;
 pub mod rtt;
 pub mod sack;
@@ -105,6 +107,12 @@ pub struct TcpSpec {
     /// `net.ipv4.tcp_slow_start_after_idle` (default 1): data written after more than an RTO
     /// without sending restarts the window (`tcp_cwnd_restart`).
     pub slow_start_after_idle: bool,
+    /// `net.ipv4.tcp_rmem` (min, default, max bytes): a receiving socket starts with the
+    /// default buffer and grows it up to the max; half the buffer is window
+    /// (`tcp_adv_win_scale` = 1), so Linux's defaults cap a flow's window at 3 MB.
+    pub rmem: [u32; 3],
+    /// `net.ipv4.tcp_moderate_rcvbuf` (default 1): receive-buffer autotuning (DRS).
+    pub moderate_rcvbuf: bool,
 }
 
 impl Default for TcpSpec {
@@ -124,6 +132,8 @@ impl Default for TcpSpec {
             comp_sack_nr: 44,
             comp_sack_delay_us: 1000.0,
             slow_start_after_idle: true,
+            rmem: [4096, 131_072, 6_291_456],
+            moderate_rcvbuf: true,
         }
     }
 }
@@ -172,6 +182,9 @@ pub struct SenderStats {
     pub syn_retrans: u64,
     pub acks_received: u64,
     pub dsacks_received: u64,
+    /// Times new data waited for the receiver's window (`tcp_write_xmit`'s rwnd-limited
+    /// exits).
+    pub rwnd_limited: u64,
 }
 
 /// Receiver counters reported per flow.

@@ -7,12 +7,15 @@
 //!
 //! The receiver's own RTT (used to bound `ato` and the SACK-compression delay) is the
 //! handshake RTT (SYN/ACK sent to first ACK), as `tcp_synack_rtt_meas` gives Linux servers.
-//! The receive window is never limiting. Jiffies rounding of the delayed-ACK timer is not
-//! modelled.
+//! The receive buffer and the window each ACK offers are `rcvbuf.rs`'s; the application
+//! reads in-order data at once, so `__tcp_ack_snd_check`'s "window advances far enough" test
+//! is left out (`tcp_cleanup_rbuf` would send that ACK at the same instant). Jiffies rounding
+//! of the delayed-ACK timer is not modelled.
 
 use std::collections::BTreeMap;
 
 use super::ecn::{self, ACE_MAX_DELTA};
+use super::rcvbuf::RcvBuf;
 use super::{ConnParams, ReceiverStats, TcpSpec, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
 use crate::cc::{AnyCc, CcFlags, CongestionControl, EcnMode};
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
@@ -84,6 +87,9 @@ pub struct TcpReceiver {
     received_ce: u64,
     ce_pending: u32,
     last_ce: bool,
+    /// Receive buffer and window; in-order bytes at `prior_rcv_nxt`.
+    rwin: RcvBuf,
+    prior_bytes: u64,
 }
 
 impl TcpReceiver {
@@ -139,6 +145,8 @@ impl TcpReceiver {
             received_ce: 0,
             ce_pending: 0,
             last_ce: false,
+            rwin: RcvBuf::new(spec.rmem, spec.moderate_rcvbuf, params.mss),
+            prior_bytes: 0,
         }
     }
 
@@ -191,6 +199,7 @@ impl TcpReceiver {
     fn send_synack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.pkt(now);
         p.flags = flags::SYN | flags::ACK | ecn::synack_flags(self.mode, self.syn_ecn);
+        p.wnd = self.rwin.syn_window() as u32;
         if self.mode == EcnMode::AccEcn
             || (self.mode == EcnMode::Rfc3168 && self.cc_flags.needs_ecn)
         {
@@ -228,6 +237,7 @@ impl TcpReceiver {
             self.synack_at = NEVER;
             self.rtt = now.saturating_sub(self.synack_sent_at).max(US);
             self.rto = self.rtt + (2 * self.rtt).max((self.spec.rto_min_ms * MS as f64) as u64);
+            self.rwin.established(now);
         }
         if self.phase != Phase::Established || !pkt.is_data() {
             return;
@@ -242,6 +252,9 @@ impl TcpReceiver {
             self.stats.ce_received += 1;
         }
         let seq = p.seq;
+        // tcp_rcv_rtt_measure_ts (before the segment is queued).
+        self.rwin
+            .rtt_measure_ts(p.ts_ecr, p.payload >= self.rcv_mss, now);
         // tcp_measure_rcv_mss: the largest segment seen is the receiver's MSS estimate.
         self.rcv_mss = self.rcv_mss.max(p.payload);
         // tcp_replace_ts_recent: only from segments at or left of the last ACKed point.
@@ -268,13 +281,14 @@ impl TcpReceiver {
             self.ack_now = true;
         }
         let in_seq_dup = seq < self.rcv_nxt || self.ooo_contains(seq);
+        let in_order = !in_seq_dup && seq == self.rcv_nxt;
         if in_seq_dup {
             // Duplicate: DSACK it and ACK at once (tcp_data_queue out_of_window path).
             self.stats.dup_pkts += 1;
             self.dsack = Some((seq, seq + 1));
             self.enter_quickack_mode(TCP_MAX_QUICKACKS);
             self.ack_pending = true;
-        } else if seq == self.rcv_nxt {
+        } else if in_order {
             self.rcv_nxt += 1;
             self.stats.bytes_delivered += p.payload as u64;
             self.unacked_bytes += p.payload as u64;
@@ -296,22 +310,51 @@ impl TcpReceiver {
                 self.sack_retain(|(_, e)| e > rn);
             }
             self.event_data_recv(now);
+            self.rwin.rtt_measure(self.stats.bytes_delivered, now);
             // tcp_measure_rcv_mss marks a short segment ICSK_ACK_PUSHED; the application
             // (iperf3) reads it at once and tcp_cleanup_rbuf then ACKs immediately.
             if p.payload < self.rcv_mss {
                 self.ack_now = true;
             }
             self.ecn_check_ce(p.ecn, now, out);
+            self.grow_window(p.payload);
             self.ack_pending = true;
         } else {
             self.stats.ooo_pkts += 1;
             let iv = self.ooo_insert(seq, p.payload as u64);
             self.sack_new_ofo(iv);
             self.ecn_check_ce(p.ecn, now, out);
+            self.grow_window(p.payload);
             self.ack_pending = true;
         }
         self.prior_rcv_nxt = self.rcv_nxt;
+        self.prior_bytes = self.stats.bytes_delivered;
         self.ack_snd_check(now, out);
+        if in_order {
+            self.read(now, out);
+        }
+    }
+
+    /// `tcp_grow_window` (segments of 128 bytes or more, in order or out of order with SACK).
+    fn grow_window(&mut self, payload: u32) {
+        if payload >= 128 && self.rwin.grow(payload, self.ooo_segs()) {
+            self.quick |= 1;
+        }
+    }
+
+    /// The application (iperf3) reads the new in-order data: `tcp_rcv_space_adjust`, then
+    /// `tcp_cleanup_rbuf`'s window update.
+    fn read(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let copied = self.stats.bytes_delivered;
+        self.rwin.space_adjust(copied, now);
+        if self.ack_pending && self.rwin.window_update_due(copied, self.ooo_segs()) {
+            self.send_ack(now, out);
+        }
+    }
+
+    /// Segments held out of order (receive memory the application cannot read yet).
+    fn ooo_segs(&self) -> u64 {
+        self.ooo.iter().map(|(&a, &(b, _))| (b - a) as u64).sum()
     }
 
     fn ooo_contains(&self, seq: u32) -> bool {
@@ -507,6 +550,17 @@ impl TcpReceiver {
         }
         p.n_sack = n as u8;
         p.len = hdr::wire_len(0, p.n_sack);
+        // tcp_select_window, for the rcv_nxt this ACK carries.
+        let bytes = if ack == self.rcv_nxt {
+            self.stats.bytes_delivered
+        } else {
+            self.prior_bytes
+        };
+        let (wnd, half_full) = self.rwin.select(bytes, self.ooo_segs(), self.rcv_mss);
+        p.wnd = wnd.min(u32::MAX as u64) as u32;
+        if half_full {
+            self.quick = 0;
+        }
         match self.mode {
             EcnMode::None => {}
             EcnMode::Rfc3168 => {

@@ -118,6 +118,8 @@ pub struct TcpSender {
     phase: Phase,
     ecn_req: EcnRequest,
     syn_retries: u32,
+    /// The receiver's offered window, bytes (`snd_wnd`).
+    snd_wnd: u64,
     syn_at: SimTime,
     /// Segments to send (u32::MAX: bulk) and the payload of the last one.
     total_segs: u32,
@@ -190,6 +192,7 @@ impl TcpSender {
             phase: Phase::Closed,
             ecn_req: EcnRequest::None,
             syn_retries: 0,
+            snd_wnd: 0,
             syn_at: NEVER,
             total_segs,
             last_payload,
@@ -368,6 +371,7 @@ impl TcpSender {
 
     fn on_synack(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
         self.ts_recent = pkt.ts_val;
+        self.snd_wnd = pkt.wnd as u64;
         let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc_flags);
         self.sk.ecn_mode = mode;
         // RTT sample of the SYN (timestamp echo covers retransmitted SYNs).
@@ -666,6 +670,12 @@ impl TcpSender {
                 cwnd_limited = true;
                 break;
             }
+            // tcp_snd_wnd_test: the first segment must fit the receiver's window.
+            let wnd_left = self.wnd_end().saturating_sub(self.sk.snd_nxt);
+            if wnd_left == 0 {
+                self.stats.rwnd_limited += 1;
+                break;
+            }
             // tcp_cwnd_test: at most half the window per skb, so at least two GSO bursts
             // are in flight.
             let quota = if tlp {
@@ -677,12 +687,13 @@ impl TcpSender {
             if !tlp
                 && max_segs > 1
                 && remaining > 1
-                && self.tso_should_defer(now, cwnd - in_flight, max_segs, remaining)
+                && self.tso_should_defer(now, (cwnd - in_flight).min(wnd_left), max_segs, remaining)
             {
                 cwnd_limited = true;
                 break;
             }
-            let n = quota.min(max_segs).min(remaining);
+            // tcp_mss_split_point: whole segments within the window.
+            let n = quota.min(max_segs).min(remaining).min(wnd_left);
             let mut payload = 0;
             for _ in 0..n {
                 let seq = self.sk.snd_nxt;
@@ -719,6 +730,14 @@ impl TcpSender {
             }
         }
         sent
+    }
+
+    /// `tcp_wnd_end`, in segments: the window counts whole MSS-sized segments.
+    fn wnd_end(&self) -> u32 {
+        let segs = self.snd_wnd / self.sk.mss.max(1) as u64;
+        self.sk
+            .snd_una
+            .saturating_add(segs.min(u32::MAX as u64) as u32)
     }
 
     /// `tcp_cwnd_validate` (6.x): track whether the window was fully used.
@@ -942,7 +961,7 @@ impl TcpSender {
         if self.tlp_high_seq.is_none() {
             self.tlp_retrans = false;
             let mut probed = false;
-            if self.sk.snd_nxt < self.total_segs {
+            if self.sk.snd_nxt < self.total_segs && self.sk.snd_nxt < self.wnd_end() {
                 probed = self.write_xmit(now, out, true) > 0;
             } else if self.sk.packets_out > 0 {
                 let last = self.sk.snd_nxt - 1;
@@ -1219,6 +1238,11 @@ impl TcpSender {
             return;
         }
         self.stats.acks_received += 1;
+        // tcp_ack_update_window (tcp_may_update_window: the ACK advances, or the window
+        // grows or closes; a pure receiver's sequence number never moves).
+        if ack > self.sk.snd_una || p.wnd as u64 > self.snd_wnd || p.wnd == 0 {
+            self.snd_wnd = p.wnd as u64;
+        }
         let prior_snd_una = self.sk.snd_una;
         let prior_delivered = self.sk.delivered;
         let prior_lost = self.sk.lost;
