@@ -1613,3 +1613,64 @@ fn every_segment_is_acked_while_the_window_grows() {
     assert!(autotuned > 0.7, "{autotuned}");
     assert!((0.49..0.56).contains(&fixed), "{fixed}");
 }
+
+#[test]
+fn the_sender_never_passes_the_offered_edge_and_the_edge_never_retreats() {
+    // Property over a grid of paths, buffers and random loss (which fills the receiver's
+    // out-of-order memory and shrinks its free space): every ACK's right edge (bytes) is at
+    // least the previous one's, and no new segment starts beyond the furthest edge the sender
+    // had received when it sent it.
+    let mss = crate::packet::hdr::MSS as u64;
+    let mut rng = Rng::new(7, 7);
+    for case in 0..12u32 {
+        let rate = [10.0, 100.0, 1000.0][case as usize % 3];
+        let rtt = [5.0, 50.0][(case as usize / 3) % 2];
+        let rmem_max = [262_144, 6_291_456][(case as usize / 6) % 2];
+        let r_spec = TcpSpec {
+            rmem: [4096, 131_072.min(rmem_max), rmem_max],
+            moderate_rcvbuf: case % 4 != 3,
+            ..spec(EcnSysctl::None)
+        };
+        let mut h = Harness::new(rate, rtt, 500, spec(EcnSysctl::None), r_spec, None);
+        let loss = rng.uniform() * 0.02;
+        let mut drops = Rng::new(case as u64, 1);
+        h.filter = Box::new(move |p, _| {
+            if p.is_data() && drops.uniform() < loss {
+                Verdict::Drop
+            } else {
+                Verdict::Pass
+            }
+        });
+        h.start();
+        h.run(3 * SEC);
+        let delay = h.delay;
+        // ACK arrivals at the sender with their right edges, in time order.
+        let mut edges: Vec<(SimTime, u64)> = h
+            .rev
+            .iter()
+            .filter(|(_, p)| p.has(flags::ACK) && !p.has(flags::SYN))
+            .map(|(t, p)| (t + delay, p.ack as u64 * mss + p.wnd as u64))
+            .collect();
+        let mut prev = 0;
+        for &(t, e) in &edges {
+            assert!(e >= prev, "case {case}: edge {e} < {prev} at {t}");
+            prev = e;
+        }
+        edges.sort_by_key(|&(t, _)| t);
+        let synack = h.rev.iter().find(|(_, p)| p.has(flags::SYN)).unwrap();
+        let (mut i, mut furthest) = (0, synack.1.wnd as u64);
+        for (t, p, _) in h.data().filter(|(_, p, _)| !p.retrans) {
+            while i < edges.len() && edges[i].0 <= *t {
+                furthest = furthest.max(edges[i].1);
+                i += 1;
+            }
+            let end = (p.seq as u64 + 1) * mss;
+            assert!(
+                end <= furthest,
+                "case {case}: segment {} past edge {furthest}",
+                p.seq
+            );
+        }
+        assert!(h.r.stats.bytes_delivered > 0, "case {case}");
+    }
+}
