@@ -309,3 +309,23 @@ def test_every_aqm_scenario_passes_the_core_validator(aqm):
 @pytest.mark.parametrize("cc", ["cubic", "bbr", "bbr2", "bbr3", "reno", "dctcp"])
 def test_every_classic_cc_scenario_passes_the_core_validator(cc):
     Scenario.from_dict(scenario_from_factors(aqm="FQ", **BASE, cc_classic=cc, rx_classic_ecn="classic")).validate()
+
+
+def test_rmem_max_raises_both_receivers_buffers_and_lets_a_long_fat_flow_fill_the_link():
+    base = dict(aqm="FIFO", n_bdp=1, btl_capacity=1000, base_rtt=100, cc_l4s="cubic", tx_l4s_ecn="none",
+                rx_l4s_ecn="none", duration=8)
+    raised = scenario_from_factors(**base, rmem_max=64 << 20)
+    assert [f["receiver"]["tcp"]["rmem"] for f in raised["flows"]] == [[4096, 131072, 64 << 20]] * 2
+    assert "rmem" not in scenario_from_factors(**base)["flows"][0]["receiver"]["tcp"]
+
+    def total(sc):
+        return sum(f["goodput_mbps"] for f in l4sim.run(l4sim.Scenario.from_dict(sc)).raw["flows"])
+
+    # Linux's default tcp_rmem: two 3 MB windows per 100 ms, about half the link.
+    assert 400 < total(scenario_from_factors(**base)) < 520
+    assert total(raised) > 650
+
+
+def test_rmem_max_below_the_default_buffer_is_an_error_naming_it():
+    with pytest.raises(l4sim.ScenarioError, match="rmem_max.*131072.*4096"):
+        scenario_from_factors(aqm="FIFO", n_bdp=1, btl_capacity=100, base_rtt=10, rmem_max=4096)

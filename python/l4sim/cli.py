@@ -52,6 +52,12 @@ _FACTOR_OPTIONS: list[tuple[str, str, Any, str]] = [
     ("--cc-classic", "cc_classic", str, "classic sender CC (default cubic)"),
     ("--n-l4s", "n_l4s", int, "parallel streams of the L4S sender (default 1)"),
     ("--n-classic", "n_classic", int, "parallel streams of the classic sender (default 1)"),
+    (
+        "--rmem-max",
+        "rmem_max",
+        int,
+        "receivers' net.ipv4.tcp_rmem max, bytes (default 6291456, Linux's: windows of up to 3 MB)",
+    ),
     ("--trial", "trial", int, "trial number (sets the seed when --seed is not given)"),
 ]
 _REQUIRED_FACTORS = ("n_bdp", "btl_capacity", "base_rtt")

@@ -77,7 +77,8 @@ def packets(point: Mapping[str, Any], default_duration: float = 60.0) -> float:
     dur = float(point.get("duration", default_duration))
     rtt = float(point.get("base_rtt", 10)) / 1e3
     flows = int(point.get("n_l4s", 1)) + int(point.get("n_classic", 1))
-    window_mbps = flows * MAX_WINDOW_BYTES * 8 / rtt / 1e6 * WIRE_BYTES / MSS
+    window = int(point.get("rmem_max") or 2 * MAX_WINDOW_BYTES) // 2
+    window_mbps = flows * window * 8 / rtt / 1e6 * WIRE_BYTES / MSS
     return min(cap, window_mbps) * 1e6 / 8 / WIRE_BYTES * dur
 
 

@@ -88,6 +88,7 @@ FACTOR_NAMES: tuple[str, ...] = (
     "n_l4s",
     "n_classic",
     "tree_level",
+    "rmem_max",
 )
 
 #: Run parameters that are not design factors.
@@ -107,6 +108,10 @@ TREE_PAIRS = 4
 L4S_SENDER_ECN = ("accecn", "classic", "none")
 L4S_RECEIVER_ECN = ("accecn", "classic", "none")
 CLASSIC_ECN = ("none", "classic")
+
+#: The receivers' ``net.ipv4.tcp_rmem`` (min, default, max bytes) on a Linux host: windows of
+#: up to half the max, 3 MB. ``rmem_max`` raises the max; it cannot go below the default.
+TCP_RMEM = (4096, 131_072, 6_291_456)
 
 #: Bytes per packet when a buffer in bytes is turned into a packet limit (the study's 1500).
 PACKET_BYTES = 1500
@@ -257,6 +262,7 @@ def scenario_from_factors(
     n_l4s: int = 1,
     n_classic: int = 1,
     tree_level: str | None = None,
+    rmem_max: int | None = None,
     duration: float = 60,
     seed: int | None = None,
     trial: int | None = None,
@@ -271,6 +277,8 @@ def scenario_from_factors(
     ``burst`` (HTB burst, bytes); any other key is an error naming it. ``tree_level``
     (``pair``, ``agg`` or ``root``, see :data:`TREE_LINKS`) runs the flows over the original
     multi-bottleneck tree with the bottleneck at that level instead of the dumbbell.
+    ``rmem_max`` (bytes) sets the receivers' ``tcp_rmem`` max (Linux's 6291456 unless given: a
+    window of at most 3 MB per flow, which holds 1 Gbit/s flows on 50 and 100 ms paths).
     """
     unknown = sorted(k for k in extra if k not in EXTRA_KEYS)
     if unknown:
@@ -302,6 +310,10 @@ def scenario_from_factors(
     n_classic = _count("n_classic", n_classic)
     if tree_level is not None:
         tree_level = _choice("tree_level", tree_level, tuple(TREE_LINKS))
+    if rmem_max is not None and (isinstance(rmem_max, bool) or not isinstance(rmem_max, int) or rmem_max < TCP_RMEM[1]):
+        raise scenario_error(
+            "rmem_max", f"must be a whole number of bytes, at least tcp_rmem's default {TCP_RMEM[1]}, got {rmem_max!r}"
+        )
     if n_l4s + n_classic == 0:
         raise scenario_error("n_l4s", "n_l4s and n_classic are both 0: at least one flow is needed")
     if ecn_fallback and cc_l4s != "prague":
@@ -331,6 +343,9 @@ def scenario_from_factors(
     # The receiving hosts: their CC (see the module doc) and tcp_ecn 3 / 1 / 0.
     l4s_receiver: dict[str, Any] = {"cc": cc_spec(rx_l4s_cc), "tcp": {"ecn": rx_l4s_ecn}}
     classic_receiver = {"cc": cc_spec(rx_classic_cc), "tcp": {"ecn": rx_classic_ecn}}
+    if rmem_max is not None:
+        for rx in (l4s_receiver, classic_receiver):
+            rx["tcp"]["rmem"] = [TCP_RMEM[0], TCP_RMEM[1], rmem_max]
 
     flows: list[dict[str, Any]] = []
     if n_l4s:
@@ -367,10 +382,11 @@ def scenario_from_factors(
     rx_l4s_tag = "" if rx_l4s_cc == rx_l4s_default else f"-rx{rx_l4s_cc}"
     rx_classic_tag = "" if rx_classic_cc == CLASSIC_RECEIVER_CC else f"-rx{rx_classic_cc}"
     tree_tag = "" if tree_level is None else f"_tree-{tree_level}"
+    rmem_tag = "" if rmem_max is None else f"_rmem{rmem_max}"
     name = extra.get("name") or (
         f"{aqm}{tree_tag}_{_fmt(n_bdp)}bdp_{_fmt(btl_capacity)}mbit_{_fmt(base_rtt)}ms{threshold}_fb{ecn_fallback}"
         f"_{cc_l4s}-{tx_l4s_ecn}-{rx_l4s_ecn}{rx_l4s_tag}x{n_l4s}"
-        f"_{cc_classic}-{tx_classic_ecn}-{rx_classic_ecn}{rx_classic_tag}x{n_classic}"
+        f"_{cc_classic}-{tx_classic_ecn}-{rx_classic_ecn}{rx_classic_tag}x{n_classic}{rmem_tag}"
     )
     return {
         "name": name,

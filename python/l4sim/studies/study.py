@@ -45,6 +45,7 @@ from l4sim.studies.factors import (
     AQMS,  # the study's AQM order (rows of every heatmap)
     FACTOR_CCS,
     FACTOR_NAMES,
+    TCP_RMEM,
     TREE_LINKS,
     canonical_aqm,
     cc_factor,
@@ -137,6 +138,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "n_l4s": lambda n, v: _positive_int(n, v, 0),
     "n_classic": lambda n, v: _positive_int(n, v, 0),
     "tree_level": _choice(TREE_LINKS),
+    "rmem_max": lambda n, v: _positive_int(n, v, TCP_RMEM[1]),
     "trial": lambda n, v: _positive_int(n, v, 1),
     "duration": _positive_number,
     "sample_interval": _positive_number,
