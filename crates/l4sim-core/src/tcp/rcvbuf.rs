@@ -47,6 +47,9 @@ pub struct RcvBuf {
     advmss: u64,
     /// Per out-of-order segment held in memory.
     truesize: u64,
+    /// `tcp_rcv_space_adjust`'s memory per segment: the truesize, raised in 128-byte steps
+    /// until half of it holds one advmss (2996 bytes for a 1460-byte advmss).
+    rcvmem: u64,
     wscale: u32,
     rcvbuf: u64,
     window_clamp: u64,
@@ -71,6 +74,11 @@ impl RcvBuf {
     pub fn new(rmem: [u32; 3], moderate: bool, mss: u32) -> RcvBuf {
         let advmss = (mss + TSTAMP_ALIGNED) as u64;
         let rcvbuf = rmem[1] as u64;
+        let truesize = advmss + (MAX_TCP_HEADER + SKB_OVERHEAD) as u64;
+        let mut rcvmem = truesize as i64;
+        while win_from_space(rcvmem) < advmss as i64 {
+            rcvmem += 128;
+        }
         // tcp_select_initial_window: scale for the largest buffer the socket may get.
         let max_space = (rmem[2] as u64).max(RMEM_MAX);
         let wscale = (63 - max_space.leading_zeros()).saturating_sub(15).min(14);
@@ -86,7 +94,8 @@ impl RcvBuf {
             rmem_max: rmem[2] as u64,
             moderate,
             advmss,
-            truesize: advmss + (MAX_TCP_HEADER + SKB_OVERHEAD) as u64,
+            truesize,
+            rcvmem: rcvmem as u64,
             wscale,
             rcvbuf,
             window_clamp: clamp,
@@ -186,12 +195,7 @@ impl RcvBuf {
                 let mut rcvwin = 2 * read + 16 * self.advmss;
                 let grow = rcvwin * (read - self.space) / self.space;
                 rcvwin += grow << 1;
-                // Per segment: its truesize, raised until it carries one advmss of window.
-                let mut rcvmem = self.truesize as i64;
-                while win_from_space(rcvmem) < self.advmss as i64 {
-                    rcvmem += 128;
-                }
-                let rcvbuf = ((rcvwin / self.advmss) * rcvmem as u64).min(self.rmem_max);
+                let rcvbuf = ((rcvwin / self.advmss) * self.rcvmem).min(self.rmem_max);
                 if rcvbuf > self.rcvbuf {
                     self.rcvbuf = rcvbuf;
                     self.window_clamp = win_from_space(rcvbuf as i64) as u64;
@@ -203,30 +207,28 @@ impl RcvBuf {
         self.space_time = now;
     }
 
-    /// `tcp_select_window` for an ACK sent with `rcv_nxt` bytes received in order:
-    /// the window to offer (bytes), and whether `__tcp_select_window` found the buffer more
-    /// than half used (it then leaves quick-ACK mode).
-    pub fn select(&mut self, rcv_nxt: u64, ooo_segs: u64, rcv_mss: u32) -> (u64, bool) {
+    /// `__tcp_select_window`: the window the free space allows now (bytes), and whether the
+    /// buffer is more than half used (the receiver then leaves quick-ACK mode).
+    fn possible_window(&self, ooo_segs: u64, rcv_mss: u32) -> (u64, bool) {
         let full_space = self.window_clamp.min(self.full_space()) as i64;
-        let mut mss = rcv_mss as i64;
+        let mss = (rcv_mss as i64).min(full_space);
         let mut free = self.free_space(ooo_segs);
-        let mut half_full = false;
-        let mut new_win = None;
-        if mss > full_space {
-            mss = full_space;
-        }
-        if free < full_space >> 1 {
-            half_full = true;
+        let half_full = free < full_space >> 1;
+        if half_full {
             free &= !((1i64 << self.wscale) - 1);
             if free < (self.full_space() as i64 >> 4) || free < mss {
-                new_win = Some(0);
+                return (0, true);
             }
         }
-        let new_win = new_win.unwrap_or_else(|| {
-            let w = free.min(self.rcv_ssthresh as i64).max(0) as u64;
-            align_up(w, self.wscale)
-        });
-        // Never shrink the offered window.
+        let w = free.min(self.rcv_ssthresh as i64).max(0) as u64;
+        (align_up(w, self.wscale), half_full)
+    }
+
+    /// `tcp_select_window` for an ACK sent with `rcv_nxt` bytes received in order: the
+    /// window to offer (bytes, never shrinking the edge already offered), and whether the
+    /// buffer is more than half used.
+    pub fn select(&mut self, rcv_nxt: u64, ooo_segs: u64, rcv_mss: u32) -> (u64, bool) {
+        let (new_win, half_full) = self.possible_window(ooo_segs, rcv_mss);
         let cur = (self.rcv_wup + self.rcv_wnd).saturating_sub(rcv_nxt);
         let win = if new_win < cur {
             align_up(cur, self.wscale)
@@ -240,21 +242,13 @@ impl RcvBuf {
 
     /// `tcp_cleanup_rbuf`'s window update: after a read, ACK at once when the window left
     /// is at most half the clamp and the window now possible is at least twice it.
-    pub fn window_update_due(&self, rcv_nxt: u64, ooo_segs: u64) -> bool {
+    pub fn window_update_due(&self, rcv_nxt: u64, ooo_segs: u64, rcv_mss: u32) -> bool {
         let now_left = (self.rcv_wup + self.rcv_wnd).saturating_sub(rcv_nxt);
         if 2 * now_left > self.window_clamp {
             return false;
         }
-        let full_space = self.window_clamp.min(self.full_space()) as i64;
-        let free = self.free_space(ooo_segs);
-        if free < full_space >> 1 {
-            return false;
-        }
-        let w = align_up(
-            free.min(self.rcv_ssthresh as i64).max(0) as u64,
-            self.wscale,
-        );
-        w > 0 && w >= 2 * now_left
+        let (w, half_full) = self.possible_window(ooo_segs, rcv_mss);
+        !half_full && w > 0 && w >= 2 * now_left
     }
 
     pub fn window_clamp(&self) -> u64 {

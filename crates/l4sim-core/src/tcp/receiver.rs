@@ -347,7 +347,11 @@ impl TcpReceiver {
     fn read(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let copied = self.stats.bytes_delivered;
         self.rwin.space_adjust(copied, now);
-        if self.ack_pending && self.rwin.window_update_due(copied, self.ooo_segs()) {
+        if self.ack_pending
+            && self
+                .rwin
+                .window_update_due(copied, self.ooo_segs(), self.rcv_mss)
+        {
             self.send_ack(now, out);
         }
     }
