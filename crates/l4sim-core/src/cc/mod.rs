@@ -183,15 +183,13 @@ impl Sock {
     pub fn in_slow_start(&self) -> bool {
         self.snd_cwnd < self.snd_ssthresh
     }
-    /// `tcp_is_cwnd_limited`.
+    /// `tcp_is_cwnd_limited` (5.15.72): in slow start, whether cwnd is below twice the
+    /// window's `packets_out` peak; otherwise the last `tcp_cwnd_validate` verdict.
     pub fn cwnd_limited(&self) -> bool {
-        if self.is_cwnd_limited {
-            return true;
-        }
         if self.in_slow_start() {
             return self.snd_cwnd < 2 * self.max_packets_out;
         }
-        false
+        self.is_cwnd_limited
     }
     /// `tcp_slow_start`: grow cwnd by `acked` up to ssthresh; returns the leftover.
     pub fn slow_start(&mut self, acked: u32) -> u32 {

@@ -815,6 +815,7 @@ mod tests {
         sk.is_cwnd_limited = true;
         sk.snd_nxt = cwnd;
         sk.packets_out = cwnd;
+        sk.max_packets_out = cwnd;
         sk.now = 1000 * MS;
         let mut c = Prague::new(p);
         c.init(&mut sk);
@@ -848,6 +849,7 @@ mod tests {
         // Keep the window full.
         sk.snd_nxt = sk.snd_una.wrapping_add(sk.snd_cwnd);
         sk.packets_out = sk.snd_cwnd;
+        sk.max_packets_out = sk.snd_cwnd;
     }
 
     /// One round trip of per-segment ACKs; every `mark_every`-th segment is CE (0 = none).

@@ -37,7 +37,7 @@ mod tests {
     #[test]
     fn slow_start_doubles_per_window() {
         let mut sk = Sock::new(1448);
-        sk.is_cwnd_limited = true;
+        sk.max_packets_out = sk.snd_cwnd; // a full window out: cwnd-limited in slow start
         let mut r = Reno;
         r.cong_avoid(&mut sk, 0, 10);
         assert_eq!(sk.snd_cwnd, 20);
