@@ -107,6 +107,8 @@ pub struct Sock {
     pub retrans_out: u32,
     /// Largest packets_out seen in the current window (for `tcp_is_cwnd_limited`).
     pub max_packets_out: u32,
+    /// `max_packets_seq`: snd_nxt when `max_packets_out` was recorded (the window's end).
+    pub max_packets_seq: u32,
     /// Set when the sender was limited by cwnd rather than by the application.
     pub is_cwnd_limited: bool,
     pub snd_una: u32,
@@ -157,6 +159,7 @@ impl Sock {
             lost_out: 0,
             retrans_out: 0,
             max_packets_out: 0,
+            max_packets_seq: 0,
             is_cwnd_limited: false,
             snd_una: 0,
             snd_nxt: 0,
@@ -182,6 +185,22 @@ impl Sock {
     }
     pub fn in_slow_start(&self) -> bool {
         self.snd_cwnd < self.snd_ssthresh
+    }
+    /// The bookkeeping half of `tcp_cwnd_validate` as 5.15.72 (the study kernel) has it: a
+    /// new window, a new `packets_out` peak or a cwnd-limited send records `is_cwnd_limited`
+    /// and the peak. So a pacing-limited send that raises the peak later in a window clears
+    /// a cwnd-limited mark from earlier in it, and CUBIC, Reno and Prague stop growing cwnd
+    /// until the next cwnd-limited send (fixed upstream by f4ce91ce12a7, which reached the
+    /// 5.15 series after 5.15.72).
+    pub fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if self.snd_una.wrapping_sub(self.max_packets_seq) as i32 >= 0
+            || self.packets_out > self.max_packets_out
+            || is_cwnd_limited
+        {
+            self.max_packets_out = self.packets_out;
+            self.max_packets_seq = self.snd_nxt;
+            self.is_cwnd_limited = is_cwnd_limited;
+        }
     }
     /// `tcp_is_cwnd_limited` (5.15.72): in slow start, whether cwnd is below twice the
     /// window's `packets_out` peak; otherwise the last `tcp_cwnd_validate` verdict.
@@ -425,5 +444,71 @@ impl CongestionControl for AnyCc {
     }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         dispatch!(self, c => c.observe(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sock;
+
+    /// A socket in congestion avoidance with `out` segments in flight of a 10-segment window.
+    fn in_ca(out: u32) -> Sock {
+        let mut sk = Sock::new(1448);
+        sk.snd_cwnd = 10;
+        sk.snd_ssthresh = 10;
+        sk.snd_nxt = out;
+        sk.packets_out = out;
+        sk
+    }
+
+    #[test]
+    fn a_higher_uncapped_peak_forgets_the_windows_cwnd_limited_mark_as_5_15_72_does() {
+        let mut sk = in_ca(10);
+        sk.cwnd_validate(true); // the cwnd test stopped this send
+        assert!(sk.cwnd_limited());
+        // Later in the same window: one ACK, then a paced send that reaches a new peak of 11
+        // (cwnd grew meanwhile) without being stopped by cwnd.
+        sk.snd_una = 1;
+        sk.snd_cwnd = 12;
+        sk.snd_nxt = 12;
+        sk.packets_out = 11;
+        sk.cwnd_validate(false);
+        assert!(
+            !sk.cwnd_limited(),
+            "5.15.72 keeps the last verdict, not the window's"
+        );
+        // The same send below the peak keeps the mark (no new window, no new peak).
+        let mut sk = in_ca(10);
+        sk.cwnd_validate(true);
+        sk.snd_una = 1;
+        sk.packets_out = 9;
+        sk.cwnd_validate(false);
+        assert!(sk.cwnd_limited());
+    }
+
+    #[test]
+    fn a_new_window_records_the_send_afresh() {
+        let mut sk = in_ca(10);
+        sk.cwnd_validate(true);
+        sk.snd_una = 10; // everything of the recorded window acknowledged
+        sk.snd_nxt = 14;
+        sk.packets_out = 4;
+        sk.cwnd_validate(false);
+        assert_eq!((sk.max_packets_out, sk.max_packets_seq), (4, 14));
+        assert!(!sk.cwnd_limited());
+    }
+
+    #[test]
+    fn slow_start_asks_only_whether_cwnd_is_below_twice_the_peak() {
+        let mut sk = Sock::new(1448);
+        sk.snd_cwnd = 20;
+        sk.is_cwnd_limited = true;
+        sk.max_packets_out = 10;
+        assert!(
+            !sk.cwnd_limited(),
+            "20 is not below 2 x 10: the flag does not count"
+        );
+        sk.max_packets_out = 11;
+        assert!(sk.cwnd_limited());
     }
 }

@@ -141,7 +141,6 @@ pub struct TcpSender {
     wstamp: SimTime,
     pace_at: SimTime,
     data_segs_out: u64,
-    max_packets_seq: u32,
     queue_cwr: bool,
     prr: Prr,
     rack: Rack,
@@ -210,7 +209,6 @@ impl TcpSender {
             wstamp: 0,
             pace_at: NEVER,
             data_segs_out: 0,
-            max_packets_seq: 0,
             queue_cwr: false,
             prr: Prr::default(),
             rack: Rack::default(),
@@ -740,21 +738,11 @@ impl TcpSender {
             .saturating_add(segs.min(u32::MAX as u64) as u32)
     }
 
-    /// `tcp_cwnd_validate` as 5.15.72 (the study kernel) has it: a new window, a new
-    /// `packets_out` peak or a cwnd-limited send records `is_cwnd_limited` and the peak. So
-    /// a pacing-limited send that raises the peak later in a window clears a cwnd-limited
-    /// mark from earlier in it, and CUBIC, Reno and Prague stop growing cwnd until the next
-    /// cwnd-limited send (fixed upstream by f4ce91ce12a7, which reached 5.15 in 5.15.75).
+    /// `tcp_cwnd_validate`: the window-usage bookkeeping ([`crate::cc::Sock::cwnd_validate`]), then the
+    /// cwnd timestamp while the network is fed fully.
     fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
         let sk = &mut self.sk;
-        if sk.snd_una >= self.max_packets_seq
-            || sk.packets_out > sk.max_packets_out
-            || is_cwnd_limited
-        {
-            sk.max_packets_out = sk.packets_out;
-            self.max_packets_seq = sk.snd_nxt;
-            sk.is_cwnd_limited = is_cwnd_limited;
-        }
+        sk.cwnd_validate(is_cwnd_limited);
         if sk.cwnd_limited() {
             sk.snd_cwnd_stamp = sk.now;
         }
