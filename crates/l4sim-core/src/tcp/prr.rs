@@ -1,5 +1,6 @@
-//! Proportional Rate Reduction (RFC 6937) as Linux `tcp_cwnd_reduction` (tcp_input.c, 6.x form
-//! with the slow-start reduction bound): during CWR/Recovery cwnd = in_flight + sndcnt.
+//! Proportional Rate Reduction (RFC 6937) as Linux `tcp_cwnd_reduction` (tcp_input.c since 5.11,
+//! so the study's 5.15, with 7e901ee7b6ab's slow-start reduction bound that stops on new losses):
+//! during CWR/Recovery cwnd = in_flight + sndcnt.
 
 use crate::cc::Sock;
 

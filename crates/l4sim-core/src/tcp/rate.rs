@@ -1,5 +1,6 @@
 //! Delivery-rate sampling as Linux tcp_rate.c (`tcp_rate_skb_sent`, `tcp_rate_skb_delivered`,
-//! `tcp_rate_gen`), with the 6.x "sent after" choice of the sampled segment.
+//! `tcp_rate_gen`), with the "sent after" choice of the sampled segment (5.18, in the 5.15
+//! stable series since spring 2022, so in the study's 5.15.72).
 
 use super::rack::sent_after;
 use crate::cc::{RateSample, Sock};
