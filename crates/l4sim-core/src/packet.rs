@@ -152,6 +152,8 @@ pub struct Packet {
     pub netem_dup: bool,
     /// A bit flipped by netem's `corrupt`: the destination host's checksum discards it.
     pub corrupt: bool,
+    /// The segment carries the AccECN option (its bytes are in `len`).
+    pub accecn_opt: bool,
 }
 
 impl Packet {
@@ -187,6 +189,7 @@ impl Packet {
             dscp: 0,
             netem_dup: false,
             corrupt: false,
+            accecn_opt: false,
         }
     }
     /// A full-size data segment of flow 0 from node 0 to node 1 (for tests).

@@ -470,6 +470,16 @@ impl Scenario {
                         format!("must be in 88..=9000, got {m}"),
                     ));
                 }
+                if !matches!(t.ecn_option, 0 | 2) {
+                    return Err(err(
+                        format!("{p}.{side}.ecn_option"),
+                        format!(
+                            "must be 0 (never send the AccECN option) or 2 (on every segment \
+                             with room, the Linux default), got {}",
+                            t.ecn_option
+                        ),
+                    ));
+                }
             }
         }
         Ok(())

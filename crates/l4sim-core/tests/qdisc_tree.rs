@@ -33,9 +33,10 @@ fn a_tbf_capped_priority_band_keeps_its_cap_and_the_classic_band_takes_the_rest(
     let l4s = r.flows.iter().find(|f| f.name == "l4s").unwrap();
     let classic = r.flows.iter().find(|f| f.name == "classic").unwrap();
     // The cap holds over the run (the bucket's burst is 12.8 KB, nothing over a second) and
-    // the L4S flow uses most of it (payload is 95.6 % of the frames; slow start included).
+    // the L4S flow uses most of it (payload is 94.9 % of its frames with the AccECN option;
+    // slow start and PIE's drops above 10 % included).
     assert!(
-        l4s.goodput_mbps < 50.0 && l4s.goodput_mbps > 38.0,
+        l4s.goodput_mbps < 50.0 && l4s.goodput_mbps > 35.0,
         "l4s {}",
         l4s.goodput_mbps
     );

@@ -2,8 +2,11 @@
 //! stack does it (`tcp_ecn_send_syn`, `tcp_ecn_create_request`, `tcp_ecn_rcv_synack`), and
 //! the AccECN ACE counter codec (`__tcp_accecn_process`). See docs/linux-algorithms.md 2.1-2.4.
 //!
-//! Only the 3-bit ACE field is modelled; the AccECN TCP option (byte counters) is not sent
-//! (equivalent to `tcp_ecn_option = 0`), so senders always use the conservative ACE rule.
+//! The AccECN TCP option is modelled by its size (`accecn_option_len`: every segment that has
+//! room carries it, `tcp_ecn_option = 2`, the Linux default), which shortens a sender's
+//! segments by 12 bytes; its byte counters are not read, so senders decode the ACE field
+//! with the rule `__tcp_accecn_process` uses without them (it differs only for ACKs that
+//! cover more than 7 segments).
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +18,43 @@ use crate::packet::{flags, Ecn};
 pub const ACE_INIT: u8 = 5;
 /// `TCP_ACCECN_ACE_MAX_DELTA`: a receiver forces an ACK once this many CE marks are pending.
 pub const ACE_MAX_DELTA: u32 = 6;
+
+/// `MAX_TCP_OPTION_SPACE`, and what the timestamps take of it (`TCPOLEN_TSTAMP_ALIGNED`).
+const OPTION_SPACE: u32 = 40;
+const TSTAMP_ALIGNED: u32 = 12;
+
+/// Bytes the AccECN option adds to an established segment carrying `n_sack` SACK blocks
+/// (timestamps on), or `None` if not even `required` of its three 3-byte counter fields
+/// fit (`tcp_options_fit_accecn`, called by `tcp_established_options` after the SACK
+/// blocks): try 3 fields (2 + 9 = 11 bytes), padded up to a multiple of 4, or rounded down
+/// when the padding fits in the two NOP bytes before the SACK blocks; drop a field while
+/// the result does not fit in what is left of the 40 option bytes. `required` is the
+/// receiver's `accecn_minlen`: the highest field (1 ECT(1), 2 CE, 3 ECT(0)) it has counted.
+pub fn accecn_option_len(n_sack: u8, required: u8) -> Option<u32> {
+    let sack = if n_sack > 0 { 4 + 8 * n_sack as u32 } else { 0 };
+    let remaining = OPTION_SPACE - TSTAMP_ALIGNED - sack;
+    let saving = if n_sack > 0 { 2 } else { 0 };
+    (required..=3).rev().find_map(|fields| {
+        let size = 2 + 3 * fields as u32;
+        let aligned = if size & 3 > saving {
+            size.next_multiple_of(4)
+        } else {
+            size & !3
+        };
+        (aligned <= remaining).then_some(aligned)
+    })
+}
+
+/// The option field that counts bytes of codepoint `ecn` (`tcp_ecnfield_to_accecn_optfield`,
+/// order 1: ECT(1), CE, ECT(0)); 0 for Not-ECT, which is not counted.
+pub fn accecn_optfield(ecn: Ecn) -> u8 {
+    match ecn {
+        Ecn::NotEct => 0,
+        Ecn::Ect1 => 1,
+        Ecn::Ce => 2,
+        Ecn::Ect0 => 3,
+    }
+}
 
 /// What a SYN asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,5 +200,36 @@ pub fn ace_delta(ace: u8, delivered_ce: u64, newly_delivered: u32) -> u32 {
         d
     } else {
         n - ((n - d) & 7)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `tcp_options_fit_accecn` by hand: 28 bytes are left after the timestamps, 16 / 8 / 0
+    /// after one / two / three SACK blocks (4 + 8n); with SACK the option may end in the
+    /// SACK option's two NOP bytes.
+    #[test]
+    fn accecn_option_fits_what_the_sack_blocks_leave() {
+        // No SACK: 3 fields, 11 bytes padded to 12.
+        assert_eq!(accecn_option_len(0, 0), Some(12));
+        assert_eq!(accecn_option_len(0, 3), Some(12));
+        // One block: 12 of 16.
+        assert_eq!(accecn_option_len(1, 2), Some(12));
+        // Two blocks: 11 would need 12 > 8, so two fields, 8 bytes exactly.
+        assert_eq!(accecn_option_len(2, 2), Some(8));
+        assert_eq!(accecn_option_len(2, 3), None);
+        // Three blocks: nothing left; an empty option (kind, length) takes the NOP bytes.
+        assert_eq!(accecn_option_len(3, 0), Some(0));
+        assert_eq!(accecn_option_len(3, 1), None);
+    }
+
+    #[test]
+    fn option_fields_follow_order_1() {
+        assert_eq!(accecn_optfield(Ecn::NotEct), 0);
+        assert_eq!(accecn_optfield(Ecn::Ect1), 1);
+        assert_eq!(accecn_optfield(Ecn::Ce), 2);
+        assert_eq!(accecn_optfield(Ecn::Ect0), 3);
     }
 }

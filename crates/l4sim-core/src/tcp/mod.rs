@@ -100,6 +100,10 @@ pub struct TcpSpec {
     /// AccECN receiver: also ACK at once when a CE packet follows a non-CE one (RFC 9768
     /// change-triggered ACK). Linux only forces an ACK after 6 pending CE marks (default off).
     pub accecn_ack_on_ce_change: bool,
+    /// `net.ipv4.tcp_ecn_option`: 2 (Linux default) sends the AccECN option on every segment
+    /// that has room once the peer's was seen; 0 never sends it. (1, the minimum rules, and
+    /// 3 are not modelled.)
+    pub ecn_option: u32,
     /// `net.ipv4.tcp_comp_sack_nr`: SACK compression after 3 immediate dup-ACKs (0 disables).
     pub comp_sack_nr: u32,
     /// `net.ipv4.tcp_comp_sack_delay_ns`, in us (delay = min(this, RTT/20)).
@@ -129,6 +133,7 @@ impl Default for TcpSpec {
             pacing_ca_ratio: 120,
             accecn_accept: AccEcnAccept::Mainline,
             accecn_ack_on_ce_change: false,
+            ecn_option: 2,
             comp_sack_nr: 44,
             comp_sack_delay_us: 1000.0,
             slow_start_after_idle: true,

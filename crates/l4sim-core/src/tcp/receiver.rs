@@ -87,6 +87,11 @@ pub struct TcpReceiver {
     received_ce: u64,
     ce_pending: u32,
     last_ce: bool,
+    /// The sender's AccECN option was seen (`saw_accecn_opt`): ACKs carry ours.
+    accecn_opt_seen: bool,
+    /// Highest option field counted so far (`accecn_minlen`): ACKs without room for it
+    /// go without the option.
+    accecn_minlen: u8,
     /// Receive buffer and window; in-order bytes at `prior_rcv_nxt`.
     rwin: RcvBuf,
     prior_bytes: u64,
@@ -145,6 +150,8 @@ impl TcpReceiver {
             received_ce: 0,
             ce_pending: 0,
             last_ce: false,
+            accecn_opt_seen: false,
+            accecn_minlen: 0,
             rwin: RcvBuf::new(spec.rmem, spec.moderate_rcvbuf, params.mss),
             prior_bytes: 0,
         }
@@ -205,6 +212,11 @@ impl TcpReceiver {
         {
             p.ecn = self.own_ect();
         }
+        // tcp_synack_options: an AccECN listener sends the option whenever the sysctl allows.
+        if self.mode == EcnMode::AccEcn && self.spec.ecn_option != 0 {
+            p.accecn_opt = true;
+            p.len += ecn::accecn_option_len(0, 0).unwrap_or(0);
+        }
         out.push(p);
         self.synack_sent_at = now;
         self.synack_at = now + (TCP_TIMEOUT_INIT << self.synack_retries.min(7)).min(TCP_RTO_MAX);
@@ -262,6 +274,10 @@ impl TcpReceiver {
             self.ts_recent = p.ts_val;
         }
         // AccECN counters (every packet).
+        if self.mode == EcnMode::AccEcn {
+            self.accecn_opt_seen |= p.accecn_opt;
+            self.accecn_minlen = self.accecn_minlen.max(ecn::accecn_optfield(p.ecn));
+        }
         if self.mode == EcnMode::AccEcn && ce {
             self.received_ce += 1;
             self.ce_pending += 1;
@@ -580,6 +596,13 @@ impl TcpReceiver {
                 p.set_ace(ecn::ace_encode(self.received_ce));
                 p.ecn = self.own_ect();
                 self.ce_pending = 0;
+                // The option, where the SACK blocks leave room for the fields counted.
+                if self.accecn_opt_seen && self.spec.ecn_option != 0 {
+                    if let Some(n) = ecn::accecn_option_len(p.n_sack, self.accecn_minlen) {
+                        p.accecn_opt = true;
+                        p.len += n;
+                    }
+                }
             }
         }
         out.push(p);

@@ -124,6 +124,14 @@ pub struct TcpSender {
     /// Segments to send (u32::MAX: bulk) and the payload of the last one.
     total_segs: u32,
     last_payload: u32,
+    /// Payload bytes per segment (`tcp_current_mss`): the MSS less the option bytes beyond
+    /// the timestamps that every segment carries (the AccECN option, when in use).
+    mss_now: u32,
+    /// New data segments carry the AccECN option (`tcp_ecn_option` 2 and the peer's seen).
+    accecn_opt: bool,
+    /// What the application wrote before the handshake completed, segmented again at the
+    /// SYN/ACK if the MSS changes then (dropped after it: memory stays flat).
+    early_writes: Vec<u64>,
     /// Earlier partial segments of a persistent connection's writes: (segment, payload).
     partial: VecDeque<(u32, u32)>,
     segs: VecDeque<Seg>,
@@ -168,19 +176,12 @@ impl TcpSender {
         let mss = spec.mss.map_or(params.mss, |m| m.min(params.mss));
         let mut sk = Sock::new(mss);
         sk.snd_cwnd = spec.init_cwnd;
-        let (total_segs, last_payload) = match params.size {
-            Some(b) => {
-                let n = b.div_ceil(mss as u64).max(1);
-                (n as u32, (b - (n - 1) * mss as u64) as u32)
-            }
-            None => (u32::MAX, mss),
-        };
         let stats = SenderStats {
             established_at: NEVER,
             completed_at: NEVER,
             ..Default::default()
         };
-        TcpSender {
+        let mut s = TcpSender {
             sk,
             cc_flags: cc.flags(),
             cc,
@@ -193,8 +194,11 @@ impl TcpSender {
             syn_retries: 0,
             snd_wnd: 0,
             syn_at: NEVER,
-            total_segs,
-            last_payload,
+            total_segs: 0,
+            last_payload: mss,
+            mss_now: mss,
+            accecn_opt: false,
+            early_writes: Vec::new(),
             partial: VecDeque::new(),
             segs: VecDeque::with_capacity(256),
             ts_head: NIL,
@@ -218,6 +222,43 @@ impl TcpSender {
             rs: RateSample::default(),
             ts_recent: 0,
             received_ce: 0,
+        };
+        match params.size {
+            Some(b) => {
+                s.add_segments(b);
+                s.early_writes.push(b);
+            }
+            None => s.total_segs = u32::MAX,
+        }
+        s
+    }
+
+    /// Segments for `bytes` more written by the application: the last one may be short, and
+    /// the next write starts a new segment.
+    fn add_segments(&mut self, bytes: u64) {
+        let mss = self.mss_now as u64;
+        let n = bytes.div_ceil(mss).max(1);
+        if self.total_segs > 0 && self.last_payload < self.mss_now {
+            self.partial
+                .push_back((self.total_segs - 1, self.last_payload));
+        }
+        self.total_segs += n as u32;
+        self.last_payload = (bytes.max(1) - (n - 1) * mss) as u32;
+    }
+
+    /// The payload per segment changes before any data left (the SYN/ACK decided the
+    /// options): segment what was written so far again.
+    fn set_mss_now(&mut self, mss_now: u32) {
+        debug_assert_eq!(self.sk.snd_nxt, 0, "MSS changed after data was sent");
+        self.mss_now = mss_now;
+        if self.total_segs == u32::MAX {
+            self.last_payload = mss_now;
+            return;
+        }
+        self.total_segs = 0;
+        self.partial.clear();
+        for b in std::mem::take(&mut self.early_writes) {
+            self.add_segments(b);
         }
     }
 
@@ -248,18 +289,14 @@ impl TcpSender {
         if matches!(self.phase, Phase::Established | Phase::Done) {
             self.slow_start_after_idle_check(now);
         }
-        let mss = self.sk.mss as u64;
-        let n = bytes.div_ceil(mss).max(1);
         let una = self.sk.snd_una;
         while self.partial.front().is_some_and(|&(s, _)| s < una) {
             self.partial.pop_front();
         }
-        if self.last_payload < self.sk.mss {
-            self.partial
-                .push_back((self.total_segs - 1, self.last_payload));
+        if !matches!(self.phase, Phase::Established | Phase::Done) {
+            self.early_writes.push(bytes);
         }
-        self.total_segs += n as u32;
-        self.last_payload = (bytes.max(1) - (n - 1) * mss) as u32;
+        self.add_segments(bytes);
         self.stats.completed_at = NEVER;
         if self.phase == Phase::Done {
             self.phase = Phase::Established;
@@ -372,6 +409,15 @@ impl TcpSender {
         self.snd_wnd = pkt.wnd as u64;
         let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc_flags);
         self.sk.ecn_mode = mode;
+        // The SYN/ACK's AccECN option sets `saw_accecn_opt`; from then on every segment
+        // carries ours (`tcp_established_options`), which `tcp_current_mss` takes off the
+        // payload.
+        if mode == EcnMode::AccEcn && pkt.accecn_opt && self.spec.ecn_option != 0 {
+            self.accecn_opt = true;
+            let opt = ecn::accecn_option_len(0, 0).unwrap_or(0);
+            self.set_mss_now(self.sk.mss - opt);
+        }
+        self.early_writes = Vec::new();
         // RTT sample of the SYN (timestamp echo covers retransmitted SYNs).
         let rtt_us = (now.saturating_sub(pkt.ts_ecr) / US).max(1);
         let rto_min_us = self.rto_min() / US;
@@ -420,11 +466,11 @@ impl TcpSender {
         if seq + 1 == self.total_segs {
             self.last_payload
         } else if self.partial.is_empty() {
-            self.sk.mss
+            self.mss_now
         } else {
             match self.partial.binary_search_by_key(&seq, |&(s, _)| s) {
                 Ok(i) => self.partial[i].1,
-                Err(_) => self.sk.mss,
+                Err(_) => self.mss_now,
             }
         }
     }
@@ -539,6 +585,10 @@ impl TcpSender {
         p.seq = seq;
         p.payload = payload;
         p.len = hdr::wire_len(payload, 0);
+        if self.accecn_opt {
+            p.accecn_opt = true;
+            p.len += ecn::accecn_option_len(0, 0).unwrap_or(0);
+        }
         p.retrans = retrans;
         self.ecn_for(&mut p, retrans);
         out.push(p);
@@ -597,7 +647,7 @@ impl TcpSender {
         if !self.spec.tso {
             return 1;
         }
-        let mss = self.sk.mss.max(1) as u64;
+        let mss = self.mss_now.max(1) as u64;
         let segs = self.cc.tso_segs(&self.sk).unwrap_or_else(|| {
             let bytes = (self.sk.pacing_rate >> SK_PACING_SHIFT).min(GSO_MAX_BYTES);
             ((bytes / mss) as u32).max(TCP_MIN_TSO_SEGS)
@@ -730,9 +780,9 @@ impl TcpSender {
         sent
     }
 
-    /// `tcp_wnd_end`, in segments: the window counts whole MSS-sized segments.
+    /// `tcp_wnd_end`, in segments: the window counts whole segments of `mss_now` bytes.
     fn wnd_end(&self) -> u32 {
-        let segs = self.snd_wnd / self.sk.mss.max(1) as u64;
+        let segs = self.snd_wnd / self.mss_now.max(1) as u64;
         self.sk
             .snd_una
             .saturating_add(segs.min(u32::MAX as u64) as u32)

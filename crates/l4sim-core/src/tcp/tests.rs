@@ -540,6 +540,71 @@ fn accecn_mode_sends_every_packet_ect_without_cwr() {
     assert_eq!(h.retransmitted_seqs(), vec![30]);
 }
 
+/// `tcp_ecn_option` 2 on both hosts: the SYN/ACK's AccECN option lets the sender put its
+/// own on every segment (12 bytes), which `tcp_current_mss` takes from the payload, so a
+/// full segment is still 1514 bytes; ACKs carry it too, less where SACK blocks leave no
+/// room. With the option off on either host no segment carries it.
+#[test]
+fn accecn_option_takes_twelve_bytes_from_every_segment() {
+    let opt = |tx: u32, rx: u32| {
+        let mut h = Harness::new(
+            10.0,
+            20.0,
+            100,
+            TcpSpec {
+                ecn_option: tx,
+                ..spec(EcnSysctl::Accecn)
+            },
+            TcpSpec {
+                ecn_option: rx,
+                ..spec(EcnSysctl::Accecn)
+            },
+            Some(100_000),
+        );
+        h.filter = first_tx_of(&[20]);
+        h.start();
+        h.run(5 * SEC);
+        assert_eq!(h.s.stats.ecn_mode, EcnMode::AccEcn);
+        assert_eq!(h.r.stats.bytes_delivered, 100_000, "the whole transfer");
+        h
+    };
+    let h = opt(2, 2);
+    let (full, last): (Vec<_>, Vec<_>) = h
+        .data()
+        .map(|(_, p, _)| *p)
+        .partition(|p| p.payload == 1436);
+    assert!(full.len() > 60 && full.iter().all(|p| p.len == 1514 && p.accecn_opt));
+    // 100,000 = 69 x 1436 + 916.
+    assert!(last
+        .iter()
+        .all(|p| p.payload == 916 && p.len == 1514 - 520 && p.accecn_opt));
+    let acks: Vec<_> = h
+        .rev
+        .iter()
+        .filter(|(_, p)| !p.has(flags::SYN))
+        .map(|(_, p)| *p)
+        .collect();
+    assert!(acks.iter().any(|p| p.n_sack > 0), "segment 20 was lost");
+    for p in &acks {
+        let extra = p.len - crate::packet::hdr::wire_len(0, p.n_sack);
+        assert_eq!(extra, [12, 12, 8, 0][p.n_sack as usize], "{p:?}");
+        assert!(p.accecn_opt);
+    }
+    for (tx, rx) in [(2, 0), (0, 2), (0, 0)] {
+        let h = opt(tx, rx);
+        assert!(h
+            .data()
+            .all(|(_, p, _)| !p.accecn_opt && p.len == crate::packet::hdr::wire_len(p.payload, 0)));
+        assert!(h.data().any(|(_, p, _)| p.payload == 1448));
+        let acks_with = h
+            .rev
+            .iter()
+            .filter(|(_, p)| !p.has(flags::SYN) && p.accecn_opt)
+            .count();
+        assert_eq!(acks_with, 0, "tx {tx} rx {rx}: no option seen, none sent");
+    }
+}
+
 // ------------------------------------------------------------------------- ECN feedback
 
 #[test]
