@@ -152,8 +152,6 @@ pub struct Packet {
     pub netem_dup: bool,
     /// A bit flipped by netem's `corrupt`: the destination host's checksum discards it.
     pub corrupt: bool,
-    /// The segment carries the AccECN option (its bytes are in `len`).
-    pub accecn_opt: bool,
 }
 
 impl Packet {
@@ -189,7 +187,6 @@ impl Packet {
             dscp: 0,
             netem_dup: false,
             corrupt: false,
-            accecn_opt: false,
         }
     }
     /// A full-size data segment of flow 0 from node 0 to node 1 (for tests).
@@ -207,6 +204,11 @@ impl Packet {
         self.payload > 0
     }
     /// The 3-bit ACE field (AccECN): AE, CWR, ECE from most to least significant.
+    /// TCP option bytes beyond the timestamps and the SACK blocks: the AccECN option, the only
+    /// other option modelled (`tcp::ecn::accecn_option_len`; 0 when absent).
+    pub fn accecn_option_bytes(&self) -> u32 {
+        self.len - hdr::wire_len(self.payload, self.n_sack)
+    }
     pub fn ace(&self) -> u8 {
         ((self.flags & flags::AE != 0) as u8) << 2
             | ((self.flags & flags::CWR != 0) as u8) << 1

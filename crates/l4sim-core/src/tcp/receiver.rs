@@ -214,7 +214,6 @@ impl TcpReceiver {
         }
         // tcp_synack_options: an AccECN listener sends the option whenever the sysctl allows.
         if self.mode == EcnMode::AccEcn && self.spec.ecn_option != 0 {
-            p.accecn_opt = true;
             p.len += ecn::accecn_option_len(0, 0).unwrap_or(0);
         }
         out.push(p);
@@ -275,7 +274,7 @@ impl TcpReceiver {
         }
         // AccECN counters (every packet).
         if self.mode == EcnMode::AccEcn {
-            self.accecn_opt_seen |= p.accecn_opt;
+            self.accecn_opt_seen |= p.accecn_option_bytes() > 0;
             self.accecn_minlen = self.accecn_minlen.max(ecn::accecn_optfield(p.ecn));
         }
         if self.mode == EcnMode::AccEcn && ce {
@@ -599,7 +598,6 @@ impl TcpReceiver {
                 // The option, where the SACK blocks leave room for the fields counted.
                 if self.accecn_opt_seen && self.spec.ecn_option != 0 {
                     if let Some(n) = ecn::accecn_option_len(p.n_sack, self.accecn_minlen) {
-                        p.accecn_opt = true;
                         p.len += n;
                     }
                 }

@@ -412,7 +412,7 @@ impl TcpSender {
         // The SYN/ACK's AccECN option sets `saw_accecn_opt`; from then on every segment
         // carries ours (`tcp_established_options`), which `tcp_current_mss` takes off the
         // payload.
-        if mode == EcnMode::AccEcn && pkt.accecn_opt && self.spec.ecn_option != 0 {
+        if mode == EcnMode::AccEcn && pkt.accecn_option_bytes() > 0 && self.spec.ecn_option != 0 {
             self.accecn_opt = true;
             let opt = ecn::accecn_option_len(0, 0).unwrap_or(0);
             self.set_mss_now(self.sk.mss - opt);
@@ -586,7 +586,6 @@ impl TcpSender {
         p.payload = payload;
         p.len = hdr::wire_len(payload, 0);
         if self.accecn_opt {
-            p.accecn_opt = true;
             p.len += ecn::accecn_option_len(0, 0).unwrap_or(0);
         }
         p.retrans = retrans;

@@ -573,11 +573,14 @@ fn accecn_option_takes_twelve_bytes_from_every_segment() {
         .data()
         .map(|(_, p, _)| *p)
         .partition(|p| p.payload == 1436);
-    assert!(full.len() > 60 && full.iter().all(|p| p.len == 1514 && p.accecn_opt));
+    assert!(
+        full.len() > 60
+            && full
+                .iter()
+                .all(|p| p.len == 1514 && p.accecn_option_bytes() == 12)
+    );
     // 100,000 = 69 x 1436 + 916.
-    assert!(last
-        .iter()
-        .all(|p| p.payload == 916 && p.len == 1514 - 520 && p.accecn_opt));
+    assert!(last.iter().all(|p| p.payload == 916 && p.len == 1514 - 520));
     let acks: Vec<_> = h
         .rev
         .iter()
@@ -586,20 +589,20 @@ fn accecn_option_takes_twelve_bytes_from_every_segment() {
         .collect();
     assert!(acks.iter().any(|p| p.n_sack > 0), "segment 20 was lost");
     for p in &acks {
-        let extra = p.len - crate::packet::hdr::wire_len(0, p.n_sack);
-        assert_eq!(extra, [12, 12, 8, 0][p.n_sack as usize], "{p:?}");
-        assert!(p.accecn_opt);
+        assert_eq!(
+            p.accecn_option_bytes(),
+            [12, 12, 8, 0][p.n_sack as usize],
+            "{p:?}"
+        );
     }
     for (tx, rx) in [(2, 0), (0, 2), (0, 0)] {
         let h = opt(tx, rx);
-        assert!(h
-            .data()
-            .all(|(_, p, _)| !p.accecn_opt && p.len == crate::packet::hdr::wire_len(p.payload, 0)));
+        assert!(h.data().all(|(_, p, _)| p.accecn_option_bytes() == 0));
         assert!(h.data().any(|(_, p, _)| p.payload == 1448));
         let acks_with = h
             .rev
             .iter()
-            .filter(|(_, p)| !p.has(flags::SYN) && p.accecn_opt)
+            .filter(|(_, p)| !p.has(flags::SYN) && p.accecn_option_bytes() > 0)
             .count();
         assert_eq!(acks_with, 0, "tx {tx} rx {rx}: no option seen, none sent");
     }
