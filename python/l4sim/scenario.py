@@ -100,6 +100,7 @@ class TcpDict(TypedDict, total=False):
     rto_min_ms: float
     mss: int
     slow_start_after_idle: bool
+    ecn_option: int  # net.ipv4.tcp_ecn_option: 2 (AccECN option on every segment) or 0
     rmem: list[int]  # net.ipv4.tcp_rmem: [min, default, max] bytes
     moderate_rcvbuf: bool
 

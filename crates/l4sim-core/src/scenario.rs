@@ -556,6 +556,23 @@ mod tests {
     }
 
     #[test]
+    fn an_unmodelled_ecn_option_mode_names_the_field_and_value() {
+        let with = |v: u32| {
+            OK.replace(
+                "\"cc\": {\"name\": \"reno\"}",
+                &format!(
+                    "\"cc\": {{\"name\": \"reno\"}}, \"receiver\": {{\"tcp\": {{\"ecn_option\": {v}}}}}"
+                ),
+            )
+        };
+        let e = Scenario::from_json(&with(1)).unwrap_err();
+        assert_eq!(e.field, "flows[0].receiver.tcp.ecn_option", "{e}");
+        assert!(e.message.contains("got 1"), "{e}");
+        Scenario::from_json(&with(0)).unwrap();
+        Scenario::from_json(&with(2)).unwrap();
+    }
+
+    #[test]
     fn a_receive_buffer_out_of_order_or_too_small_names_rmem() {
         for (rmem, ok) in [
             ("[4096, 131072, 6291456]", true),
