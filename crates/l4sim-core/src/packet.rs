@@ -203,12 +203,12 @@ impl Packet {
     pub fn is_data(&self) -> bool {
         self.payload > 0
     }
-    /// The 3-bit ACE field (AccECN): AE, CWR, ECE from most to least significant.
     /// TCP option bytes beyond the timestamps and the SACK blocks: the AccECN option, the only
     /// other option modelled (`tcp::ecn::accecn_option_len`; 0 when absent).
     pub fn accecn_option_bytes(&self) -> u32 {
         self.len - hdr::wire_len(self.payload, self.n_sack)
     }
+    /// The 3-bit ACE field (AccECN): AE, CWR, ECE from most to least significant.
     pub fn ace(&self) -> u8 {
         ((self.flags & flags::AE != 0) as u8) << 2
             | ((self.flags & flags::CWR != 0) as u8) << 1

@@ -127,8 +127,9 @@ pub struct TcpSender {
     /// Payload bytes per segment (`tcp_current_mss`): the MSS less the option bytes beyond
     /// the timestamps that every segment carries (the AccECN option, when in use).
     mss_now: u32,
-    /// New data segments carry the AccECN option (`tcp_ecn_option` 2 and the peer's seen).
-    accecn_opt: bool,
+    /// Bytes of the AccECN option on every data segment (`tcp_ecn_option` 2 and the peer's
+    /// option seen), else 0.
+    opt_bytes: u32,
     /// What the application wrote before the handshake completed, segmented again at the
     /// SYN/ACK if the MSS changes then (dropped after it: memory stays flat).
     early_writes: Vec<u64>,
@@ -197,7 +198,7 @@ impl TcpSender {
             total_segs: 0,
             last_payload: mss,
             mss_now: mss,
-            accecn_opt: false,
+            opt_bytes: 0,
             early_writes: Vec::new(),
             partial: VecDeque::new(),
             segs: VecDeque::with_capacity(256),
@@ -413,9 +414,8 @@ impl TcpSender {
         // carries ours (`tcp_established_options`), which `tcp_current_mss` takes off the
         // payload.
         if mode == EcnMode::AccEcn && pkt.accecn_option_bytes() > 0 && self.spec.ecn_option != 0 {
-            self.accecn_opt = true;
-            let opt = ecn::accecn_option_len(0, 0).unwrap_or(0);
-            self.set_mss_now(self.sk.mss - opt);
+            self.opt_bytes = ecn::accecn_option_len(0, 0).unwrap_or(0);
+            self.set_mss_now(self.sk.mss - self.opt_bytes);
         }
         self.early_writes = Vec::new();
         // RTT sample of the SYN (timestamp echo covers retransmitted SYNs).
@@ -584,10 +584,7 @@ impl TcpSender {
         p.flags = flags::ACK;
         p.seq = seq;
         p.payload = payload;
-        p.len = hdr::wire_len(payload, 0);
-        if self.accecn_opt {
-            p.len += ecn::accecn_option_len(0, 0).unwrap_or(0);
-        }
+        p.len = hdr::wire_len(payload, 0) + self.opt_bytes;
         p.retrans = retrans;
         self.ecn_for(&mut p, retrans);
         out.push(p);
