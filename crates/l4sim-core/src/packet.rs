@@ -87,8 +87,12 @@ pub mod hdr {
     /// Ethernet header counted by qdiscs (`qdisc_pkt_len` = skb->len including the MAC header).
     pub const ETH: u32 = 14;
     pub const IP: u32 = 20;
+    /// `TCPOLEN_TSTAMP_ALIGNED`: the timestamp option with its padding.
+    pub const TSTAMP_ALIGNED: u32 = 12;
     /// TCP header with the timestamp option (20 + 12).
-    pub const TCP_TS: u32 = 32;
+    pub const TCP_TS: u32 = 20 + TSTAMP_ALIGNED;
+    /// `MAX_TCP_OPTION_SPACE`: option bytes a TCP header can carry.
+    pub const OPTION_SPACE: u32 = 40;
     pub const MTU: u32 = 1500;
     /// Largest link MTU a scenario may give (jumbo frames).
     pub const MAX_MTU: u32 = 9000;
@@ -96,10 +100,17 @@ pub mod hdr {
     pub const MSS: u32 = MTU - IP - TCP_TS;
     /// `psched_mtu`: the MTU plus the link-layer header, as qdiscs use it (1514).
     pub const PSCHED_MTU: u32 = MTU + ETH;
+    /// Option bytes of `n_sack` SACK blocks (`TCPOLEN_SACK_BASE_ALIGNED` + 8 each).
+    pub fn sack_len(n_sack: u8) -> u32 {
+        if n_sack > 0 {
+            4 + 8 * n_sack as u32
+        } else {
+            0
+        }
+    }
     /// Wire length of a segment with `payload` bytes and `n_sack` SACK blocks.
     pub fn wire_len(payload: u32, n_sack: u8) -> u32 {
-        let sack = if n_sack > 0 { 4 + 8 * n_sack as u32 } else { 0 };
-        ETH + IP + TCP_TS + sack + payload
+        ETH + IP + TCP_TS + sack_len(n_sack) + payload
     }
 }
 

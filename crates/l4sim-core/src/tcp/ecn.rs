@@ -12,16 +12,12 @@ use serde::{Deserialize, Serialize};
 
 use super::EcnSysctl;
 use crate::cc::{CcFlags, EcnMode};
-use crate::packet::{flags, Ecn};
+use crate::packet::{flags, hdr, Ecn};
 
 /// `TCP_ACCECN_CEP_INIT_OFFSET`: the ACE counter starts at 5.
 pub const ACE_INIT: u8 = 5;
 /// `TCP_ACCECN_ACE_MAX_DELTA`: a receiver forces an ACK once this many CE marks are pending.
 pub const ACE_MAX_DELTA: u32 = 6;
-
-/// `MAX_TCP_OPTION_SPACE`, and what the timestamps take of it (`TCPOLEN_TSTAMP_ALIGNED`).
-const OPTION_SPACE: u32 = 40;
-const TSTAMP_ALIGNED: u32 = 12;
 
 /// Bytes the AccECN option adds to an established segment carrying `n_sack` SACK blocks
 /// (timestamps on), or `None` if not even `required` of its three 3-byte counter fields
@@ -31,8 +27,7 @@ const TSTAMP_ALIGNED: u32 = 12;
 /// the result does not fit in what is left of the 40 option bytes. `required` is the
 /// receiver's `accecn_minlen`: the highest field (1 ECT(1), 2 CE, 3 ECT(0)) it has counted.
 pub fn accecn_option_len(n_sack: u8, required: u8) -> Option<u32> {
-    let sack = if n_sack > 0 { 4 + 8 * n_sack as u32 } else { 0 };
-    let remaining = OPTION_SPACE - TSTAMP_ALIGNED - sack;
+    let remaining = hdr::OPTION_SPACE - hdr::TSTAMP_ALIGNED - hdr::sack_len(n_sack);
     let saving = if n_sack > 0 { 2 } else { 0 };
     (required..=3).rev().find_map(|fields| {
         let size = 2 + 3 * fields as u32;

@@ -19,14 +19,13 @@
 //! within twice its length (drivers with 2 KB receive buffers), `tcp_grow_window`'s fast path.
 //! No memory pressure.
 
+use crate::packet::hdr;
 use crate::time::{SimTime, MS, US};
 
 /// `MAX_TCP_HEADER` on x86-64 (`L1_CACHE_BYTES` + 128 + ... as 5.15 builds it).
 const MAX_TCP_HEADER: u32 = 320;
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` + `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))`.
 const SKB_OVERHEAD: u32 = 256 + 320;
-/// `TCPOLEN_TSTAMP_ALIGNED`: advmss counts no options, the payload does.
-const TSTAMP_ALIGNED: u32 = 12;
 /// `TCP_INIT_CWND`.
 const TCP_INIT_CWND: u64 = 10;
 /// `sysctl_tcp_app_win`.
@@ -72,7 +71,7 @@ impl RcvBuf {
     /// A listener's socket for a path MSS of `mss` payload bytes (timestamps on), with
     /// `net.ipv4.tcp_rmem` = `rmem` and `tcp_moderate_rcvbuf` = `moderate`.
     pub fn new(rmem: [u32; 3], moderate: bool, mss: u32) -> RcvBuf {
-        let advmss = (mss + TSTAMP_ALIGNED) as u64;
+        let advmss = (mss + hdr::TSTAMP_ALIGNED) as u64; // advmss counts no options
         let rcvbuf = rmem[1] as u64;
         let truesize = advmss + (MAX_TCP_HEADER + SKB_OVERHEAD) as u64;
         let mut rcvmem = truesize as i64;
