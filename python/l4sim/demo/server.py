@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 SPEEDS = ("pause", "1x", "max")
 FRAME_S = 1.0  # simulated seconds per frame (one frame per wall second at 1x)
+#: Seconds a stopping server waits for a page to answer its close, and for open handlers.
+CLOSE_TIMEOUT_S = 2.0
+SHUTDOWN_TIMEOUT_S = 5.0
 
 
 def _plotly_js() -> Path:
@@ -137,7 +140,8 @@ async def _plotly(request: web.Request) -> web.FileResponse:
 
 
 async def _websocket(request: web.Request) -> web.WebSocketResponse:
-    ws = web.WebSocketResponse(heartbeat=30)
+    # timeout: how long close() waits for the page's close frame when the server stops.
+    ws = web.WebSocketResponse(heartbeat=30, timeout=CLOSE_TIMEOUT_S)
     await ws.prepare(request)
     request.app["sockets"].add(ws)
     tab = _Tab(ws)
@@ -181,7 +185,9 @@ def make_app() -> web.Application:
 
 async def serve(host: str, port: int, open_browser: bool) -> None:
     """Serve until cancelled (Ctrl-C) or SIGTERM; print the URL once listening."""
-    runner = web.AppRunner(make_app())
+    # Ctrl-C must stop the server promptly even if a page never answers the close: bound
+    # the wait for open handlers (aiohttp's default is 60 s).
+    runner = web.AppRunner(make_app(), shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)
