@@ -219,6 +219,9 @@ def browser_page():
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
+        # Ctrl-C as a terminal delivers it: a test started in the background inherits SIGINT
+        # ignored (a shell's `cmd &` without job control), and Python then keeps ignoring it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     line = proc.stdout.readline()
     if "http://" not in line:
