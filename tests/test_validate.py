@@ -137,3 +137,35 @@ def test_validate_reports_per_case_lines_and_both_verdict_columns(tmp_path):
     assert set(v.summary.columns_match) == {"fallback off, vs CUBIC", "fallback off, vs BBRv2"}
     md = (tmp_path / "out" / "summary.md").read_text()
     assert "| fallback off, vs BBRv2 | DualPI2 |" in md
+
+
+def test_delay_values_are_attributed_to_documented_patterns_by_cell_type():
+    """Each delay value gets the key of the docs/validation.md pattern its cell type belongs to
+    (Prague starving; a BBR flow behind flow queuing; CoDel's ECN marking), whatever the size of
+    its error, and the summary counts agreement per pattern: a new kind of disagreement shows
+    up under "none of these"."""
+    import pandas as pd
+
+    from l4sim.studies.validate import DELAY_PATTERNS, delay_by_pattern, delay_pattern
+
+    assert [k for k, _ in DELAY_PATTERNS] == ["starving", "bbr-flow-queue", "codel-ecn"]
+    assert delay_pattern("l4s", "DualPI2", "bbr3", 0.04) == "starving"
+    assert delay_pattern("l4s", "DualPI2", "bbr3", 0.45) == ""
+    assert delay_pattern("classic", "FQ_Codel_L4S", "bbr2", 0.5) == "bbr-flow-queue"
+    assert delay_pattern("classic", "FQ_Codel_L4S", "cubic", 0.5) == ""
+    assert delay_pattern("l4s", "FQ_Codel", "cubic", 0.5) == "codel-ecn"
+    assert delay_pattern("classic", "FQ_Codel", "cubic", 0.5) == ""  # its own flow queue
+    assert delay_pattern("classic", "Codel", "cubic", 0.93) == "codel-ecn"  # the shared queue
+    assert delay_pattern("l4s", "Codel_drop", "bbr2", 0.3) == ""  # no marking there
+
+    cmp = pd.DataFrame(
+        {
+            "l4s_qdelay_ok": [False, True, False],
+            "classic_qdelay_ok": [True, False, False],
+            "l4s_qdelay_ms_sim": [7.1, 0.3, 2.2],
+            "classic_qdelay_ms_sim": [5.2, 1.4, float("nan")],  # not simulated: not counted
+            "l4s_qdelay_pattern": ["starving", "", ""],
+            "classic_qdelay_pattern": ["", "bbr-flow-queue", "bbr-flow-queue"],
+        }
+    )
+    assert delay_by_pattern(cmp) == {"starving": (0, 1), "bbr-flow-queue": (0, 1), "codel-ecn": (0, 0), "": (2, 3)}

@@ -255,6 +255,8 @@ HEADINGS: dict[str, str] = {
     "share_ok": f"L4S share within {SHARE_TOLERANCE:g}",
     "l4s_qdelay_ok": "L4S queueing delay within tolerance",
     "classic_qdelay_ok": "classic queueing delay within tolerance",
+    "l4s_qdelay_pattern": "L4S delay off: documented pattern",
+    "classic_qdelay_pattern": "classic delay off: documented pattern",
     **{f"{q}_sim_in_tb": f"{w}: sim within testbed spread" for q, (w, _) in _QUANTITIES.items()},
     **{f"{q}_tb_in_sim": f"{w}: testbed within sim spread" for q, (w, _) in _QUANTITIES.items()},
 }
