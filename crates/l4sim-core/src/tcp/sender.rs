@@ -22,9 +22,15 @@
 //! TSO/GSO (`tcp_write_xmit`): new data leaves in skbs of up to `tcp_tso_segs` segments
 //! (the CC's `tso_segs` hook, else `tcp_tso_autosize`: about 1 ms at the pacing rate, at least
 //! 2), at most half the window each (`tcp_cwnd_test`), sent back to back; the EDT stamp
-//! advances once per skb. Unpaced senders hold back partial skbs as `tcp_tso_should_defer`
-//! does (win divisor 3, at most 1 ms after the last write, not when the next ACK is more than
-//! srtt/2 away). Retransmissions and loss probes are single segments.
+//! advances once per skb. Bursts are cut from the write queue's skbs, which `tcp_sendmsg`
+//! fills to `tcp_xmit_size_goal` (a 64 KB GSO skb, at most half the largest offered window:
+//! 45 segments of 1436-1448 bytes), one skb at a time, so a bulk sender's burst ends at each
+//! boundary, short if need be. The boundaries are placed as `snd_nxt` reaches them, with the
+//! size goal of that moment (Linux fixes them when the application writes, up to a send
+//! buffer earlier: the two differ only while the offered window still grows). Unpaced
+//! senders hold back partial skbs as `tcp_tso_should_defer` does (win divisor 3, at most 1 ms
+//! after the last write, not when the next ACK is more than srtt/2 away). Retransmissions
+//! and loss probes are single segments.
 //!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
 //! of the RACK reordering window and of `tp->reordering`, TSQ and GRO, timer-wheel slack
@@ -120,6 +126,11 @@ pub struct TcpSender {
     syn_retries: u32,
     /// The receiver's offered window, bytes (`snd_wnd`).
     snd_wnd: u64,
+    /// The largest window the receiver offered (`max_window`), bytes.
+    max_window: u64,
+    /// A bulk sender's write queue: the end of the skb `snd_nxt` is in (`tcp_sendmsg` fills
+    /// each skb to the size goal; `tcp_write_xmit` never joins two skbs in one burst).
+    pub(crate) skb_end: u32,
     syn_at: SimTime,
     /// Segments to send (u32::MAX: bulk) and the payload of the last one.
     total_segs: u32,
@@ -194,6 +205,8 @@ impl TcpSender {
             ecn_req: EcnRequest::None,
             syn_retries: 0,
             snd_wnd: 0,
+            max_window: 0,
+            skb_end: 0,
             syn_at: NEVER,
             total_segs: 0,
             last_payload: mss,
@@ -408,6 +421,7 @@ impl TcpSender {
     fn on_synack(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
         self.ts_recent = pkt.ts_val;
         self.snd_wnd = pkt.wnd as u64;
+        self.max_window = self.max_window.max(self.snd_wnd);
         let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc_flags);
         self.sk.ecn_mode = mode;
         // The SYN/ACK's AccECN option sets `saw_accecn_opt`; from then on every segment
@@ -651,6 +665,32 @@ impl TcpSender {
         segs.clamp(1, (GSO_MAX_BYTES / mss) as u32)
     }
 
+    /// `tcp_xmit_size_goal` in segments: a 64 KB GSO skb, at most half the largest window the
+    /// receiver offered (`tcp_bound_to_half_wnd`).
+    pub(crate) fn size_goal_segs(&self) -> u32 {
+        if !self.spec.tso {
+            return 1;
+        }
+        let mut bytes = GSO_MAX_BYTES;
+        if self.max_window > 0 {
+            let cutoff = if self.max_window > 536 { self.max_window >> 1 } else { self.max_window };
+            bytes = bytes.min(cutoff.max(68));
+        }
+        ((bytes / self.mss_now.max(1) as u64) as u32).max(1)
+    }
+
+    /// Segments left in the write-queue skb that `snd_nxt` is in (a bulk sender's; a sized
+    /// transfer counts as one skb).
+    fn skb_left(&mut self) -> u32 {
+        if self.total_segs != u32::MAX {
+            return self.total_segs - self.sk.snd_nxt;
+        }
+        if self.skb_end <= self.sk.snd_nxt {
+            self.skb_end = self.sk.snd_nxt + self.size_goal_segs();
+        }
+        self.skb_end - self.sk.snd_nxt
+    }
+
     /// `tcp_tso_should_defer`: hold back a partial GSO burst while an ACK that will open
     /// more window is expected soon, so unpaced senders emit bursts of about `max_segs`
     /// (`tcp_tso_win_divisor` 3). `limit` is the window space in segments (the receive
@@ -666,8 +706,9 @@ impl TcpSender {
         if limit >= max_segs {
             return false;
         }
-        // A sized transfer whose rest fits: this skb gets no more data.
-        if self.total_segs != u32::MAX && limit >= remaining {
+        // The rest of this skb fits: it gets no more data (a bulk sender's skb is never the
+        // write queue's tail; a sized transfer's rest is).
+        if limit >= remaining {
             return false;
         }
         if limit * TCP_TSO_WIN_DIVISOR >= self.sk.snd_cwnd {
@@ -727,7 +768,7 @@ impl TcpSender {
             } else {
                 (cwnd >> 1).max(1).min(cwnd - in_flight)
             };
-            let remaining = self.total_segs - self.sk.snd_nxt;
+            let remaining = self.skb_left();
             if !tlp
                 && max_segs > 1
                 && remaining > 1
@@ -1280,6 +1321,7 @@ impl TcpSender {
         // grows or closes; a pure receiver's sequence number never moves).
         if ack > self.sk.snd_una || p.wnd as u64 > self.snd_wnd || p.wnd == 0 {
             self.snd_wnd = p.wnd as u64;
+            self.max_window = self.max_window.max(self.snd_wnd);
         }
         let prior_snd_una = self.sk.snd_una;
         let prior_delivered = self.sk.delivered;

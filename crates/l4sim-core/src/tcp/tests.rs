@@ -1368,6 +1368,42 @@ fn tso_autosizes_skbs_to_a_millisecond_at_the_pacing_rate() {
 }
 
 #[test]
+fn a_burst_never_spans_two_write_queue_skbs() {
+    // tcp_sendmsg fills the write queue's skbs to tcp_xmit_size_goal (a 64 KB GSO skb less
+    // MAX_TCP_HEADER, at most half the largest offered window: 45 segments of 1448 bytes
+    // once the window has opened) and tcp_write_xmit cuts bursts from one skb at a time. A
+    // paced sender, so that every skb leaves at its own time.
+    let s = TcpSpec {
+        fq_pacing: true,
+        ..spec(EcnSysctl::None)
+    };
+    let h = bulk_3s(200.0, s);
+    assert_eq!(h.s.size_goal_segs(), 45);
+    let offset = h.s.skb_end % 45;
+    // New data's bursts: (first segment, segments), consecutive segments sent at one time.
+    let mut skbs: Vec<(u32, u32)> = Vec::new();
+    let mut last_t = NEVER;
+    for (t, p, _) in h.data().filter(|(_, p, _)| !p.retrans) {
+        match skbs.last_mut() {
+            Some(b) if *t == last_t && b.0 + b.1 == p.seq => b.1 += 1,
+            _ => skbs.push((p.seq, 1)),
+        }
+        last_t = *t;
+    }
+    let skb_of = |s: u32| (s + 45 - offset) / 45;
+    // The last 100 bursts, on the grid of the current skb (a size goal that changed earlier,
+    // while the window grew, put earlier boundaries elsewhere).
+    assert!(skbs.len() > 400);
+    let late = &skbs[skbs.len() - 100..];
+    let crossing = late.iter().filter(|(s, n)| skb_of(*s) != skb_of(s + n - 1)).count();
+    assert_eq!(crossing, 0, "bursts crossing a write-queue skb boundary");
+    // The burst that ends an skb is short when the skb's segments are not a multiple of
+    // the burst size.
+    let max = late.iter().map(|(_, n)| *n).max().unwrap();
+    assert!(45 % max != 0 && late.iter().any(|(s, n)| skb_of(*s) != skb_of(s + n) && *n < max));
+}
+
+#[test]
 fn tso_deferral_waits_at_most_a_millisecond_after_the_last_write() {
     // tcp_tso_should_defer never holds data back when the last write is older than 1 ms:
     // on a slow path (1 ACK per 2.4 ms at 10 Mbit/s) skbs follow the ACK clock.
