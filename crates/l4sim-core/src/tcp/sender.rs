@@ -24,13 +24,14 @@
 //! 2), at most half the window each (`tcp_cwnd_test`), sent back to back; the EDT stamp
 //! advances once per skb. Bursts are cut from the write queue's skbs, which `tcp_sendmsg`
 //! fills to `tcp_xmit_size_goal` (a 64 KB GSO skb, at most half the largest offered window:
-//! 45 segments of 1436-1448 bytes), one skb at a time, so a bulk sender's burst ends at each
-//! boundary, short if need be. The boundaries are placed as `snd_nxt` reaches them, with the
-//! size goal of that moment (Linux fixes them when the application writes, up to a send
-//! buffer earlier: the two differ only while the offered window still grows). Unpaced
-//! senders hold back partial skbs as `tcp_tso_should_defer` does (win divisor 3, at most 1 ms
-//! after the last write, not when the next ACK is more than srtt/2 away). Retransmissions
-//! and loss probes are single segments.
+//! 45 segments of 1436-1448 bytes), one skb at a time, so a burst ends at each boundary,
+//! short if need be. The boundaries are placed as `snd_nxt` reaches them, with the size goal
+//! of that moment (Linux fixes them when the application writes, up to a send buffer
+//! earlier: the two differ only while the offered window still grows); the end of a sized
+//! transfer's write also ends an skb. Unpaced senders hold back partial skbs as
+//! `tcp_tso_should_defer` does (win divisor 3, at most 1 ms after the last write, not when
+//! the next ACK is more than srtt/2 away). Retransmissions and loss probes are single
+//! segments.
 //!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
 //! of the RACK reordering window and of `tp->reordering`, TSQ and GRO, timer-wheel slack
@@ -128,8 +129,8 @@ pub struct TcpSender {
     snd_wnd: u64,
     /// The largest window the receiver offered (`max_window`), bytes.
     max_window: u64,
-    /// A bulk sender's write queue: the end of the skb `snd_nxt` is in (`tcp_sendmsg` fills
-    /// each skb to the size goal; `tcp_write_xmit` never joins two skbs in one burst).
+    /// The write queue: the end of the skb `snd_nxt` is in (`tcp_sendmsg` fills each skb to
+    /// the size goal; `tcp_write_xmit` never joins two skbs in one burst).
     pub(crate) skb_end: u32,
     syn_at: SimTime,
     /// Segments to send (u32::MAX: bulk) and the payload of the last one.
@@ -673,20 +674,22 @@ impl TcpSender {
         }
         let mut bytes = GSO_MAX_BYTES;
         if self.max_window > 0 {
-            let cutoff = if self.max_window > 536 { self.max_window >> 1 } else { self.max_window };
+            let cutoff = if self.max_window > 536 {
+                self.max_window >> 1
+            } else {
+                self.max_window
+            };
             bytes = bytes.min(cutoff.max(68));
         }
         ((bytes / self.mss_now.max(1) as u64) as u32).max(1)
     }
 
-    /// Segments left in the write-queue skb that `snd_nxt` is in (a bulk sender's; a sized
-    /// transfer counts as one skb).
+    /// Segments left in the write-queue skb that `snd_nxt` is in. An skb ends at the size
+    /// goal or at the end of what was written when it started (a later write starts a new
+    /// one, as each write starts a new segment).
     fn skb_left(&mut self) -> u32 {
-        if self.total_segs != u32::MAX {
-            return self.total_segs - self.sk.snd_nxt;
-        }
         if self.skb_end <= self.sk.snd_nxt {
-            self.skb_end = self.sk.snd_nxt + self.size_goal_segs();
+            self.skb_end = (self.sk.snd_nxt + self.size_goal_segs()).min(self.total_segs);
         }
         self.skb_end - self.sk.snd_nxt
     }
@@ -707,7 +710,7 @@ impl TcpSender {
             return false;
         }
         // The rest of this skb fits: it gets no more data (a bulk sender's skb is never the
-        // write queue's tail; a sized transfer's rest is).
+        // write queue's tail; a sized transfer's last skb is taken as FIN- or EOR-marked).
         if limit >= remaining {
             return false;
         }

@@ -1379,8 +1379,53 @@ fn a_burst_never_spans_two_write_queue_skbs() {
     };
     let h = bulk_3s(200.0, s);
     assert_eq!(h.s.size_goal_segs(), 45);
-    let offset = h.s.skb_end % 45;
-    // New data's bursts: (first segment, segments), consecutive segments sent at one time.
+    let late = late_bursts(&h);
+    // The grid of the current skb (a size goal that changed earlier, while the window grew,
+    // put earlier boundaries elsewhere).
+    let phase = h.s.skb_end % 45;
+    assert_eq!(
+        skb_crossings(&late, phase),
+        0,
+        "bursts crossing a write-queue skb boundary"
+    );
+    // The burst that ends an skb is short when 45 is not a multiple of the burst size.
+    let skb_of = |s: u32| (s + 45 - phase) / 45;
+    let max = late.iter().map(|(_, n)| *n).max().unwrap();
+    assert!(
+        45 % max != 0
+            && late
+                .iter()
+                .any(|(s, n)| skb_of(*s) != skb_of(s + n) && *n < max)
+    );
+}
+
+#[test]
+fn a_sized_write_is_cut_into_write_queue_skbs_too() {
+    // A 20 MB write: the same 45-segment skbs, the last one ending at the write's end.
+    let s = TcpSpec {
+        fq_pacing: true,
+        ..spec(EcnSysctl::None)
+    };
+    let mut h = Harness::new(
+        200.0,
+        20.0,
+        1000,
+        s,
+        spec(EcnSysctl::None),
+        Some(20_000_000),
+    );
+    h.start();
+    h.run(3 * SEC);
+    assert_eq!(h.r.stats.bytes_delivered, 20_000_000);
+    assert_eq!(h.s.skb_end, 20_000_000u32.div_ceil(1448));
+    // The grid's phase is set where the size goal reached 45, early on. Some phase has no
+    // late burst crossing a boundary; bursts cut without the grid cross at every phase.
+    let late = late_bursts(&h);
+    assert!((0..45).any(|phase| skb_crossings(&late, phase) == 0));
+}
+
+/// The last 100 bursts of new data: (first segment, segments) sent at one time.
+fn late_bursts(h: &Harness) -> Vec<(u32, u32)> {
     let mut skbs: Vec<(u32, u32)> = Vec::new();
     let mut last_t = NEVER;
     for (t, p, _) in h.data().filter(|(_, p, _)| !p.retrans) {
@@ -1390,17 +1435,17 @@ fn a_burst_never_spans_two_write_queue_skbs() {
         }
         last_t = *t;
     }
-    let skb_of = |s: u32| (s + 45 - offset) / 45;
-    // The last 100 bursts, on the grid of the current skb (a size goal that changed earlier,
-    // while the window grew, put earlier boundaries elsewhere).
     assert!(skbs.len() > 400);
-    let late = &skbs[skbs.len() - 100..];
-    let crossing = late.iter().filter(|(s, n)| skb_of(*s) != skb_of(s + n - 1)).count();
-    assert_eq!(crossing, 0, "bursts crossing a write-queue skb boundary");
-    // The burst that ends an skb is short when the skb's segments are not a multiple of
-    // the burst size.
-    let max = late.iter().map(|(_, n)| *n).max().unwrap();
-    assert!(45 % max != 0 && late.iter().any(|(s, n)| skb_of(*s) != skb_of(s + n) && *n < max));
+    skbs.split_off(skbs.len() - 100)
+}
+
+/// Bursts that span a boundary of the 45-segment grid with the given phase.
+fn skb_crossings(bursts: &[(u32, u32)], phase: u32) -> usize {
+    let skb_of = |s: u32| (s + 45 - phase) / 45;
+    bursts
+        .iter()
+        .filter(|(s, n)| skb_of(*s) != skb_of(s + n - 1))
+        .count()
 }
 
 #[test]
