@@ -476,6 +476,8 @@ _SHOW = [
 
 
 def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, model_version: str) -> str:
+    import pandas as pd
+
     from l4sim.studies.report import HEADINGS, fmt_number
 
     lines = [
@@ -506,7 +508,7 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
         why = ", ".join(
             f"{role}: {r[f'{role}_qdelay_pattern'] or 'none'}"
             for role in ("l4s", "classic")
-            if not r[f"{role}_qdelay_ok"] and r[f"{role}_qdelay_ms_sim"] == r[f"{role}_qdelay_ms_sim"]
+            if not r[f"{role}_qdelay_ok"] and pd.notna(r[f"{role}_qdelay_ms_sim"])
         )
         lines.append(f"| {CASES.get(r['case'], r['case'])} | " + " | ".join(vals) + f" | {why} |")
     legend = "; ".join(f"`{k}`: {label}" for k, label in DELAY_PATTERNS)

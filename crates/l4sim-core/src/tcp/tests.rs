@@ -1255,6 +1255,14 @@ fn rack_reordering_window_is_zero_in_recovery_or_after_three_sacks() {
 
 // ------------------------------------------------------------------------- pacing, throughput
 
+/// A sender spec with `sch_fq` pacing (so every skb leaves at its own time), no ECN.
+fn paced() -> TcpSpec {
+    TcpSpec {
+        fq_pacing: true,
+        ..spec(EcnSysctl::None)
+    }
+}
+
 /// Transmissions grouped into skbs: (time, segments, payload bytes, pacing rate after).
 fn bursts(h: &Harness) -> Vec<(SimTime, u32, u64, u64)> {
     let mut b: Vec<(SimTime, u32, u64, u64)> = Vec::new();
@@ -1281,10 +1289,7 @@ fn bulk_3s(rate_mbps: f64, s: TcpSpec) -> Harness {
 
 #[test]
 fn fq_pacing_spaces_skbs_at_the_pacing_rate() {
-    let s = TcpSpec {
-        fq_pacing: true,
-        ..spec(EcnSysctl::None)
-    };
+    let s = paced();
     let h = bulk_3s(10.0, s);
     let b = bursts(&h);
     // After the first 10 segments each skb's departure stamp is at least half its length
@@ -1373,10 +1378,7 @@ fn a_burst_never_spans_two_write_queue_skbs() {
     // MAX_TCP_HEADER, at most half the largest offered window: 45 segments of 1448 bytes
     // once the window has opened) and tcp_write_xmit cuts bursts from one skb at a time. A
     // paced sender, so that every skb leaves at its own time.
-    let s = TcpSpec {
-        fq_pacing: true,
-        ..spec(EcnSysctl::None)
-    };
+    let s = paced();
     let h = bulk_3s(200.0, s);
     assert_eq!(h.s.size_goal_segs(), 45);
     let late = late_bursts(&h);
@@ -1402,10 +1404,7 @@ fn a_burst_never_spans_two_write_queue_skbs() {
 #[test]
 fn a_sized_write_is_cut_into_write_queue_skbs_too() {
     // A 20 MB write: the same 45-segment skbs, the last one ending at the write's end.
-    let s = TcpSpec {
-        fq_pacing: true,
-        ..spec(EcnSysctl::None)
-    };
+    let s = paced();
     let mut h = Harness::new(
         200.0,
         20.0,
@@ -1461,10 +1460,7 @@ fn tso_deferral_waits_at_most_a_millisecond_after_the_last_write() {
 
 #[test]
 fn pacing_rate_is_twice_cwnd_over_srtt_in_slow_start() {
-    let s = TcpSpec {
-        fq_pacing: true,
-        ..spec(EcnSysctl::None)
-    };
+    let s = paced();
     let mut h = Harness::new(10.0, 20.0, 1000, s, spec(EcnSysctl::None), None);
     h.start();
     h.run_until(SEC, |h| h.s.stats.acks_received == 3);
