@@ -182,6 +182,13 @@ def test_plan_prints_cpu_and_wall_time_from_a_per_packet_cost_measured_once(tmp_
     assert main(["study", "plan", "anrw24"]) == 0
     assert calls == [] and cache.read_text() == first  # measured once, then reused
     capsys.readouterr()
+    # another build of the engine (a PGO build, say) runs at another speed: measured again
+    monkeypatch.setattr(cost, "_build_id", lambda: "another-build")
+    with pytest.raises(AttributeError):  # the stand-in run above returns None
+        cost.packet_cost()
+    assert calls == [1]
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     # the estimate scales with the design: twice the trials, twice the CPU time
     c = cost.packet_cost()["seconds_per_packet"]
     one = cost.estimate([{"btl_capacity": 100, "duration": 60}], jobs=1)

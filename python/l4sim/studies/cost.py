@@ -3,7 +3,8 @@
 The engine's work grows with the packets it moves: a study run at capacity C Mbit/s for D s
 sends about C x 1e6 / 8 / 1514 x D packets through its bottleneck. The cost per bottleneck
 packet (wall seconds of one core, ACKs and every other event included) is measured once per
-machine and model version by running the study's own reference point (DualPI2, Prague vs
+machine, model version and build of the engine (a PGO build, ``benchmarks/pgo_build.py``, is
+faster) by running the study's own reference point (DualPI2, Prague vs
 CUBIC, 100 Mbit/s, 10 ms) and cached in ``$XDG_CACHE_HOME/l4sim/`` (``~/.cache/l4sim/``).
 ``l4sim study plan`` prints the expected CPU time of the design and its wall time on this
 machine's cores. It is an estimate: bottlenecks under-used for other reasons than the receive
@@ -12,6 +13,7 @@ window move fewer packets, and a machine shared with other work runs slower.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -29,9 +31,16 @@ MAX_WINDOW_BYTES = 3_145_728
 REFERENCE = {"aqm": "DualPI2", "n_bdp": 2, "btl_capacity": 100, "base_rtt": 10, "duration": 30}
 
 
-def _cache_file(model_version: str) -> Path:
+def _cache_file(model_version: str, build: str) -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "l4sim" / f"packet-cost-{model_version}.json"
+    return base / "l4sim" / f"packet-cost-{model_version}-{build}.json"
+
+
+def _build_id() -> str:
+    """The engine build's identity: a hash of the extension module's file."""
+    from l4sim import _core
+
+    return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:12]
 
 
 def packet_cost(*, refresh: bool = False) -> dict[str, Any]:
@@ -42,7 +51,7 @@ def packet_cost(*, refresh: bool = False) -> dict[str, Any]:
     from l4sim.scenario import Scenario
     from l4sim.studies.factors import scenario_from_factors
 
-    f = _cache_file(str(MODEL_VERSION))
+    f = _cache_file(str(MODEL_VERSION), _build_id())
     machine = f"{platform.node()} {platform.machine()}"
     if not refresh and f.exists():
         try:
