@@ -164,6 +164,7 @@ def bench_one(key: str, duration: float, repeat: int) -> dict[str, Any]:
         }
         if best is None or row["wall_seconds"] < best["wall_seconds"]:
             best = row
+        del r  # else the next repeat's peak memory would hold this result too
     assert best is not None
     return best
 
