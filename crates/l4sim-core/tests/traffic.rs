@@ -278,6 +278,35 @@ fn chunks_and_messages_on_persistent_connections_record_every_transfer() {
     assert!(bg.iter().all(|c| c.size == 65_000));
 }
 
+#[test]
+fn requested_chunks_complete_half_a_round_trip_later_than_pushed_ones() {
+    // One stream alone on an idle path (10 ms base RTT): a requested chunk starts when the
+    // player's request reaches the server, half a round trip after the push would have.
+    let fcts = |request: bool| {
+        let sc = dumbbell(
+            9.0,
+            100.0,
+            10.0,
+            json!({"kind": "bfifo", "limit": bdp_bytes(2.0, 100.0, 10.0)}),
+            vec![l4s_flow(
+                "video",
+                json!({"kind": "chunks", "rate_mbps": 10, "period": 2, "request": request}),
+            )],
+        );
+        let r = run(&sc);
+        assert!(r.conservation_ok);
+        let c: Vec<_> = r.connections.iter().filter(|c| c.flow == "video").collect();
+        assert_eq!(c.len(), 5);
+        assert!(c.iter().all(|c| c.requested == request));
+        c.iter().map(|c| c.fct_s).collect::<Vec<_>>()
+    };
+    let (pushed, requested) = (fcts(false), fcts(true));
+    for (p, q) in pushed.iter().zip(&requested).skip(1) {
+        let later_ms = (q - p) * 1e3;
+        assert!((5.0..5.5).contains(&later_ms), "{later_ms} ms later");
+    }
+}
+
 fn strip_wall(r: &l4sim_core::metrics::results::RunResult) -> String {
     let mut v = serde_json::to_value(r).unwrap();
     v.as_object_mut().unwrap().remove("wall_seconds");

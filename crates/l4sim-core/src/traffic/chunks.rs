@@ -1,6 +1,8 @@
 //! `chunks`: a video stream as adaptive-streaming players fetch it: every `period` seconds a
 //! chunk of `rate_mbps` x `period` bits is written on one long-lived connection (the
-//! multi-AS study's streaming flows: 10 Mbit/s as 2 s chunks of about 2.5 MB).
+//! multi-AS study's streaming flows: 10 Mbit/s as 2 s chunks of about 2.5 MB). By default the
+//! server pushes each chunk; with `request = true` the player asks for it, as a DASH or HLS
+//! client's HTTP GET per segment does, so the request's crossing of the network comes first.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +20,9 @@ pub struct ChunksSpec {
     pub period: f64,
     #[serde(default)]
     pub stop: Option<f64>,
+    /// The client asks for each chunk (request/response, as the `web` source's transfers).
+    #[serde(default)]
+    pub request: bool,
 }
 
 fn two() -> f64 {
@@ -43,6 +48,7 @@ pub struct Chunks {
     period: SimTime,
     stop: SimTime,
     next: SimTime,
+    request: bool,
 }
 
 impl Chunks {
@@ -52,6 +58,7 @@ impl Chunks {
             period: secs(spec.period).max(1),
             stop: stop_time(spec.stop),
             next: start,
+            request: spec.request,
         }
     }
 }
@@ -73,5 +80,9 @@ impl Source for Chunks {
 
     fn persistent(&self) -> bool {
         true
+    }
+
+    fn requested(&self) -> bool {
+        self.request
     }
 }
