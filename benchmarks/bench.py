@@ -116,6 +116,8 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "l4sim": l4sim.__version__,
         "model_version": l4sim.MODEL_VERSION,
+        # "release", or "pgo" / "pgo-native" for benchmarks/pgo_build.py's build
+        "build": getattr(l4sim._core, "BUILD", "release"),
     }
 
 

@@ -13,7 +13,9 @@ it needs the Rust toolchain's ``llvm-profdata`` (``rustup component add llvm-too
    ``-Ctarget-cpu=native``, for this CPU only);
 5. runs every golden scenario with the new build and compares its whole result with the stored
    one; any difference stops here and nothing is installed;
-6. installs the build over the extension ``l4sim`` imports (or writes it to ``--out``).
+6. installs the build over the extension ``l4sim`` imports (or writes it to ``--out``);
+   ``l4sim._core.BUILD`` then says ``pgo`` (or ``pgo-native``) instead of ``release``, and
+   ``bench.py`` records it with the machine.
 
 Optimisation decides how fast the code runs, never what it computes (Rust does not reorder or
 fuse floating-point arithmetic), so the results are the same bytes; step 5 checks it. A later
@@ -82,11 +84,13 @@ def find_profdata() -> Path | None:
     return p if p.is_file() else None
 
 
-def build(target_dir: Path, rustflags: str) -> Path:
-    """The extension built by cargo with ``rustflags``, fat LTO and one codegen unit."""
+def build(target_dir: Path, rustflags: str, label: str) -> Path:
+    """The extension built by cargo with ``rustflags``, fat LTO and one codegen unit;
+    ``label`` becomes its ``l4sim._core.BUILD``."""
     env = dict(
         os.environ,
         RUSTFLAGS=rustflags,
+        L4SIM_BUILD=label,
         CARGO_PROFILE_RELEASE_LTO="fat",
         CARGO_PROFILE_RELEASE_CODEGEN_UNITS="1",
         PYO3_PYTHON=sys.executable,
@@ -151,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         target = args.target_dir or t / "target"
         raw = t / "profiles"
         print("1/5 instrumented build ...", flush=True)
-        ext = build(target, f"-Cprofile-generate={raw}")
+        ext = build(target, f"-Cprofile-generate={raw}", "pgo-training")
         path = package_with(ext, t / "train", installed.name)
         print(f"2/5 training: {len(goldens)} golden scenarios, {len(TRAINING)} benchmark scenarios ...", flush=True)
         code = TRAIN.format(
@@ -172,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             fail(f"llvm-profdata merge failed: {m.stderr.strip().splitlines()[-1:]}", 1)
         flags = f"-Cprofile-use={merged}" + (" -Ctarget-cpu=native" if args.native else "")
         print("4/5 optimised build ...", flush=True)
-        ext = build(target, flags)
+        ext = build(target, flags, "pgo-native" if args.native else "pgo")
         path = package_with(ext, t / "verify", installed.name)
         print(f"5/5 checking the {len(goldens)} golden results ...", flush=True)
         pairs = [(str(g), str(g).replace(".scenario.json", ".result.json")) for g in goldens]

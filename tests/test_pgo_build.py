@@ -65,7 +65,7 @@ def test_the_pgo_build_gives_the_golden_results(tmp_path):
     scen = GOLDEN / "dualpi2_prague_cubic.scenario.json"
     code = (
         "import json, sys, l4sim; from l4sim import _core\n"
-        f"assert l4sim.__file__.startswith({str(pkg)!r})\n"
+        f"assert l4sim.__file__.startswith({str(pkg)!r}) and _core.BUILD == 'pgo', _core.BUILD\n"
         f"print(_core.run(open({str(scen)!r}).read()))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(pkg.parent))

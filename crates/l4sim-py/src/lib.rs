@@ -189,6 +189,9 @@ fn registry() -> std::collections::BTreeMap<&'static str, Vec<String>> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MODEL_VERSION", l4sim_core::sim::MODEL_VERSION)?;
+    // How this extension was built: "release" (pip / maturin), or what
+    // benchmarks/pgo_build.py set ("pgo", "pgo-native", "pgo-training").
+    m.add("BUILD", option_env!("L4SIM_BUILD").unwrap_or("release"))?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
