@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "crates" / "l4sim-core" / "tests" / "golden"
@@ -67,7 +68,7 @@ for scen, want in {pairs!r}:
 """
 
 
-def fail(msg: str, status: int = 2) -> None:
+def fail(msg: str, status: int = 2) -> NoReturn:
     print(f"error: {msg}", file=sys.stderr)
     raise SystemExit(status)
 
@@ -115,8 +116,9 @@ def package_with(ext: Path, into: Path, module_file: str) -> Path:
     return into
 
 
-def python_with(path: Path, code: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(path), **(env_extra or {}))
+def python_with(path: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by this interpreter with ``path`` first on its import path."""
+    env = dict(os.environ, PYTHONPATH=str(path))
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
 
 
