@@ -199,6 +199,22 @@ def test_plan_prints_cpu_and_wall_time_from_a_per_packet_cost_measured_once(tmp_
     assert "of CPU" not in capsys.readouterr().out
 
 
+def test_plan_points_a_long_estimate_of_the_ordinary_build_to_the_pgo_build(monkeypatch, capsys):
+    from l4sim import _core
+    from l4sim.cli_study import main
+    from l4sim.studies import cost
+
+    monkeypatch.setattr(cost, "packet_cost", lambda **k: {"seconds_per_packet": 4e-7, "measured": "now"})
+    monkeypatch.setattr(_core, "BUILD", "release", raising=False)
+    assert main(["study", "plan", "full-factorial", "-j", "2"]) == 0  # hours
+    assert "pgo_build.py" in capsys.readouterr().out
+    assert main(["study", "plan", "anrw24", "-j", "2"]) == 0  # minutes
+    assert "pgo_build.py" not in capsys.readouterr().out
+    monkeypatch.setattr(_core, "BUILD", "pgo")
+    assert main(["study", "plan", "full-factorial", "-j", "2"]) == 0
+    assert "pgo_build.py" not in capsys.readouterr().out
+
+
 def test_the_packet_estimate_counts_the_default_receive_window_on_long_fat_paths():
     from l4sim.studies import cost
 
