@@ -237,3 +237,45 @@ def test_an_unknown_factor_in_a_scenario_file_names_it(tmp_path):
     with pytest.raises(l4sim.ScenarioError) as e:
         l4sim.Scenario.from_file(p)
     assert "factors.bogus" in str(e.value)
+
+
+_HTB = {"kind": "htb", "classes": [
+    {"name": "gold", "rate_mbps": 30, "dscp": [10], "child": {"kind": "codel", "target_ms": 5}},
+    {"name": "rest", "rate_mbps": 70}]}
+
+
+@pytest.mark.parametrize(("where", "value", "field"), [
+    (("topology", "bottleneck", "qdisc", "limit"), "big", "topology.bottleneck.qdisc.limit"),
+    (("flows", 0, "source"), {"kind": "chunks", "rate_mbps": 5, "request": "yes"},
+     "flows[0].source.request"),
+    (("flows", 0, "source"), {"kind": "udp", "rate_mbps": "fast"}, "flows[0].source.rate_mbps"),
+    (("topology", "bottleneck", "qdisc"),
+     {**_HTB, "classes": [_HTB["classes"][0] | {"child": {"kind": "codel", "target_ms": "5ms"}},
+                          _HTB["classes"][1]]},
+     "topology.bottleneck.qdisc.classes[0].child.target_ms"),
+    (("topology", "bottleneck", "qdisc"),
+     {**_HTB, "classes": [_HTB["classes"][0], _HTB["classes"][1] | {"rate_mbps": "x"}]},
+     "topology.bottleneck.qdisc.classes[1].rate_mbps"),
+])
+def test_a_bad_value_inside_a_kind_tagged_spec_names_its_key(minimal, where, value, field):
+    """Qdiscs, sources and topologies are tagged by ``kind``; an error deep inside one still
+    names the key that holds the bad value, not just where the spec starts."""
+    node = minimal
+    for k in where[:-1]:
+        node = node[k]
+    node[where[-1]] = value
+    e = _error(minimal)
+    assert e.field == field, e
+
+
+@pytest.mark.parametrize(("qdisc", "field"), [
+    ({"kind": "htb", "classes": [_HTB["classes"][0] | {"child": {"kind": "bfifo"}},
+                                 _HTB["classes"][1]]},
+     "topology.bottleneck.qdisc.classes[0].child"),
+    ({"kind": "prio", "bands": 2, "children": [{"kind": "pfifo", "limit": 5}, {"kind": "bfifo"}]},
+     "topology.bottleneck.qdisc.children[1]"),
+])
+def test_a_missing_parameter_of_a_child_qdisc_names_the_child(minimal, qdisc, field):
+    minimal["topology"]["bottleneck"]["qdisc"] = qdisc
+    e = _error(minimal)
+    assert (e.field, e.message) == (field, "missing field limit")

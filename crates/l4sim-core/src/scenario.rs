@@ -62,31 +62,113 @@ fn parse_at<T: serde::de::DeserializeOwned>(text: &str, prefix: &str) -> Result<
     })
 }
 
-/// Find the first shaped link of the topology whose spec does not parse on its own.
-fn locate_in_topology(text: &str) -> Option<ScenarioError> {
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let topo = v.get("topology")?;
-    let mut specs = Vec::new();
-    if let Some(b) = topo.get("bottleneck") {
-        specs.push(("topology.bottleneck".to_string(), b, false));
+/// serde buffers internally tagged enums (`kind = ...`: the topology, qdiscs, sources), so an
+/// error inside one names only where the enum starts. Narrow it down: parse the document again
+/// without one key (or array element) of that object at a time; the first whose removal
+/// changes the error holds the bad value (serde raises it while visiting that key, before it
+/// checks for missing fields), so descend into it, down to the value itself. A missing field
+/// is found by parsing the qdisc and source specs inside on their own ([`locate_missing`]).
+fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
+    use serde_json::Value;
+    let doc: Value = serde_json::from_str(text).ok()?;
+    if e.message.starts_with("missing field") {
+        let at = pointer(&e.field);
+        return locate_missing(doc.pointer(&at)?, &e.field, &e.message);
     }
-    if let Some(serde_json::Value::Array(bs)) = topo.get("bottlenecks") {
-        for (i, b) in bs.iter().enumerate() {
-            specs.push((format!("topology.bottlenecks[{i}]"), b, true));
+    // The baseline is the re-serialized document's error (its keys may come in another order).
+    let base = parse_at::<Scenario>(&doc.to_string(), "").err()?;
+    if base.field != e.field {
+        return None;
+    }
+    let without = |at: &str, child: &str| -> Option<Value> {
+        let mut d = doc.clone();
+        match d.pointer_mut(at)? {
+            Value::Object(m) => drop(m.remove(child)?),
+            Value::Array(a) => drop(a.remove(child.parse().ok()?)),
+            _ => return None,
         }
+        Some(d)
+    };
+    let changes = |at: &str, child: &str| {
+        without(at, child)
+            .is_some_and(|d| parse_at::<Scenario>(&d.to_string(), "").err() != Some(base.clone()))
+    };
+    let mut field = e.field.clone();
+    let mut at = pointer(&field);
+    loop {
+        let (children, array): (Vec<String>, bool) = match doc.pointer(&at)? {
+            Value::Object(m) => (m.keys().filter(|k| *k != "kind").cloned().collect(), false),
+            Value::Array(a) => ((0..a.len()).map(|i| i.to_string()).collect(), true),
+            _ => break,
+        };
+        let Some(child) = children.into_iter().find(|c| changes(&at, c)) else {
+            // An unknown `kind` is the tag itself.
+            if !array && base.message.starts_with("unknown variant") {
+                if let Some(Value::Object(m)) = doc.pointer(&at) {
+                    if m.contains_key("kind") {
+                        field = format!("{field}.kind");
+                    }
+                }
+            }
+            break;
+        };
+        field = match (array, field.is_empty()) {
+            (true, _) => format!("{field}[{child}]"),
+            (false, true) => child.clone(),
+            (false, false) => format!("{field}.{child}"),
+        };
+        at = format!("{at}/{child}");
     }
-    for (path, b, in_tree) in specs {
-        if let Some(q) = b.get("qdisc") {
-            if let Err(e) = parse_at::<QdiscSpec>(&q.to_string(), &format!("{path}.qdisc")) {
-                return Some(e);
+    (field != e.field).then(|| err(field, base.message))
+}
+
+/// A field path as a JSON pointer: "flows[0].source" -> "/flows/0/source".
+fn pointer(field: &str) -> String {
+    field
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .flat_map(|s| s.split('['))
+        .map(|p| format!("/{}", p.trim_end_matches(']')))
+        .collect()
+}
+
+/// The innermost qdisc (`qdisc`, `child`, `children[i]`) or `source` spec under `v` that, parsed
+/// on its own, misses the same field.
+fn locate_missing(v: &serde_json::Value, field: &str, message: &str) -> Option<ScenarioError> {
+    use serde_json::Value;
+    let mut nodes: Vec<(String, &Value, &str)> = Vec::new();
+    match v {
+        Value::Object(m) => {
+            for (k, c) in m {
+                let f = if field.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{field}.{k}")
+                };
+                nodes.push((f, c, k));
             }
         }
-        let r = if in_tree {
-            parse_at::<TreeBottleneck>(&b.to_string(), &path).map(|_| ())
-        } else {
-            parse_at::<BottleneckSpec>(&b.to_string(), &path).map(|_| ())
+        Value::Array(a) => {
+            for (i, c) in a.iter().enumerate() {
+                nodes.push((format!("{field}[{i}]"), c, "[]"));
+            }
+        }
+        _ => return None,
+    }
+    for (f, c, key) in &nodes {
+        if let Some(inner) = locate_missing(c, f, message) {
+            return Some(inner);
+        }
+        let in_parent = field.rsplit('.').next().unwrap_or("");
+        let e = match *key {
+            "qdisc" | "child" => parse_at::<QdiscSpec>(&c.to_string(), f).err(),
+            "[]" if in_parent.starts_with("children") => {
+                parse_at::<QdiscSpec>(&c.to_string(), f).err()
+            }
+            "source" => parse_at::<SourceSpec>(&c.to_string(), f).err(),
+            _ => None,
         };
-        if let Err(e) = r {
+        if let Some(e) = e.filter(|e| e.message == message) {
             return Some(e);
         }
     }
@@ -273,16 +355,7 @@ impl FlowSpec {
 impl Scenario {
     /// Parse JSON, reporting the path of a bad key or value.
     pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {
-        let sc: Scenario = parse_at(s, "").map_err(|e| {
-            // serde buffers internally tagged enums (the topology), losing the path inside
-            // them: re-parse the shaped links' specs on their own to name the bad key.
-            if e.field.starts_with("topology") {
-                if let Some(better) = locate_in_topology(s) {
-                    return better;
-                }
-            }
-            e
-        })?;
+        let sc: Scenario = parse_at(s, "").map_err(|e| locate_in_tagged(s, &e).unwrap_or(e))?;
         sc.validate()?;
         Ok(sc)
     }
@@ -532,7 +605,7 @@ mod tests {
     fn unknown_qdisc_parameter_names_its_full_path() {
         let bad = OK.replace("\"limit\": 250000", "\"limt\": 250000");
         let e = Scenario::from_json(&bad).unwrap_err();
-        assert_eq!(e.field, "topology.bottleneck.qdisc", "{e}");
+        assert_eq!(e.field, "topology.bottleneck.qdisc.limt", "{e}");
         assert!(e.message.contains("limt"), "{e}");
         assert!(!e.message.contains("line 1"), "{e}");
     }
