@@ -279,3 +279,9 @@ def test_a_missing_parameter_of_a_child_qdisc_names_the_child(minimal, qdisc, fi
     minimal["topology"]["bottleneck"]["qdisc"] = qdisc
     e = _error(minimal)
     assert (e.field, e.message) == (field, "missing field limit")
+
+
+def test_a_missing_parameter_of_a_size_distribution_names_the_size(minimal):
+    minimal["flows"][0]["source"] = {"kind": "web", "rate": 5, "size": {"dist": "pareto"}}
+    e = _error(minimal)
+    assert (e.field, e.message) == ("flows[0].source.size", "missing field alpha")

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::cc::CcSpec;
 use crate::qdisc::QdiscSpec;
 use crate::tcp::TcpSpec;
+use crate::traffic::dist::SizeDist;
 use crate::traffic::SourceSpec;
 
 /// `SOCK_MIN_RCVBUF`: Linux's smallest receive buffer (2 x (2048 + an aligned sk_buff)).
@@ -132,8 +133,8 @@ fn pointer(field: &str) -> String {
         .collect()
 }
 
-/// The innermost qdisc (`qdisc`, `child`, `children[i]`) or `source` spec under `v` that, parsed
-/// on its own, misses the same field.
+/// The innermost qdisc (`qdisc`, `child`, `children[i]`), `source` or `size` spec under `v`
+/// that, parsed on its own, misses the same field.
 fn locate_missing(v: &serde_json::Value, field: &str, message: &str) -> Option<ScenarioError> {
     use serde_json::Value;
     let mut nodes: Vec<(String, &Value, &str)> = Vec::new();
@@ -166,6 +167,7 @@ fn locate_missing(v: &serde_json::Value, field: &str, message: &str) -> Option<S
                 parse_at::<QdiscSpec>(&c.to_string(), f).err()
             }
             "source" => parse_at::<SourceSpec>(&c.to_string(), f).err(),
+            "size" => parse_at::<SizeDist>(&c.to_string(), f).err(),
             _ => None,
         };
         if let Some(e) = e.filter(|e| e.message == message) {
