@@ -177,3 +177,34 @@ def test_a_factor_the_core_rejects_is_named_as_the_study_names_it(tmp_path, caps
     args = ["run", "--aqm", "FIFO", "--n-bdp", "0.001", "--btl-capacity", "10", "--base-rtt", "10"]
     assert cli.main(args) == 2
     assert capsys.readouterr().err.startswith("error: --n-bdp: ")
+
+
+def _dotted(path: tuple) -> str:
+    return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+
+
+def test_a_value_of_the_wrong_type_anywhere_in_an_example_is_reported_at_its_own_key():
+    """Every leaf of every example (in its canonical JSON form), given a value of another
+    type, is named exactly, however deep in qdisc trees, sources and size specs it sits."""
+    from l4sim import Scenario, ScenarioError
+
+    checked = 0
+    for raw in DOCS:
+        doc = json.loads(Scenario.from_dict(raw).to_json())
+        for path in paths(doc):
+            parent = doc
+            for k in path[:-1]:
+                parent = parent[k]
+            if isinstance(parent[path[-1]], (dict, list)):
+                continue
+            for odd in (["zzz"] if not isinstance(parent[path[-1]], str) else [7, ["x"]]):
+                bad = copy.deepcopy(doc)
+                node = bad
+                for k in path[:-1]:
+                    node = node[k]
+                node[path[-1]] = odd
+                with pytest.raises(ScenarioError) as e:
+                    Scenario.from_dict(bad).validate()
+                assert e.value.field == _dotted(path), (odd, str(e.value))
+                checked += 1
+    assert checked > 500

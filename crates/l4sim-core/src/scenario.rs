@@ -67,8 +67,9 @@ fn parse_at<T: serde::de::DeserializeOwned>(text: &str, prefix: &str) -> Result<
 /// error inside one names only where the enum starts. Narrow it down: parse the document again
 /// without one key (or array element) of that object at a time; the first whose removal
 /// changes the error holds the bad value (serde raises it while visiting that key, before it
-/// checks for missing fields), so descend into it, down to the value itself. A missing field
-/// is found by parsing the qdisc and source specs inside on their own ([`locate_missing`]).
+/// checks for missing fields), so descend into it, down to the value itself; the tag is tried
+/// last, as removing it changes any error in its spec. A missing field is found by parsing the
+/// qdisc, source and size specs inside on their own ([`locate_missing`]).
 fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
     use serde_json::Value;
     let doc: Value = serde_json::from_str(text).ok()?;
@@ -97,20 +98,33 @@ fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
     let mut field = e.field.clone();
     let mut at = pointer(&field);
     loop {
+        let tag = tag_key(&at, doc.pointer(&at)?);
+        // A tag that is not a string: say which names it may take.
+        let names = |tag: &str| -> Option<ScenarioError> {
+            let tag_at = format!("{at}/{tag}");
+            let v = doc.pointer(&tag_at).filter(|v| !v.is_string())?;
+            let mut d = doc.clone();
+            *d.pointer_mut(&tag_at)? = Value::from("?");
+            let e = parse_at::<Scenario>(&d.to_string(), "").err()?;
+            let (_, names) = e.message.split_once("unknown variant `?`, expected ")?;
+            let message = format!("unknown variant `{v}`, expected {names}");
+            Some(err(format!("{field}.{tag}"), message))
+        };
+        if let Some(named) = tag.and_then(names) {
+            return Some(named);
+        }
         let (children, array): (Vec<String>, bool) = match doc.pointer(&at)? {
-            Value::Object(m) => (m.keys().filter(|k| *k != "kind").cloned().collect(), false),
+            // The tag last: removing it changes any error in its spec.
+            Value::Object(m) => {
+                let (tags, mut keys): (Vec<String>, Vec<String>) =
+                    m.keys().cloned().partition(|k| Some(k.as_str()) == tag);
+                keys.extend(tags);
+                (keys, false)
+            }
             Value::Array(a) => ((0..a.len()).map(|i| i.to_string()).collect(), true),
             _ => break,
         };
         let Some(child) = children.into_iter().find(|c| changes(&at, c)) else {
-            // An unknown `kind` is the tag itself.
-            if !array && base.message.starts_with("unknown variant") {
-                if let Some(Value::Object(m)) = doc.pointer(&at) {
-                    if m.contains_key("kind") {
-                        field = format!("{field}.kind");
-                    }
-                }
-            }
             break;
         };
         field = match (array, field.is_empty()) {
@@ -121,6 +135,16 @@ fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
         at = format!("{at}/{child}");
     }
     (field != e.field).then(|| err(field, base.message))
+}
+
+/// The key that tags the enum spec at JSON pointer `at`, if it is one: `kind` (topologies,
+/// qdiscs, sources), `dist` (sizes) or a congestion control's `name`.
+fn tag_key(at: &str, v: &serde_json::Value) -> Option<&'static str> {
+    let m = v.as_object()?;
+    ["kind", "dist"]
+        .into_iter()
+        .find(|k| m.contains_key(*k))
+        .or((at.ends_with("/cc") && m.contains_key("name")).then_some("name"))
 }
 
 /// A field path as a JSON pointer: "flows[0].source" -> "/flows/0/source".
