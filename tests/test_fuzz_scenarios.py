@@ -208,3 +208,28 @@ def test_a_value_of_the_wrong_type_anywhere_in_an_example_is_reported_at_its_own
                 assert e.value.field == _dotted(path), (odd, str(e.value))
                 checked += 1
     assert checked > 500
+
+
+def test_a_missing_key_anywhere_in_an_example_is_reported_at_the_table_that_needs_it():
+    """Every key of every example deleted in turn: where the message is "missing field K",
+    the field named is the table that lacks K (a qdisc tree's child, an HTB class, a size)."""
+    from l4sim import Scenario, ScenarioError
+
+    checked = 0
+    for raw in DOCS:
+        doc = json.loads(Scenario.from_dict(raw).to_json())
+        for path in paths(doc):
+            if isinstance(path[-1], int):
+                continue
+            bad = copy.deepcopy(doc)
+            node = bad
+            for k in path[:-1]:
+                node = node[k]
+            del node[path[-1]]
+            try:
+                Scenario.from_dict(bad).validate()
+            except ScenarioError as e:
+                if e.message == f"missing field {path[-1]}":
+                    assert e.field == _dotted(path[:-1]), str(e)
+                    checked += 1
+    assert checked > 100

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cc::CcSpec;
+use crate::net::graph;
+use crate::qdisc::htb::HtbClassSpec;
 use crate::qdisc::QdiscSpec;
 use crate::tcp::TcpSpec;
 use crate::traffic::dist::SizeDist;
@@ -157,44 +159,57 @@ fn pointer(field: &str) -> String {
         .collect()
 }
 
-/// The innermost qdisc (`qdisc`, `child`, `children[i]`), `source` or `size` spec under `v`
-/// that, parsed on its own, misses the same field.
+/// The innermost spec under `v` that, parsed on its own, misses the same field: a qdisc
+/// (`qdisc`, `child`, `children[i]`), `source`, `size`, `bottleneck` or an element of
+/// `bottlenecks`, `links`, `nodes`, `routes` or an HTB's `classes`.
 fn locate_missing(v: &serde_json::Value, field: &str, message: &str) -> Option<ScenarioError> {
     use serde_json::Value;
-    let mut nodes: Vec<(String, &Value, &str)> = Vec::new();
-    match v {
-        Value::Object(m) => {
-            for (k, c) in m {
+    let alone = |key: &str, array: bool, c: &Value, f: &str| -> Option<ScenarioError> {
+        let t = c.to_string();
+        match (key, array) {
+            ("qdisc" | "child", false) | ("children", true) => {
+                parse_at::<QdiscSpec>(&t, f).map(drop)
+            }
+            ("source", false) => parse_at::<SourceSpec>(&t, f).map(drop),
+            ("size", false) => parse_at::<SizeDist>(&t, f).map(drop),
+            ("bottleneck", false) => parse_at::<BottleneckSpec>(&t, f).map(drop),
+            ("bottlenecks", true) => parse_at::<TreeBottleneck>(&t, f).map(drop),
+            ("links", true) => parse_at::<graph::LinkSpec>(&t, f).map(drop),
+            ("nodes", true) => parse_at::<graph::NodeSpec>(&t, f).map(drop),
+            ("routes", true) => parse_at::<graph::PolicyRoute>(&t, f).map(drop),
+            ("classes", true) => parse_at::<HtbClassSpec>(&t, f).map(drop),
+            _ => return None,
+        }
+        .err()
+    };
+    // (path, value, key or, for an array element, the array's key, is an element)
+    let children: Vec<(String, &Value, &str, bool)> = match v {
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, c)| {
                 let f = if field.is_empty() {
                     k.clone()
                 } else {
                     format!("{field}.{k}")
                 };
-                nodes.push((f, c, k));
-            }
-        }
+                (f, c, k.as_str(), false)
+            })
+            .collect(),
         Value::Array(a) => {
-            for (i, c) in a.iter().enumerate() {
-                nodes.push((format!("{field}[{i}]"), c, "[]"));
-            }
+            let key = field.rsplit('.').next().unwrap_or("");
+            let key = key.split('[').next().unwrap_or(key);
+            a.iter()
+                .enumerate()
+                .map(|(i, c)| (format!("{field}[{i}]"), c, key, true))
+                .collect()
         }
         _ => return None,
-    }
-    for (f, c, key) in &nodes {
-        if let Some(inner) = locate_missing(c, f, message) {
+    };
+    for (f, c, key, array) in children {
+        if let Some(inner) = locate_missing(c, &f, message) {
             return Some(inner);
         }
-        let in_parent = field.rsplit('.').next().unwrap_or("");
-        let e = match *key {
-            "qdisc" | "child" => parse_at::<QdiscSpec>(&c.to_string(), f).err(),
-            "[]" if in_parent.starts_with("children") => {
-                parse_at::<QdiscSpec>(&c.to_string(), f).err()
-            }
-            "source" => parse_at::<SourceSpec>(&c.to_string(), f).err(),
-            "size" => parse_at::<SizeDist>(&c.to_string(), f).err(),
-            _ => None,
-        };
-        if let Some(e) = e.filter(|e| e.message == message) {
+        if let Some(e) = alone(key, array, c, &f).filter(|e| e.message == message) {
             return Some(e);
         }
     }
