@@ -285,3 +285,13 @@ def test_a_missing_parameter_of_a_size_distribution_names_the_size(minimal):
     minimal["flows"][0]["source"] = {"kind": "web", "rate": 5, "size": {"dist": "pareto"}}
     e = _error(minimal)
     assert (e.field, e.message) == ("flows[0].source.size", "missing field alpha")
+
+
+def test_a_bad_entry_deep_in_a_long_trace_is_named_by_its_index(minimal):
+    """Traces and CDFs can hold many thousands of entries: the bad one is still found (by
+    bisection, so the error comes at once)."""
+    trace = [[i * 0.001, 1000] for i in range(50_000)]
+    trace[41_234][1] = "big"
+    minimal["flows"][0]["source"] = {"kind": "web", "trace": trace}
+    e = _error(minimal)
+    assert e.field == "flows[0].source.trace[41234][1]", e

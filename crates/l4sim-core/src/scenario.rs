@@ -67,11 +67,12 @@ fn parse_at<T: serde::de::DeserializeOwned>(text: &str, prefix: &str) -> Result<
 
 /// serde buffers internally tagged enums (`kind = ...`: the topology, qdiscs, sources), so an
 /// error inside one names only where the enum starts. Narrow it down: parse the document again
-/// without one key (or array element) of that object at a time; the first whose removal
-/// changes the error holds the bad value (serde raises it while visiting that key, before it
-/// checks for missing fields), so descend into it, down to the value itself; the tag is tried
-/// last, as removing it changes any error in its spec. A missing field is found by parsing the
-/// qdisc, source and size specs inside on their own ([`locate_missing`]).
+/// without one key of that object at a time; the first whose removal changes the error holds
+/// the bad value (serde raises it while visiting that key, before it checks for missing
+/// fields), so descend into it, down to the value itself; the tag is tried last, as removing
+/// it changes any error in its spec. In an array, the shortest prefix that keeps the error
+/// ends with the bad element. A missing field is found by parsing the specs inside on their
+/// own ([`locate_missing`]).
 fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
     use serde_json::Value;
     let doc: Value = serde_json::from_str(text).ok()?;
@@ -88,7 +89,6 @@ fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
         let mut d = doc.clone();
         match d.pointer_mut(at)? {
             Value::Object(m) => drop(m.remove(child)?),
-            Value::Array(a) => drop(a.remove(child.parse().ok()?)),
             _ => return None,
         }
         Some(d)
@@ -115,18 +115,38 @@ fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
         if let Some(named) = tag.and_then(names) {
             return Some(named);
         }
-        let (children, array): (Vec<String>, bool) = match doc.pointer(&at)? {
+        let (child, array) = match doc.pointer(&at)? {
             // The tag last: removing it changes any error in its spec.
             Value::Object(m) => {
-                let (tags, mut keys): (Vec<String>, Vec<String>) =
-                    m.keys().cloned().partition(|k| Some(k.as_str()) == tag);
+                let (tags, mut keys): (Vec<&String>, Vec<&String>) =
+                    m.keys().partition(|k| Some(k.as_str()) == tag);
                 keys.extend(tags);
-                (keys, false)
+                (keys.into_iter().find(|c| changes(&at, c)).cloned(), false)
             }
-            Value::Array(a) => ((0..a.len()).map(|i| i.to_string()).collect(), true),
+            // serde stops at an array's first bad element, so the shortest prefix that still
+            // gives the error ends with it: a binary search, as traces and CDFs can be long.
+            Value::Array(a) => {
+                let keeps = |k: usize| {
+                    let mut d = doc.clone();
+                    if let Some(Value::Array(a)) = d.pointer_mut(&at) {
+                        a.truncate(k);
+                    }
+                    parse_at::<Scenario>(&d.to_string(), "").err() == Some(base.clone())
+                };
+                let (mut lo, mut hi) = (0, a.len());
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if keeps(mid) {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+                ((hi > 0).then(|| (hi - 1).to_string()), true)
+            }
             _ => break,
         };
-        let Some(child) = children.into_iter().find(|c| changes(&at, c)) else {
+        let Some(child) = child else {
             break;
         };
         field = match (array, field.is_empty()) {
