@@ -184,20 +184,20 @@ fn pointer(field: &str) -> String {
 /// `bottlenecks`, `links`, `nodes`, `routes` or an HTB's `classes`.
 fn locate_missing(v: &serde_json::Value, field: &str, message: &str) -> Option<ScenarioError> {
     use serde_json::Value;
+    fn parse_as<T: serde::de::DeserializeOwned>(v: &Value, f: &str) -> Result<(), ScenarioError> {
+        parse_at::<T>(&v.to_string(), f).map(drop)
+    }
     let alone = |key: &str, array: bool, c: &Value, f: &str| -> Option<ScenarioError> {
-        let t = c.to_string();
         match (key, array) {
-            ("qdisc" | "child", false) | ("children", true) => {
-                parse_at::<QdiscSpec>(&t, f).map(drop)
-            }
-            ("source", false) => parse_at::<SourceSpec>(&t, f).map(drop),
-            ("size", false) => parse_at::<SizeDist>(&t, f).map(drop),
-            ("bottleneck", false) => parse_at::<BottleneckSpec>(&t, f).map(drop),
-            ("bottlenecks", true) => parse_at::<TreeBottleneck>(&t, f).map(drop),
-            ("links", true) => parse_at::<graph::LinkSpec>(&t, f).map(drop),
-            ("nodes", true) => parse_at::<graph::NodeSpec>(&t, f).map(drop),
-            ("routes", true) => parse_at::<graph::PolicyRoute>(&t, f).map(drop),
-            ("classes", true) => parse_at::<HtbClassSpec>(&t, f).map(drop),
+            ("qdisc" | "child", false) | ("children", true) => parse_as::<QdiscSpec>(c, f),
+            ("source", false) => parse_as::<SourceSpec>(c, f),
+            ("size", false) => parse_as::<SizeDist>(c, f),
+            ("bottleneck", false) => parse_as::<BottleneckSpec>(c, f),
+            ("bottlenecks", true) => parse_as::<TreeBottleneck>(c, f),
+            ("links", true) => parse_as::<graph::LinkSpec>(c, f),
+            ("nodes", true) => parse_as::<graph::NodeSpec>(c, f),
+            ("routes", true) => parse_as::<graph::PolicyRoute>(c, f),
+            ("classes", true) => parse_as::<HtbClassSpec>(c, f),
             _ => return None,
         }
         .err()
