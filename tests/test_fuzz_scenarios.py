@@ -183,6 +183,15 @@ def _dotted(path: tuple) -> str:
     return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
 
 
+def _copy_at(doc: dict, path: tuple) -> tuple[dict, Any]:
+    """A deep copy of ``doc`` and, in it, the container that holds ``path``'s last key."""
+    bad = copy.deepcopy(doc)
+    node = bad
+    for k in path[:-1]:
+        node = node[k]
+    return bad, node
+
+
 def test_a_value_of_the_wrong_type_anywhere_in_an_example_is_reported_at_its_own_key():
     """Every leaf of every example (in its canonical JSON form), given a value of another
     type, is named exactly, however deep in qdisc trees, sources and size specs it sits."""
@@ -192,16 +201,11 @@ def test_a_value_of_the_wrong_type_anywhere_in_an_example_is_reported_at_its_own
     for raw in DOCS:
         doc = json.loads(Scenario.from_dict(raw).to_json())
         for path in paths(doc):
-            parent = doc
-            for k in path[:-1]:
-                parent = parent[k]
-            if isinstance(parent[path[-1]], (dict, list)):
+            value = _copy_at(doc, path)[1][path[-1]]
+            if isinstance(value, (dict, list)):
                 continue
-            for odd in (["zzz"] if not isinstance(parent[path[-1]], str) else [7, ["x"]]):
-                bad = copy.deepcopy(doc)
-                node = bad
-                for k in path[:-1]:
-                    node = node[k]
+            for odd in (["zzz"] if not isinstance(value, str) else [7, ["x"]]):
+                bad, node = _copy_at(doc, path)
                 node[path[-1]] = odd
                 with pytest.raises(ScenarioError) as e:
                     Scenario.from_dict(bad).validate()
@@ -221,10 +225,7 @@ def test_a_missing_key_anywhere_in_an_example_is_reported_at_the_table_that_need
         for path in paths(doc):
             if isinstance(path[-1], int):
                 continue
-            bad = copy.deepcopy(doc)
-            node = bad
-            for k in path[:-1]:
-                node = node[k]
+            bad, node = _copy_at(doc, path)
             del node[path[-1]]
             try:
                 Scenario.from_dict(bad).validate()
