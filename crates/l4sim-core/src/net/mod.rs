@@ -35,8 +35,9 @@ pub struct Node {
     pub kind: NodeKind,
     /// Egress toward each destination node, indexed by node id (None: unreachable/self).
     pub routes: Vec<Option<Egress>>,
-    /// Policy routes (dscp, destination, egress), tried before `routes`.
-    pub policy: Vec<(u8, u32, Egress)>,
+    /// Policy routes, tried before `routes`: (dscp, egress) pairs indexed by destination node
+    /// id, the first one added for a DSCP winning (empty where the node has none).
+    pub policy: Vec<Vec<(u8, Egress)>>,
 }
 
 /// A shaped egress: HTB class + child qdisc, transmitting into `line`.
@@ -198,15 +199,18 @@ impl Network {
             .find(|(f, t, _)| *f == from && *t == to)
             .map(|&(_, _, e)| e)
             .expect("policy route over a link that exists");
-        self.nodes[from as usize].policy.push((dscp, dst, e));
+        let n_nodes = self.nodes.len();
+        let policy = &mut self.nodes[from as usize].policy;
+        policy.resize_with(n_nodes, Vec::new);
+        policy[dst as usize].push((dscp, e));
     }
 
     /// Where `node` sends a packet with `dscp` toward `dst`.
     #[inline]
     pub fn next_hop(&self, node: u32, dst: u32, dscp: u8) -> Option<Egress> {
         let n = &self.nodes[node as usize];
-        if !n.policy.is_empty() {
-            if let Some(&(_, _, e)) = n.policy.iter().find(|p| p.0 == dscp && p.1 == dst) {
+        if let Some(by_dscp) = n.policy.get(dst as usize) {
+            if let Some(&(_, e)) = by_dscp.iter().find(|p| p.0 == dscp) {
                 return Some(e);
             }
         }
