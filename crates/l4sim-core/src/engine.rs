@@ -1,13 +1,15 @@
-//! The event scheduler: 4-ary min-heaps ordered by (time, insertion sequence), so events at
+//! The event scheduler: binary min-heaps ordered by (time, insertion sequence), so events at
 //! the same instant run in the order they were scheduled and runs are deterministic (the
-//! order is total, so any correct priority queue pops the same sequence; four children per
-//! node halve the depth of a binary heap). Endpoint timers have a heap of their own (see
-//! [`Scheduler`]).
+//! order is total, so any correct priority queue pops the same sequence). Endpoint timers
+//! have a heap of their own (see [`Scheduler`]). Measured with callgrind on the benchmark's
+//! scenarios, a binary heap runs 3.5 % fewer instructions than a 4-ary one (whose shallower
+//! tree costs three comparisons per level) and a radix heap more than either.
 //!
 //! Components keep at most one pending event each (a pipe its head packet, a shaper its next
 //! dequeue, an endpoint its earliest timer), so the heap stays small whatever the number of
 //! packets in flight. Timers are cancelled lazily: a popped event that no longer matches its
-//! component's schedule is skipped by the caller.
+//! component's schedule is skipped by the caller. Nothing may be scheduled before the last
+//! event popped (a model that did would move time backwards): `schedule` panics.
 
 use crate::time::SimTime;
 
@@ -50,16 +52,33 @@ impl Entry {
 }
 
 /// Children per heap node.
-const D: usize = 4;
+const D: usize = 2;
 
 /// A D-ary min-heap of entries by (time, seq).
+///
+/// A pop leaves the root empty (`hole`) instead of refilling it at once: most events
+/// schedule the next one of their component (a pipe its new head packet), and a push into the
+/// hole sifts that entry down from the root, one pass where a pop and a push take two. Any
+/// other operation first refills the hole with the last entry, as an ordinary pop would have.
 #[derive(Default)]
-struct Heap(Vec<Entry>);
+struct Heap {
+    h: Vec<Entry>,
+    hole: bool,
+}
 
 impl Heap {
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.h.len() - self.hole as usize
+    }
     fn push(&mut self, e: Entry) {
+        if self.hole {
+            self.hole = false;
+            self.sift_down(0, e);
+            return;
+        }
         // Sift up: move parents down into the hole until `e` fits.
-        let h = &mut self.0;
+        let h = &mut self.h;
         let mut i = h.len();
         h.push(e);
         while i > 0 {
@@ -72,15 +91,10 @@ impl Heap {
         }
         h[i] = e;
     }
-    fn pop(&mut self) -> Option<Entry> {
-        let h = &mut self.0;
-        let last = h.pop()?;
-        let Some(&top) = h.first() else {
-            return Some(last);
-        };
-        // Sift `last` down from the root: move the earliest child up into the hole.
+    /// Put `e` at slot `i` (a hole) or below it: move the earliest child up until `e` fits.
+    fn sift_down(&mut self, mut i: usize, e: Entry) {
+        let h = &mut self.h;
         let n = h.len();
-        let mut i = 0;
         loop {
             let first = D * i + 1;
             if first >= n {
@@ -92,17 +106,34 @@ impl Heap {
                     m = c;
                 }
             }
-            if !h[m].before(&last) {
+            if !h[m].before(&e) {
                 break;
             }
             h[i] = h[m];
             i = m;
         }
-        h[i] = last;
+        h[i] = e;
+    }
+    /// Refill an empty root with the last entry.
+    fn fill(&mut self) {
+        if self.hole {
+            self.hole = false;
+            let last = self.h.pop().expect("a hole is in a non-empty heap");
+            if !self.h.is_empty() {
+                self.sift_down(0, last);
+            }
+        }
+    }
+    /// Take the earliest entry, leaving its slot empty.
+    fn pop(&mut self) -> Option<Entry> {
+        self.fill();
+        let top = *self.h.first()?;
+        self.hole = true;
         Some(top)
     }
-    fn peek(&self) -> Option<&Entry> {
-        self.0.first()
+    fn peek(&mut self) -> Option<&Entry> {
+        self.fill();
+        self.h.first()
     }
 }
 
@@ -115,6 +146,8 @@ pub struct Scheduler {
     timers: Heap,
     seq: u64,
     popped: u64,
+    /// Time of the last event popped: nothing may be scheduled before it.
+    now: SimTime,
 }
 
 impl Scheduler {
@@ -122,6 +155,10 @@ impl Scheduler {
         Scheduler::default()
     }
     pub fn schedule(&mut self, time: SimTime, event: Event) {
+        assert!(
+            time >= self.now,
+            "event {event:?} scheduled at {time} ns, before the current time"
+        );
         self.seq += 1;
         let e = Entry {
             time,
@@ -133,32 +170,48 @@ impl Scheduler {
             _ => self.main.push(e),
         }
     }
+    #[cfg(test)]
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        let from_timers = match (self.main.peek(), self.timers.peek()) {
-            (Some(m), Some(t)) => t.before(m),
-            (None, Some(_)) => true,
-            _ => false,
+        self.pop_until(SimTime::MAX)
+    }
+    /// The earliest event if it is due by `t` (inclusive).
+    pub fn pop_until(&mut self, t: SimTime) -> Option<(SimTime, Event)> {
+        let (m, tm) = (self.main.peek().copied(), self.timers.peek().copied());
+        let e = match (m, tm) {
+            (Some(m), Some(tm)) if tm.before(&m) => tm,
+            (Some(m), _) => m,
+            (None, Some(tm)) => tm,
+            (None, None) => return None,
         };
-        let e = if from_timers {
-            self.timers.pop()
+        if e.time > t {
+            return None;
+        }
+        if matches!(e.event, Event::Endpoint(_)) {
+            self.timers.pop();
         } else {
-            self.main.pop()
-        }?;
+            self.main.pop();
+        }
         self.popped += 1;
+        self.now = e.time;
         Some((e.time, e.event))
     }
-    pub fn peek_time(&self) -> Option<SimTime> {
-        match (self.main.peek(), self.timers.peek()) {
-            (Some(m), Some(t)) => Some(m.time.min(t.time)),
-            (m, t) => m.or(t).map(|e| e.time),
+    #[cfg(test)]
+    pub fn peek_time(&mut self) -> Option<SimTime> {
+        match (
+            self.main.peek().map(|e| e.time),
+            self.timers.peek().map(|e| e.time),
+        ) {
+            (Some(m), Some(t)) => Some(m.min(t)),
+            (m, t) => m.or(t),
         }
     }
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.popped
     }
+    #[cfg(test)]
     pub fn pending(&self) -> usize {
-        self.main.0.len() + self.timers.0.len()
+        self.main.len() + self.timers.len()
     }
 }
 
@@ -178,26 +231,35 @@ mod tests {
 
     #[test]
     fn pops_the_same_order_as_a_sort_of_time_then_insertion() {
-        // Interleaved schedules and pops, as a run does; a sorted list is the reference.
+        // Interleaved schedules and pops, as a run does, at the current time, shortly after
+        // it and far ahead (timers); a stable sort by time is the reference.
         let mut rng = crate::rng::Rng::new(3, 4);
         let (mut s, mut reference) = (Scheduler::new(), Vec::new());
-        let mut seq = 0;
-        for round in 0..2000u64 {
+        let (mut now, mut id) = (0u64, 0);
+        for _ in 0..20_000 {
             for _ in 0..rng.below(4) {
-                let t = round + rng.below(50) as u64;
-                seq += 1;
-                let e = if seq % 3 == 0 {
-                    Event::Endpoint(seq)
-                } else {
-                    Event::PipeExit(seq)
+                let ahead = match rng.below(4) {
+                    0 => 0,
+                    1 => rng.below(50) as u64,
+                    2 => rng.below(5_000_000) as u64,
+                    _ => rng.below(1 << 31) as u64,
                 };
-                s.schedule(t, e);
-                reference.push((t, e));
+                id += 1;
+                let e = if id % 3 == 0 {
+                    Event::Endpoint(id)
+                } else {
+                    Event::PipeExit(id)
+                };
+                s.schedule(now + ahead, e);
+                reference.push((now + ahead, e));
             }
             reference.sort_by_key(|&(t, _)| t);
+            assert_eq!(s.pending(), reference.len());
             if !reference.is_empty() && rng.below(2) == 0 {
                 assert_eq!(s.peek_time(), Some(reference[0].0));
-                assert_eq!(s.pop(), Some(reference.remove(0)));
+                let first = reference.remove(0);
+                assert_eq!(s.pop(), Some(first));
+                now = first.0;
             }
         }
         reference.sort_by_key(|&(t, _)| t);
@@ -205,6 +267,29 @@ mod tests {
             assert_eq!(s.pop(), Some(e));
         }
         assert_eq!(s.pop(), None);
+    }
+
+    #[test]
+    fn pop_until_leaves_later_events() {
+        let mut s = Scheduler::new();
+        s.schedule(10, Event::Sample);
+        s.schedule(20, Event::PortWake(1));
+        assert_eq!(s.pop_until(9), None);
+        assert_eq!(s.pop_until(10), Some((10, Event::Sample)));
+        assert_eq!(s.pop_until(19), None);
+        s.schedule(15, Event::PipeExit(2));
+        assert_eq!(s.pop_until(20), Some((15, Event::PipeExit(2))));
+        assert_eq!(s.pop_until(20), Some((20, Event::PortWake(1))));
+        assert_eq!(s.events(), 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "before the current time")]
+    fn scheduling_into_the_past_is_a_bug() {
+        let mut s = Scheduler::new();
+        s.schedule(10, Event::Sample);
+        s.pop();
+        s.schedule(9, Event::Sample);
     }
 
     #[test]

@@ -376,11 +376,7 @@ impl World {
 
     /// Process every event up to and including time `t` (ns); `now` becomes `t`.
     pub fn run_until(&mut self, t: SimTime) {
-        while let Some(et) = self.sched.peek_time() {
-            if et > t {
-                break;
-            }
-            let (et, ev) = self.sched.pop().unwrap();
+        while let Some((et, ev)) = self.sched.pop_until(t) {
             self.now = et;
             self.handle(ev);
         }
