@@ -120,6 +120,10 @@ pub struct TcpSender {
     pub(crate) cc_flags: CcFlags,
     params: ConnParams,
     spec: TcpSpec,
+    /// `spec.rto_min_ms` and one tick of the host's clock (1/HZ), in ns, worked out once:
+    /// the ACK path asks for both on every ACK.
+    rto_min: SimDuration,
+    jiffy: SimDuration,
     #[allow(dead_code)]
     rng: Rng,
     phase: Phase,
@@ -201,6 +205,8 @@ impl TcpSender {
             stats,
             params: params.clone(),
             spec: spec.clone(),
+            rto_min: (spec.rto_min_ms * MS as f64).round() as SimDuration,
+            jiffy: SEC / spec.hz.max(1) as u64,
             rng,
             phase: Phase::Closed,
             ecn_req: EcnRequest::None,
@@ -278,7 +284,7 @@ impl TcpSender {
     }
 
     fn rto_min(&self) -> SimDuration {
-        (self.spec.rto_min_ms * MS as f64).round() as SimDuration
+        self.rto_min
     }
     /// `usecs_to_jiffies`: timer durations are whole jiffies (rounded up), as Linux keeps
     /// icsk_rto and the TLP/RACK timeouts.
@@ -288,7 +294,7 @@ impl TcpSender {
     }
     /// One tick of the host's clock (1/HZ).
     fn jiffy(&self) -> SimDuration {
-        SEC / self.spec.hz.max(1) as u64
+        self.jiffy
     }
     /// TCP_TIMEOUT_MIN: 2 jiffies.
     fn timeout_min(&self) -> SimDuration {
