@@ -54,6 +54,7 @@ impl Pipe {
 
     /// Accept a packet at `now`. Returns its exit time if the pipe was empty, i.e. when the
     /// caller must schedule the pipe's exit event.
+    #[inline]
     pub fn push(&mut self, pkt: Packet, now: SimTime) -> Option<SimTime> {
         let start = now.max(self.busy_until);
         let end = start + self.tx_time(pkt.len);

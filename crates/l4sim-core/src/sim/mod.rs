@@ -844,6 +844,7 @@ impl World {
         }
     }
 
+    #[inline]
     fn pipe_push(&mut self, p: u32, pkt: Packet) {
         let pipe = &mut self.net.pipes[p as usize];
         if pipe.is_instant() {
