@@ -2,6 +2,8 @@
 
 __version__: str
 MODEL_VERSION: str
+#: "release", or the label benchmarks/pgo_build.py gives the builds it makes.
+BUILD: str
 
 class ScenarioError(ValueError):
     """An invalid scenario; ``str(e)`` is ``"FIELD: MESSAGE"``."""

@@ -341,12 +341,7 @@ impl World {
         let rcv_cc_spec = f.spec.receiver.cc.clone().unwrap_or_default();
         let cc = cc::build(&f.spec.cc, Rng::new(seed, stream::CC + 2 * id));
         let rcc = cc::build(&rcv_cc_spec, Rng::new(seed, stream::CC + 2 * id + 1));
-        let sender = TcpSender::new(
-            &params,
-            &f.spec.tcp,
-            cc,
-            Rng::new(seed, stream::TCP + 2 * id + 1),
-        );
+        let sender = TcpSender::new(&params, &f.spec.tcp, cc);
         let receiver = TcpReceiver::new(
             &params,
             &f.spec.receiver.tcp,

@@ -51,7 +51,6 @@ use crate::cc::{
     AckSample, AnyCc, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock,
 };
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
-use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime, MS, NEVER, SEC, US};
 
 const NIL: u32 = u32::MAX;
@@ -124,8 +123,6 @@ pub struct TcpSender {
     /// the ACK path asks for both on every ACK.
     rto_min: SimDuration,
     jiffy: SimDuration,
-    #[allow(dead_code)]
-    rng: Rng,
     phase: Phase,
     ecn_req: EcnRequest,
     syn_retries: u32,
@@ -188,7 +185,7 @@ fn ect_of(sk: &Sock) -> Ecn {
 }
 
 impl TcpSender {
-    pub fn new(params: &ConnParams, spec: &TcpSpec, cc: AnyCc, rng: Rng) -> TcpSender {
+    pub fn new(params: &ConnParams, spec: &TcpSpec, cc: AnyCc) -> TcpSender {
         // `tcp_sync_mss`: the path's MSS, lowered by the socket's TCP_MAXSEG if set.
         let mss = spec.mss.map_or(params.mss, |m| m.min(params.mss));
         let mut sk = Sock::new(mss);
@@ -207,7 +204,6 @@ impl TcpSender {
             spec: spec.clone(),
             rto_min: (spec.rto_min_ms * MS as f64).round() as SimDuration,
             jiffy: SEC / spec.hz.max(1) as u64,
-            rng,
             phase: Phase::Closed,
             ecn_req: EcnRequest::None,
             syn_retries: 0,

@@ -95,7 +95,7 @@ impl Harness {
         size: Option<u64>,
     ) -> Harness {
         let p = params(size);
-        let s = TcpSender::new(&p, &s_spec, AnyCc::Reno(Reno), Rng::new(1, 1));
+        let s = TcpSender::new(&p, &s_spec, AnyCc::Reno(Reno));
         let r = TcpReceiver::with_cc_flags(&p, &r_spec, r_flags, Rng::new(1, 2));
         Harness {
             s,
