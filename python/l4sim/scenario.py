@@ -101,6 +101,7 @@ class TcpDict(TypedDict, total=False):
     mss: int
     slow_start_after_idle: bool
     ecn_option: int  # net.ipv4.tcp_ecn_option: 2 (AccECN option on every segment) or 0
+    accecn_impl: str  # AccECN receiver code: "l4steam" (the study kernel's) or "mainline"
     rmem: list[int]  # net.ipv4.tcp_rmem: [min, default, max] bytes
     moderate_rcvbuf: bool
 

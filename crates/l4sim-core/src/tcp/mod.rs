@@ -68,6 +68,24 @@ pub enum EcnSysctl {
     AccecnPassive,
 }
 
+/// The AccECN receiver code. Both ACK at once on every change of a data segment's ECN field
+/// (`tcp_ecn_received_counters`) and when a segment with the AccECN option advances the
+/// timestamp while `received_ce_pending >= TCP_ACCECN_ACE_MAX_DELTA` (`__tcp_accecn_process`);
+/// they differ in how `received_ce_pending` saturates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccEcnImpl {
+    /// The L4STeam trees (I. Jarvinen's series as the 5.15 testing kernels carry it, and the
+    /// later L4STeam/linux branches): `max(received_ce_pending + ce, 15)`, so every ECT or CE
+    /// segment leaves 15 pending and the second rule ACKs the first segment after each ACK
+    /// whose timestamp tick is new.
+    #[default]
+    L4steam,
+    /// Mainline (the 2025 AccECN series): `min(received_ce_pending + ce, 15)`, so only six
+    /// CE marks since the last ACK force one.
+    Mainline,
+}
+
 /// Per-endpoint TCP settings (sysctls and socket options of the testbed hosts).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -97,9 +115,8 @@ pub struct TcpSpec {
     pub pacing_ca_ratio: u32,
     /// How this host, as a listener, answers an AccECN SYN (docs/linux-algorithms.md 2.2).
     pub accecn_accept: AccEcnAccept,
-    /// AccECN receiver: also ACK at once when a CE packet follows a non-CE one (RFC 9768
-    /// change-triggered ACK). Linux only forces an ACK after 6 pending CE marks (default off).
-    pub accecn_ack_on_ce_change: bool,
+    /// Which AccECN receiver code this host runs (see [`AccEcnImpl`]).
+    pub accecn_impl: AccEcnImpl,
     /// `net.ipv4.tcp_ecn_option`: 2 (Linux default) sends the AccECN option on every segment
     /// that has room once the peer's was seen; 0 never sends it. (1, the minimum rules, and
     /// 3 are not modelled.)
@@ -132,7 +149,7 @@ impl Default for TcpSpec {
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
             accecn_accept: AccEcnAccept::Mainline,
-            accecn_ack_on_ce_change: false,
+            accecn_impl: AccEcnImpl::L4steam,
             ecn_option: 2,
             comp_sack_nr: 44,
             comp_sack_delay_us: 1000.0,

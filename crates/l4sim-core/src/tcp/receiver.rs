@@ -3,7 +3,9 @@
 //! in-order delivery with an out-of-order range set, SACK blocks (most recent first, DSACK for
 //! duplicates), `__tcp_ack_snd_check` (ACK every 2nd full segment, quick-ACK mode, ICSK_ACK_NOW,
 //! immediate dup-ACKs then SACK compression), the adaptive delayed-ACK timer, and ECN feedback:
-//! RFC 3168 latch, DCTCP-style echo, AccECN ACE.
+//! RFC 3168 latch, DCTCP-style echo, AccECN ACE with its immediate ACKs (every ECN-field
+//! change; pending marks on a timestamp tick, which the L4STeam trees' saturating `max` makes
+//! the first segment after every ACK: docs/linux-algorithms.md 2.4).
 //!
 //! The receiver's own RTT (used to bound `ato` and the SACK-compression delay) is the
 //! handshake RTT (SYN/ACK sent to first ACK), as `tcp_synack_rtt_meas` gives Linux servers.
@@ -16,7 +18,7 @@ use std::collections::BTreeMap;
 
 use super::ecn::{self, ACE_MAX_DELTA};
 use super::rcvbuf::RcvBuf;
-use super::{ConnParams, ReceiverStats, TcpSpec, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
+use super::{AccEcnImpl, ConnParams, ReceiverStats, TcpSpec, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
 use crate::cc::{AnyCc, CcFlags, CongestionControl, EcnMode};
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
 use crate::rng::Rng;
@@ -86,7 +88,8 @@ pub struct TcpReceiver {
     prior_rcv_nxt: u32,
     received_ce: u64,
     ce_pending: u32,
-    last_ce: bool,
+    /// ECN field of the last segment (`prev_ecnfield`; the SYN's at first).
+    prev_ecn: Ecn,
     /// The sender's AccECN option was seen (`saw_accecn_opt`): ACKs carry ours.
     accecn_opt_seen: bool,
     /// Highest option field counted so far (`accecn_minlen`): ACKs without room for it
@@ -149,7 +152,7 @@ impl TcpReceiver {
             prior_rcv_nxt: 0,
             received_ce: 0,
             ce_pending: 0,
-            last_ce: false,
+            prev_ecn: Ecn::NotEct,
             accecn_opt_seen: false,
             accecn_minlen: 0,
             rwin: RcvBuf::new(spec.rmem, spec.moderate_rcvbuf, params.mss),
@@ -234,6 +237,7 @@ impl TcpReceiver {
                         self.spec.accecn_accept,
                     );
                     self.syn_ecn = pkt.ecn;
+                    self.prev_ecn = pkt.ecn;
                     self.phase = Phase::SynRcvd;
                     self.stats.ecn_mode = self.mode;
                     self.send_synack(now, out);
@@ -268,27 +272,23 @@ impl TcpReceiver {
             .rtt_measure_ts(p.ts_ecr, p.payload >= self.rcv_mss, now);
         // tcp_measure_rcv_mss: the largest segment seen is the receiver's MSS estimate.
         self.rcv_mss = self.rcv_mss.max(p.payload);
-        // tcp_replace_ts_recent: only from segments at or left of the last ACKed point.
+        // tcp_replace_ts_recent: only from segments at or left of the last ACKed point; a
+        // later timestamp tick (1 ms, TCP_TS_HZ) than the last one recorded is FLAG_TS_PROGRESS.
+        let ts_progress = seq <= self.rcv_wup && p.ts_val / MS > self.ts_recent / MS;
         if seq <= self.rcv_wup {
             self.ts_recent = p.ts_val;
         }
-        // AccECN counters (every packet).
         if self.mode == EcnMode::AccEcn {
             self.accecn_opt_seen |= p.accecn_option_bytes() > 0;
             self.accecn_minlen = self.accecn_minlen.max(ecn::accecn_optfield(p.ecn));
-        }
-        if self.mode == EcnMode::AccEcn && ce {
-            self.received_ce += 1;
-            self.ce_pending += 1;
-            if self.ce_pending >= ACE_MAX_DELTA {
+            self.ecn_received_counters(p.ecn);
+            // A segment with the AccECN option misses header prediction, so tcp_ack runs
+            // with FLAG_SLOWPATH; for a pure receiver (tcp_ack's no_queue path)
+            // __tcp_accecn_process forces an ACK if the segment advanced the timestamp and
+            // received_ce_pending >= TCP_ACCECN_ACE_MAX_DELTA.
+            if p.accecn_option_bytes() > 0 && ts_progress && self.ce_pending >= ACE_MAX_DELTA {
                 self.ack_now = true;
             }
-            if self.spec.accecn_ack_on_ce_change && !self.last_ce {
-                self.ack_now = true;
-            }
-        }
-        if self.mode == EcnMode::AccEcn {
-            self.last_ce = ce;
         }
         // tcp_ecn_accept_cwr (RFC 3168 only: in AccECN CWR is part of ACE).
         if self.mode == EcnMode::Rfc3168 && p.has(flags::CWR) {
@@ -430,6 +430,26 @@ impl TcpReceiver {
     fn enter_quickack_mode(&mut self, n: u32) {
         self.quick = self.quick.max(n);
         self.ato = TCP_ATO_MIN;
+    }
+
+    /// `tcp_ecn_received_counters`: count CE in the ACE counter and ACK at once on every
+    /// change of the ECN field (`ecn_edge`, ICSK_ACK_NOW). `received_ce_pending` is capped at
+    /// 15 with `min` in mainline; the L4STeam trees have `max`, which sets it to 15 or more
+    /// on every ECT or CE segment (`AccEcnImpl`).
+    fn ecn_received_counters(&mut self, ecn: Ecn) {
+        if ecn != Ecn::NotEct {
+            let ce = (ecn == Ecn::Ce) as u32;
+            self.received_ce += ce as u64;
+            let pending = self.ce_pending + ce;
+            self.ce_pending = match self.spec.accecn_impl {
+                AccEcnImpl::L4steam => pending.max(15),
+                AccEcnImpl::Mainline => pending.min(15),
+            };
+        }
+        if ecn != self.prev_ecn {
+            self.ack_now = true;
+        }
+        self.prev_ecn = ecn;
     }
 
     /// `tcp_event_data_recv`: adapt `ato` to the inter-arrival time.
