@@ -81,8 +81,9 @@ pub enum AccEcnImpl {
     /// whose timestamp tick is new.
     #[default]
     L4steam,
-    /// Mainline (the 2025 AccECN series): `min(received_ce_pending + ce, 15)`, so only six
-    /// CE marks since the last ACK force one.
+    /// Mainline (the 2025 AccECN series): `min(received_ce_pending + ce, 15)`, so the second
+    /// rule needs six CE marks since the last ACK, which the first segment after an ACK never
+    /// has: for in-order data only the first rule acts.
     Mainline,
 }
 
