@@ -279,14 +279,15 @@ impl TcpReceiver {
             self.ts_recent = p.ts_val;
         }
         if self.mode == EcnMode::AccEcn {
-            self.accecn_opt_seen |= p.accecn_option_bytes() > 0;
+            let has_option = p.accecn_option_bytes() > 0;
+            self.accecn_opt_seen |= has_option;
             self.accecn_minlen = self.accecn_minlen.max(ecn::accecn_optfield(p.ecn));
             self.ecn_received_counters(p.ecn);
             // A segment with the AccECN option misses header prediction, so tcp_ack runs
             // with FLAG_SLOWPATH; for a pure receiver (tcp_ack's no_queue path)
             // __tcp_accecn_process forces an ACK if the segment advanced the timestamp and
             // received_ce_pending >= TCP_ACCECN_ACE_MAX_DELTA.
-            if p.accecn_option_bytes() > 0 && ts_progress && self.ce_pending >= ACE_MAX_DELTA {
+            if has_option && ts_progress && self.ce_pending >= ACE_MAX_DELTA {
                 self.ack_now = true;
             }
         }
