@@ -211,3 +211,36 @@ def test_import_help_and_run_stay_free_of_the_heavy_libraries(code: str, minimal
     p = subprocess.run([sys.executable, "-c", check, str(minimal_toml)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "argv,option",
+    [
+        (["study", "run", "anrw24", "--store", "{tmp}/st", "--jobs", "-2"], "--jobs"),
+        (["study", "run", "anrw24", "--store", "{tmp}/st", "--limit", "0"], "--limit"),
+        (["study", "run", "anrw24", "--store", "{tmp}/st", "--trials", "0"], "--trials"),
+        (["study", "run", "anrw24", "--store", "{tmp}/st", "--duration", "0"], "--duration"),
+        (["study", "plan", "full-factorial", "--jobs", "-1"], "--jobs"),
+        (["reproduce", "anrw24", "--out", "{tmp}/st", "--jobs", "0"], "--jobs"),
+        (["reproduce", "anrw24", "--out", "{tmp}/st", "--duration", "nan"], "--duration"),
+        (["reproduce", "icnp26", "--out", "{tmp}/st", "--jobs", "0"], "--jobs"),
+        (["validate", "--out", "{tmp}/st", "--trials", "-1"], "--trials"),
+        (["run", "{tmp}/st.toml", "--seed", "-1"], "--seed"),
+        (["run", "{tmp}/st.toml", "--duration", "inf"], "--duration"),
+        (["run", "{tmp}/st.toml", "--seed", "abc"], "--seed"),
+    ],
+)
+def test_bad_option_values_are_one_line_before_anything_runs(tmp_path: Path, capsys, argv, option):
+    """Worker, trial and run counts, durations and seeds out of range: one line naming the option
+    and the value, status 2, and no store or output directory is created."""
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: argument ") and option in err and err.count("\n") == 1, err
+    assert argv[argv.index(option) + 1] in err
+    assert not (tmp_path / "st").exists()
+
+
+def test_help_still_exits_0(capsys):
+    assert main(["run", "--help"]) == 0
+    assert "--duration" in capsys.readouterr().out

@@ -23,6 +23,7 @@ LAYERS = {
     "l4sim.runplots": 0,
     "l4sim.flentfile": 0,
     "l4sim.netem": 0,
+    "l4sim.argtypes": 0,
     "l4sim.sweep": 1,
     "l4sim.studies": 2,
     "l4sim.cli": 3,

@@ -21,6 +21,7 @@ from typing import Any
 
 from l4sim import __version__, demo
 from l4sim._core import ScenarioError
+from l4sim.argtypes import Parser, seconds, seed
 from l4sim.scenario import CC_NAMES, Scenario, one_line
 from l4sim.studies.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
 
@@ -251,7 +252,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="l4sim",
         description="Packet-level simulator of TCP Prague vs classic TCP at an L4S / classic bottleneck.",
     )
@@ -280,8 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
         "flent -i FILE -p tcp_delivery_with_rtt plots it; with several scenario files a directory that "
         "receives NAME.flent.gz per run",
     )
-    p.add_argument("--duration", type=float, help="simulated seconds (overrides the scenario; study default 60)")
-    p.add_argument("--seed", type=int, help="random seed (overrides the scenario)")
+    p.add_argument("--duration", type=seconds, help="simulated seconds (overrides the scenario; study default 60)")
+    p.add_argument("--seed", type=seed, help="random seed (overrides the scenario)")
     g = p.add_argument_group("study point (instead of FILE)")
     for opt, name, typ, help_ in _FACTOR_OPTIONS:
         g.add_argument(opt, dest=name, type=typ, help=help_)
@@ -306,7 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a bad option (one line, status 2)
+        return int(e.code or 0)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

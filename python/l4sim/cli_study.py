@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from l4sim.argtypes import Parser, count, seconds
 from l4sim.scenario import one_line
 from l4sim.studies.study import StudyError
 from l4sim.sweep.designs import DesignError
@@ -29,11 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "study", metavar="FILE_OR_PRESET", help="a study file (.toml) or a preset name (l4sim study presets)"
     )
     p.add_argument("--store", required=True, metavar="DIR", help="results directory")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
+    p.add_argument("-j", "--jobs", type=count, default=None, help="local workers (default: all cores)")
     p.add_argument("--dask", metavar="tcp://host:port", help="run on a Dask scheduler")
-    p.add_argument("--limit", type=int, metavar="N", help="do at most N runs")
-    p.add_argument("--trials", type=int, help="override the number of trials")
-    p.add_argument("--duration", type=float, help="override the run duration, s")
+    p.add_argument("--limit", type=count, metavar="N", help="do at most N runs")
+    p.add_argument("--trials", type=count, help="override the number of trials")
+    p.add_argument("--duration", type=seconds, help="override the run duration, s")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run)
 
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--toml", action="store_true", help="print the study file")
     p.add_argument("--runs", action="store_true", help="list every run with its seed")
     p.add_argument(
-        "-j", "--jobs", type=int, default=None, help="cores for the wall-time estimate (default: all of this machine's)"
+        "-j", "--jobs", type=count, default=None, help="cores for the wall-time estimate (default: this machine's)"
     )
     p.add_argument(
         "--no-estimate",
@@ -112,18 +113,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out", required=True, metavar="DIR", help="output directory (store/, results.csv, figures/, report)"
     )
-    p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
+    p.add_argument("-j", "--jobs", type=count, default=None, help="local workers (default: all cores)")
     p.add_argument("--dask", metavar="tcp://host:port", help="run on a Dask scheduler instead of local workers")
     p.add_argument(
-        "--trials", type=int, default=ANRW24_DEFAULT_TRIALS, help=f"trials per cell (default {ANRW24_DEFAULT_TRIALS})"
+        "--trials", type=count, default=ANRW24_DEFAULT_TRIALS, help=f"trials per cell (default {ANRW24_DEFAULT_TRIALS})"
     )
     p.add_argument(
         "--duration",
-        type=float,
+        type=seconds,
         default=ANRW24_DEFAULT_DURATION,
         help=f"simulated seconds per run (default {ANRW24_DEFAULT_DURATION:g})",
     )
-    p.add_argument("--limit", type=int, metavar="N", help="do at most N runs now (a partial grid gets no verdicts)")
+    p.add_argument("--limit", type=count, metavar="N", help="do at most N runs now (a partial grid gets no verdicts)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reproduce_anrw24)
     from l4sim import icnp26_report
@@ -174,9 +175,9 @@ def cmd_run(args) -> int:
     try:
         study = _load(args.study)
         ov = {}
-        if args.trials:
+        if args.trials is not None:
             ov["trials"] = args.trials
-        if args.duration:
+        if args.duration is not None:
             ov["duration"] = args.duration
         if ov:
             study = study.with_overrides(**ov)
@@ -354,10 +355,6 @@ def cmd_reproduce_anrw24(args) -> int:
     from l4sim.sweep.store import Store
 
     out = Path(args.out)
-    if args.trials < 1:
-        return _err(f"--trials must be at least 1, got {args.trials}")
-    if not args.duration > 0:
-        return _err(f"--duration must be a positive number of seconds, got {args.duration:g}")
     study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
     clash = _design_clash(out / "store", study)
     if clash:
@@ -432,10 +429,13 @@ def _design_clash(store: Path, study) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="l4sim")
+    ap = Parser(prog="l4sim")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     register(sub)
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
     if not hasattr(args, "func"):
         ap.print_help()
         return 2

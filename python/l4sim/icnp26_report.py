@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from l4sim import icnp26
+from l4sim.argtypes import count, seconds
 
 if TYPE_CHECKING:  # imported where used: `l4sim --help` registers this command without it
     import pandas as pd
@@ -35,13 +36,13 @@ def register(subparsers: Any) -> None:
         "--out", required=True, metavar="DIR", help="output directory (report.md, summary.csv, queues.csv, figures)"
     )
     p.add_argument("--quick", action="store_true", help="short runs, one trial (CI)")
-    p.add_argument("--trials", type=int, help=f"trials per scenario (default {FULL['trials']})")
-    p.add_argument("--duration", type=float, help="run length, s (the study: 120)")
+    p.add_argument("--trials", type=count, help=f"trials per scenario (default {FULL['trials']})")
+    p.add_argument("--duration", type=seconds, help="run length, s (the study: 120)")
     p.add_argument("--scale", type=float, help="core/peering/sender-access rate factor, (0, 1]")
     p.add_argument("--heavy-load", type=float, default=icnp26.HEAVY_LOAD,
                    help="background offered at the bottleneck, fraction of its rate (default %(default)g)")
     p.add_argument("--scenarios", help="comma-separated subset, e.g. S1,S3a,S3b")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("-j", "--jobs", type=count, default=None, help="worker processes (default: all cores)")
     p.set_defaults(func=cmd_reproduce_icnp26)
 
 
@@ -63,16 +64,10 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         bad = [s for s in names if s not in icnp26.SCENARIOS]
         if bad or not names:
             return _err(f"unknown scenario {', '.join(bad) or '(none)'}; one of {', '.join(icnp26.SCENARIOS)}")
-    if trials < 1:
-        return _err(f"--trials must be >= 1, got {trials}")
-    if not duration > 0:
-        return _err(f"--duration must be > 0, got {duration:g}")
     if not 0 < scale <= 1:
         return _err(f"--scale must be in (0, 1], got {scale:g}")
     if not 0 <= args.heavy_load <= 2:
         return _err(f"--heavy-load must be in [0, 2], got {args.heavy_load:g}")
-    if args.jobs is not None and args.jobs < 1:
-        return _err(f"--jobs must be >= 1, got {args.jobs}")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from l4sim.argtypes import count, seconds
 from l4sim.studies.analysis import DELAY_ABS_MS, DELAY_REL, VerdictRules, cells, delay_ok, verdict, verdict_table
 from l4sim.studies.study import Study
 
@@ -647,9 +648,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--quick", action="store_true", help=f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s")
     p.add_argument("--out", default="validation", metavar="DIR", help="output directory (default: validation)")
     p.add_argument("--store", metavar="DIR", help="results store (default: OUT/store; reuse a reproduce store)")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="local workers (default: all cores)")
-    p.add_argument("--trials", type=int, help="override the number of trials")
-    p.add_argument("--duration", type=float, help="override the run length, s")
+    p.add_argument("-j", "--jobs", type=count, default=None, help="local workers (default: all cores)")
+    p.add_argument("--trials", type=count, help="override the number of trials")
+    p.add_argument("--duration", type=seconds, help="override the run length, s")
     p.add_argument(
         "--reference",
         action="append",

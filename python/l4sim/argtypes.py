@@ -1,0 +1,54 @@
+"""The command line's option types, shared by every ``l4sim`` subcommand, and the parser that
+reports a bad option in one line.
+
+A value out of range is refused while the command line is read, before anything runs or any
+store is opened: ``error: argument -j/--jobs: must be a whole number, at least 1; got '0'
+(see l4sim study run --help)``, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import NoReturn
+
+from l4sim.scenario import one_line
+
+
+def _whole(text: str, least: int, what: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = None
+    if v is None or v < least:
+        raise argparse.ArgumentTypeError(f"must be a whole number, {what}; got {text!r}")
+    return v
+
+
+def count(text: str) -> int:
+    """Workers, trials or runs: a whole number of at least 1."""
+    return _whole(text, 1, "at least 1")
+
+
+def seed(text: str) -> int:
+    """A random seed: a whole number, 0 or more."""
+    return _whole(text, 0, "0 or more")
+
+
+def seconds(text: str) -> float:
+    """A duration: a finite number of seconds above 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0; got {text!r}")
+    return v
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` (and, through ``add_subparsers``, its subcommands' parsers) whose
+    errors are one line on stderr, ``error: MESSAGE (see PROG --help)``, with exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {one_line(message)} (see {self.prog} --help)\n")
