@@ -244,3 +244,12 @@ def test_bad_option_values_are_one_line_before_anything_runs(tmp_path: Path, cap
 def test_help_still_exits_0(capsys):
     assert main(["run", "--help"]) == 0
     assert "--duration" in capsys.readouterr().out
+
+
+def test_a_sample_interval_in_the_wrong_unit_is_refused_before_running(tmp_path: Path, capsys):
+    """1e-9 s would sample every flow a billion times per simulated second (memory, not a run)."""
+    f = tmp_path / "fine.toml"
+    f.write_text(MINIMAL_TOML.replace("duration = ", "sample_interval = 1e-9\nduration = "), encoding="utf-8")
+    assert main(["run", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: sample_interval: 1e-9 s") and err.count("\n") == 1, err

@@ -242,6 +242,10 @@ fn default_seed() -> u64 {
 fn default_sample_interval() -> f64 {
     0.1
 }
+/// The finest time-series step, s: every flow and qdisc is sampled at each step and the run
+/// keeps them all, so a step given in the wrong unit (1e-9) would fill memory. Per-packet
+/// delays are in the histograms and the per-packet records, not the series.
+pub const MIN_SAMPLE_INTERVAL: f64 = 1e-3;
 fn default_nic_rate() -> f64 {
     10_000.0
 }
@@ -451,6 +455,15 @@ impl Scenario {
         }
         pos("duration", self.duration)?;
         pos("sample_interval", self.sample_interval)?;
+        if self.sample_interval < MIN_SAMPLE_INTERVAL {
+            return Err(err(
+                "sample_interval",
+                format!(
+                    "{:?} s is below the finest time-series step, {MIN_SAMPLE_INTERVAL} s (1 ms)",
+                    self.sample_interval
+                ),
+            ));
+        }
         let check_btl = |prefix: &str, b: &BottleneckSpec| -> Result<(), ScenarioError> {
             rate(&format!("{prefix}.rate"), b.rate)?;
             b.qdisc
@@ -644,6 +657,15 @@ mod tests {
         let e = Scenario::from_json(&bad).unwrap_err();
         assert_eq!(e.field, "topology.bottleneck.rate", "{e}");
         let ok = OK.replace("\"rate\": 100", "\"rate\": 1e-6");
+        Scenario::from_json(&ok).unwrap();
+    }
+
+    #[test]
+    fn a_sample_interval_below_1_ms_is_an_error_not_a_memory_flood() {
+        let bad = OK.replace("\"seed\": 3", "\"seed\": 3, \"sample_interval\": 1e-9");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "sample_interval", "{e}");
+        let ok = OK.replace("\"seed\": 3", "\"seed\": 3, \"sample_interval\": 0.001");
         Scenario::from_json(&ok).unwrap();
     }
 
