@@ -125,6 +125,11 @@ def test_bad_changes_name_the_field():
     with pytest.raises(l4sim.ScenarioError) as ei:
         sim.step(-1)
     assert ei.value.field == "dt"
+    # Parallel streams are bounded in all, as in a scenario file: added flows count.
+    sim.add_flow(name="many", cc="cubic", streams=60_000, start=100)
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        sim.add_flow(name="more", cc="cubic", streams=40_000, start=100)
+    assert ei.value.field == "flows.more.streams" and "100000" in str(ei.value)
 
 
 def test_connections_table_and_fct_summary():

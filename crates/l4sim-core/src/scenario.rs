@@ -323,6 +323,9 @@ pub struct TreeBottleneck {
 fn default_streams() -> u32 {
     1
 }
+/// Parallel streams a scenario may hold in all (iperf3's `-P` stops at 128): each is a
+/// connection of a few kB, so 1e8 given by mistake would fill memory before the first event.
+pub const MAX_STREAMS: u64 = 100_000;
 
 fn is_zero(v: &u8) -> bool {
     *v == 0
@@ -530,6 +533,7 @@ impl Scenario {
             return Err(err("flows", "at least one flow is needed"));
         }
         let mut names = std::collections::HashSet::new();
+        let mut streams = 0u64;
         for (i, f) in self.flows.iter().enumerate() {
             let p = format!("flows[{i}]");
             if f.name.is_empty() {
@@ -557,6 +561,17 @@ impl Scenario {
             }
             if f.streams == 0 {
                 return Err(err(format!("{p}.streams"), "must be at least 1, got 0"));
+            }
+            streams += f.streams as u64;
+            if streams > MAX_STREAMS {
+                return Err(err(
+                    format!("{p}.streams"),
+                    format!(
+                        "{} streams bring the scenario to {streams}; at most {MAX_STREAMS} parallel \
+                         streams in all",
+                        f.streams
+                    ),
+                ));
             }
             nonneg(&format!("{p}.start"), f.start)?;
             if f.start >= self.duration {
@@ -667,6 +682,18 @@ mod tests {
         assert_eq!(e.field, "sample_interval", "{e}");
         let ok = OK.replace("\"seed\": 3", "\"seed\": 3, \"sample_interval\": 0.001");
         Scenario::from_json(&ok).unwrap();
+    }
+
+    #[test]
+    fn more_than_100000_streams_in_all_is_an_error_naming_the_flow() {
+        let two = OK.replace(
+            r#"[{"name": "a", "cc": {"name": "reno"}}]"#,
+            r#"[{"name": "a", "cc": {"name": "reno"}, "streams": 60000},
+                {"name": "b", "cc": {"name": "reno"}, "streams": 40001}]"#,
+        );
+        let e = Scenario::from_json(&two).unwrap_err();
+        assert_eq!(e.field, "flows[1].streams", "{e}");
+        Scenario::from_json(&two.replace("40001", "40000")).unwrap();
     }
 
     #[test]

@@ -1077,6 +1077,21 @@ impl World {
             field: e.field.trim_start_matches("flows[0].").to_string(),
             message: e.message,
         })?;
+        let running: u64 = (self.flows.iter())
+            .filter(|g| g.removed_at.is_none())
+            .map(|g| g.spec.streams as u64)
+            .sum();
+        if running + f.streams as u64 > crate::scenario::MAX_STREAMS {
+            return Err(ScenarioError {
+                field: "streams".into(),
+                message: format!(
+                    "{} streams bring the running flows to {}; at most {} parallel streams in all",
+                    f.streams,
+                    running + f.streams as u64,
+                    crate::scenario::MAX_STREAMS
+                ),
+            });
+        }
         if self.flows.len() >= u16::MAX as usize {
             return Err(ScenarioError {
                 field: "name".into(),
