@@ -128,6 +128,18 @@ def test_trials_shorthand_makes_trial_factor():
     assert [p["trial"] for p in s.points()] == [1, 2, 3]
 
 
+def test_a_design_of_more_than_a_million_runs_is_refused_before_it_is_expanded():
+    """trials = 1e9 used to build a billion-element trial list (the OOM killer ended it)."""
+    point = "[fixed]\naqm='FIFO'\nbtl_capacity=100\nbase_rtt=10\n[factors]\nn_bdp=[1, 2]\n"
+    with pytest.raises(StudyError, match=r"2 n_bdp x 1000000000 trials .* 2,000,000,000 runs"):
+        Study.from_toml("trials = 1000000000\n" + point)
+    s = Study.from_toml("trials = 500000\n" + point)
+    with pytest.raises(StudyError, match="at most 1,000,000"):
+        s.with_overrides(trials=500_001)
+    with pytest.raises(StudyError, match="at most 1,000,000"):
+        presets.get("full-factorial").with_overrides(trials=1000)
+
+
 @pytest.mark.parametrize(
     "text,factor",
     [

@@ -355,7 +355,10 @@ def cmd_reproduce_anrw24(args) -> int:
     from l4sim.sweep.store import Store
 
     out = Path(args.out)
-    study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
+    try:
+        study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
+    except StudyError as e:
+        return _err(str(e))
     clash = _design_clash(out / "store", study)
     if clash:
         return _err(clash)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from l4sim import icnp26
 from l4sim.argtypes import count, seconds
+from l4sim.studies.study import MAX_RUNS
 
 if TYPE_CHECKING:  # imported where used: `l4sim --help` registers this command without it
     import pandas as pd
@@ -64,6 +65,8 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         bad = [s for s in names if s not in icnp26.SCENARIOS]
         if bad or not names:
             return _err(f"unknown scenario {', '.join(bad) or '(none)'}; one of {', '.join(icnp26.SCENARIOS)}")
+    if len(names) * trials > MAX_RUNS:
+        return _err(f"--trials {trials} x {len(names)} scenarios is more than the {MAX_RUNS:,} runs one study holds")
     if not 0 < scale <= 1:
         return _err(f"--scale must be in (0, 1], got {scale:g}")
     if not 0 <= args.heavy_load <= 2:

@@ -68,6 +68,26 @@ class StudyError(DesignError):
     """A malformed study file or design; the message names the factor at fault."""
 
 
+#: Runs one study may hold: its points are expanded in memory (and indexed in the store), so
+#: ``trials = 1000000000`` must be refused before, not found out by the kernel's OOM killer.
+#: The largest preset, the full factorial, has 28,320.
+MAX_RUNS = 1_000_000
+
+
+def _check_size(factors: Mapping[str, list[Any]], trials: int = 1) -> None:
+    """Refuse a design whose factor lists (times ``trials``) combine to more than MAX_RUNS runs,
+    before any of them is expanded."""
+    n = trials * math.prod(len(v) for v in factors.values())
+    if n > MAX_RUNS:
+        sizes = [f"{len(v)} {k}" for k, v in factors.items() if len(v) > 1]
+        if trials > 1:
+            sizes.append(f"{trials} trials")
+        raise StudyError(
+            f"design size: {' x '.join(sizes)} combine to up to {n:,} runs; a study holds at most {MAX_RUNS:,} "
+            "(split it, or use fewer trials)"
+        )
+
+
 def _positive_number(name: str, v: Any) -> float | int:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise StudyError(f"factor {name!r}: value {v!r} must be a positive number")
@@ -340,7 +360,9 @@ class Study:
                 raise StudyError(f"factor 'trial': trials = {n!r} must be an integer >= 1")
             if "trial" in factors or "trial" in fixed:
                 raise StudyError("factor 'trial': give either trials = N or a trial list")
+            _check_size(factors, n)
             factors["trial"] = list(range(1, n + 1))
+        _check_size(factors)
         for k in REQUIRED:
             if k not in factors and k not in fixed:
                 raise StudyError(f"factor {k!r} is required (in [factors] or [fixed])")
@@ -367,6 +389,8 @@ class Study:
         fx = dict(self.fixed)
         for k, v in fixed.items():
             if k == "trials":
+                factors.pop("trial", None)
+                _check_size(factors, int(v))
                 factors["trial"] = list(range(1, int(v) + 1))
                 continue
             if k not in VALIDATORS:
