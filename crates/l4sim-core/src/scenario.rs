@@ -326,6 +326,9 @@ fn default_streams() -> u32 {
 /// Parallel streams a scenario may hold in all (iperf3's `-P` stops at 128): each is a
 /// connection of a few kB, so 1e8 given by mistake would fill memory before the first event.
 pub const MAX_STREAMS: u64 = 100_000;
+/// Sender/receiver pairs of the tree topology: each brings hosts, links and routes, built
+/// before the first event (4e6 asked for 3 GB at once).
+pub const MAX_TREE_PAIRS: u32 = 10_000;
 
 fn is_zero(v: &u8) -> bool {
     *v == 0
@@ -504,6 +507,12 @@ impl Scenario {
                     return Err(err(
                         "topology.pairs",
                         format!("must be a positive multiple of 4, got {pairs}"),
+                    ));
+                }
+                if *pairs > MAX_TREE_PAIRS {
+                    return Err(err(
+                        "topology.pairs",
+                        format!("{pairs} pairs is beyond what a run can hold (at most {MAX_TREE_PAIRS}; the study's tree has 12)"),
                     ));
                 }
                 for (i, b) in bottlenecks.iter().enumerate() {
@@ -694,6 +703,34 @@ mod tests {
         let e = Scenario::from_json(&two).unwrap_err();
         assert_eq!(e.field, "flows[1].streams", "{e}");
         Scenario::from_json(&two.replace("40001", "40000")).unwrap();
+    }
+
+    #[test]
+    fn sizes_that_would_fill_memory_before_the_first_event_are_errors() {
+        let batch = |n: u64| {
+            OK.replace(
+                r#""cc": {"name": "reno"}}"#,
+                &format!(
+                    r#""cc": {{"name": "reno"}}, "source": {{"kind": "messages", "rate": 10,
+                       "batch_max": {n}, "message_size": 1000}}}}"#
+                ),
+            )
+        };
+        let e = Scenario::from_json(&batch(MAX_STREAMS + 1)).unwrap_err();
+        assert_eq!(e.field, "flows[0].source.batch_max", "{e}");
+        Scenario::from_json(&batch(MAX_STREAMS)).unwrap();
+        let tree = |pairs: u32| {
+            OK.replace(
+                r#"{"kind": "dumbbell", "base_rtt": 10,
+                     "bottleneck": {"rate": 100, "qdisc": {"kind": "bfifo", "limit": 250000}}}"#,
+                &format!(
+                    r#"{{"kind": "tree", "base_rtt": 10, "pairs": {pairs}, "bottlenecks": []}}"#
+                ),
+            )
+        };
+        let e = Scenario::from_json(&tree(4_000_000)).unwrap_err();
+        assert_eq!(e.field, "topology.pairs", "{e}");
+        Scenario::from_json(&tree(MAX_TREE_PAIRS)).unwrap();
     }
 
     #[test]

@@ -40,6 +40,15 @@ fn yes() -> bool {
 impl MessagesSpec {
     pub fn validate(&self) -> Result<(), (String, String)> {
         positive("rate", self.rate)?;
+        if self.rate > 1e6 {
+            return Err((
+                "rate".into(),
+                format!(
+                    "{} batches/s is beyond what a run can hold (at most 1e6)",
+                    self.rate
+                ),
+            ));
+        }
         if self.batch_min == 0 {
             return Err(("batch_min".into(), "must be at least 1, got 0".into()));
         }
@@ -49,6 +58,17 @@ impl MessagesSpec {
                 format!(
                     "must be at least batch_min ({}), got {}",
                     self.batch_min, self.batch_max
+                ),
+            ));
+        }
+        // Each message of a batch is a connection opened at once (unless persistent).
+        if self.batch_max as u64 > crate::scenario::MAX_STREAMS {
+            return Err((
+                "batch_max".into(),
+                format!(
+                    "{} messages in one batch is beyond what a run can hold (at most {})",
+                    self.batch_max,
+                    crate::scenario::MAX_STREAMS
                 ),
             ));
         }
