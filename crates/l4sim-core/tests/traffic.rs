@@ -195,6 +195,32 @@ fn unresponsive_udp_overload_is_dropped_not_delivered() {
 }
 
 #[test]
+fn udp_faster_than_the_sender_nic_is_dropped_at_its_device_queue() {
+    // 20 Gbit/s of UDP from a host on a 1 Gbit/s NIC (no qdisc on the host link): the
+    // device queue (txqueuelen 1000) drops the excess at the host instead of holding 19
+    // Gbit/s of packets per simulated second, and the host link carries its line rate.
+    let mut sc = dumbbell(
+        0.5,
+        1000.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![json!({"name": "u", "source": {"kind": "udp", "rate_mbps": 20000}})],
+    );
+    sc["topology"]["nic_rate"] = json!(1000.0);
+    let r = run(&sc);
+    let f = &r.flows[0];
+    // About 19 of every 20 packets never leave the host.
+    let share = f.pkts_dropped as f64 / f.data_pkts_sent as f64;
+    assert!((share - 0.95).abs() < 0.01, "{share}");
+    let cap = 1000.0 * 1200.0 / 1242.0;
+    assert!(
+        (f.goodput_mbps - cap).abs() < 0.05 * cap,
+        "{}",
+        f.goodput_mbps
+    );
+}
+
+#[test]
 fn udp_prague_fills_an_idle_link_and_backs_off_under_marking() {
     // Alone on 20 Mbit/s with a 50 Mbit/s ceiling, through DualPI2's L queue: fills the link
     // with a sub-millisecond queue.

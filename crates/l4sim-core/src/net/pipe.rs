@@ -9,6 +9,10 @@ use std::collections::VecDeque;
 use crate::packet::Packet;
 use crate::time::{Rate, SimDuration, SimTime};
 
+/// Packets a device queues in front of its line when no qdisc is configured: its
+/// `txqueuelen` (1000, as Linux's default `pfifo_fast` uses it).
+pub const TXQUEUELEN: u64 = 1000;
+
 pub struct Pipe {
     pub name: String,
     /// Line rate; None: no serialization delay.
@@ -20,6 +24,9 @@ pub struct Pipe {
     /// IP MTU of the link (the device's `mtu`, bytes).
     pub mtu: u32,
     busy_until: SimTime,
+    /// Wait behind [`TXQUEUELEN`] minimum-size (42-byte) frames: a shorter wait is never a
+    /// full device queue.
+    full_wait: SimDuration,
     q: VecDeque<(SimTime, Packet)>,
     /// Data packets currently inside (for packet conservation).
     pub data_inside: u64,
@@ -36,6 +43,7 @@ impl Pipe {
             to,
             mtu: crate::packet::hdr::MTU,
             busy_until: 0,
+            full_wait: rate.map_or(SimDuration::MAX, |r| TXQUEUELEN * r.tx_time(42)),
             q: VecDeque::new(),
             data_inside: 0,
             tx_pkts: 0,
@@ -56,8 +64,27 @@ impl Pipe {
     /// caller must schedule the pipe's exit event.
     #[inline]
     pub fn push(&mut self, pkt: Packet, now: SimTime) -> Option<SimTime> {
+        self.push_unless_full(pkt, now, |_| false)
+            .expect("never refused")
+    }
+
+    /// [`Pipe::push`], except that a packet finding the device queue full (at least
+    /// [`TXQUEUELEN`] packets of its size waiting for the line; those propagating do not
+    /// count) is refused if `droppable` says so: `Err` returns it to the caller.
+    #[inline]
+    pub fn push_unless_full(
+        &mut self,
+        pkt: Packet,
+        now: SimTime,
+        droppable: impl FnOnce(&Packet) -> bool,
+    ) -> Result<Option<SimTime>, Packet> {
         let start = now.max(self.busy_until);
-        let end = start + self.tx_time(pkt.len);
+        let tx = self.tx_time(pkt.len);
+        // `full_wait` (the smallest packets') rules out almost every packet at one compare.
+        if start - now >= self.full_wait && start - now >= TXQUEUELEN * tx && droppable(&pkt) {
+            return Err(pkt);
+        }
+        let end = start + tx;
         self.busy_until = end;
         let exit = end + self.delay;
         self.tx_pkts += 1;
@@ -67,7 +94,7 @@ impl Pipe {
         }
         let was_empty = self.q.is_empty();
         self.q.push_back((exit, pkt));
-        was_empty.then_some(exit)
+        Ok(was_empty.then_some(exit))
     }
 
     /// Remove the head packet if it has arrived by `now`.
@@ -82,6 +109,15 @@ impl Pipe {
             }
             _ => None,
         }
+    }
+
+    /// Whether `pkt` would find the device queue in front of the line full at `now`: at
+    /// least [`TXQUEUELEN`] packets of its size waiting (those propagating do not count).
+    #[inline]
+    pub fn device_queue_full(&self, pkt: &Packet, now: SimTime) -> bool {
+        let wait = self.busy_until.saturating_sub(now);
+        // `full_wait` (the smallest packets') rules out almost every packet without a division.
+        wait >= self.full_wait && wait >= TXQUEUELEN * self.tx_time(pkt.len)
     }
 
     pub fn head_time(&self) -> Option<SimTime> {

@@ -846,8 +846,23 @@ impl World {
             pipe.count_instant(&pkt);
             let to = pipe.to;
             self.arrive(to, pkt);
-        } else if let Some(t) = pipe.push(pkt, self.now) {
-            self.sched.schedule(t, Event::PipeExit(p));
+            return;
+        }
+        // A link without a qdisc still has its device's queue (txqueuelen 1000): a UDP source
+        // faster than the link is dropped there, as Linux's default pfifo_fast drops it,
+        // instead of growing the link's backlog without end. TCP is held back by its windows
+        // (and Linux's TSQ), so its packets are never dropped there.
+        let conns = &self.conns;
+        let udp = |pkt: &Packet| {
+            matches!(
+                conns[pkt.flow as usize].as_ref().map(|s| &s.conn),
+                Some(Conn::Udp(_) | Conn::UdpPrague(_))
+            )
+        };
+        match pipe.push_unless_full(pkt, self.now, udp) {
+            Ok(Some(t)) => self.sched.schedule(t, Event::PipeExit(p)),
+            Ok(None) => {}
+            Err(pkt) => self.dropped(&pkt),
         }
     }
 
