@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{before_stop, positive, stop_time, Source, Transfer};
+use super::{before_stop, per_second, stop_time, Source, Transfer};
 use crate::rng::Rng;
 use crate::time::{secs, SimTime, NEVER};
 
@@ -39,16 +39,7 @@ fn yes() -> bool {
 
 impl MessagesSpec {
     pub fn validate(&self) -> Result<(), (String, String)> {
-        positive("rate", self.rate)?;
-        if self.rate > 1e6 {
-            return Err((
-                "rate".into(),
-                format!(
-                    "{} batches/s is beyond what a run can hold (at most 1e6)",
-                    self.rate
-                ),
-            ));
-        }
+        per_second("rate", self.rate, "batches")?;
         if self.batch_min == 0 {
             return Err(("batch_min".into(), "must be at least 1, got 0".into()));
         }

@@ -133,6 +133,22 @@ pub(crate) fn stop_time(stop: Option<f64>) -> SimTime {
 }
 
 /// Check an optional rate-like value: positive and finite.
+/// Events per second a source may start: each is at least one connection, so more than a
+/// million a second would fill memory before the link could carry them.
+pub(crate) const MAX_PER_SECOND: f64 = 1e6;
+
+/// A positive rate of `what` (e.g. "requests") per second, at most [`MAX_PER_SECOND`].
+pub(crate) fn per_second(field: &str, v: f64, what: &str) -> Result<(), (String, String)> {
+    positive(field, v)?;
+    if v > MAX_PER_SECOND {
+        return Err((
+            field.to_string(),
+            format!("{v} {what}/s is beyond what a run can hold (at most 1e6)"),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn positive(field: &str, v: f64) -> Result<(), (String, String)> {
     if v.is_finite() && v > 0.0 {
         Ok(())

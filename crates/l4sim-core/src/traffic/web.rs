@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::dist::SizeDist;
-use super::{before_stop, positive, stop_time, Source, Transfer};
+use super::{before_stop, per_second, stop_time, Source, Transfer};
 use crate::rng::Rng;
 use crate::time::{secs, SimTime, NEVER};
 
@@ -63,16 +63,7 @@ impl WebSpec {
                 }
             }
             None => {
-                positive("rate", self.rate)?;
-                if self.rate > 1e6 {
-                    return Err((
-                        "rate".into(),
-                        format!(
-                            "{} requests/s is beyond what a run can hold (at most 1e6)",
-                            self.rate
-                        ),
-                    ));
-                }
+                per_second("rate", self.rate, "requests")?;
             }
         }
         self.size
