@@ -111,15 +111,6 @@ impl Pipe {
         }
     }
 
-    /// Whether `pkt` would find the device queue in front of the line full at `now`: at
-    /// least [`TXQUEUELEN`] packets of its size waiting (those propagating do not count).
-    #[inline]
-    pub fn device_queue_full(&self, pkt: &Packet, now: SimTime) -> bool {
-        let wait = self.busy_until.saturating_sub(now);
-        // `full_wait` (the smallest packets') rules out almost every packet without a division.
-        wait >= self.full_wait && wait >= TXQUEUELEN * self.tx_time(pkt.len)
-    }
-
     pub fn head_time(&self) -> Option<SimTime> {
         self.q.front().map(|&(t, _)| t)
     }

@@ -132,7 +132,6 @@ pub(crate) fn stop_time(stop: Option<f64>) -> SimTime {
     stop.map_or(crate::time::NEVER, crate::time::secs)
 }
 
-/// Check an optional rate-like value: positive and finite.
 /// Events per second a source may start: each is at least one connection, so more than a
 /// million a second would fill memory before the link could carry them.
 pub(crate) const MAX_PER_SECOND: f64 = 1e6;
@@ -149,6 +148,7 @@ pub(crate) fn per_second(field: &str, v: f64, what: &str) -> Result<(), (String,
     Ok(())
 }
 
+/// Check an optional rate-like value: positive and finite.
 pub(crate) fn positive(field: &str, v: f64) -> Result<(), (String, String)> {
     if v.is_finite() && v > 0.0 {
         Ok(())
