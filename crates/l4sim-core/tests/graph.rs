@@ -68,6 +68,13 @@ fn bad_graphs_name_the_field() {
     let mut sc = diamond(json!([]));
     sc["topology"]["links"][1]["b"] = json!("nowhere");
     check(sc, "topology.links[1].b");
+    // A rate that rounds to 0 bit/s would divide by zero at the first packet.
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][0]["rate"] = json!(1e-9);
+    check(sc, "topology.links[0].rate");
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][0]["rate_ba"] = json!(1e-9);
+    check(sc, "topology.links[0].rate_ba");
     let mut sc = diamond(json!([]));
     sc["flows"][1].as_object_mut().unwrap().remove("from");
     check(sc, "flows[1].from");

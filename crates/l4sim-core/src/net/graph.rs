@@ -183,11 +183,23 @@ impl GraphSpec {
             if l.a == l.b {
                 return Err(err(format!("{p}.b"), "a link joins two different nodes"));
             }
+            // At least 1 bit/s once rounded (`Rate::mbps`), else serialisation divides by zero.
+            let line_rate = |v: f64| v.is_finite() && v * 1e6 >= 1.0 && v <= 1e6;
             if let Some(r) = l.rate {
-                if !(r.is_finite() && r > 0.0 && r <= 1e6) {
+                if !line_rate(r) {
                     return Err(err(
                         format!("{p}.rate"),
-                        format!("must be 0 < rate <= 1e6 Mbit/s, got {r}"),
+                        format!("must be 1e-6 <= rate <= 1e6 Mbit/s, got {r:?}"),
+                    ));
+                }
+            }
+            if let Some(r) = l.rate_ba {
+                if r != 0.0 && !line_rate(r) {
+                    return Err(err(
+                        format!("{p}.rate_ba"),
+                        format!(
+                            "must be 0 (no serialization) or 1e-6 <= rate <= 1e6 Mbit/s, got {r:?}"
+                        ),
                     ));
                 }
             }

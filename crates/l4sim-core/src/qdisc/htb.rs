@@ -109,7 +109,7 @@ impl HtbParams {
         super::check_nonzero("r2q", self.r2q as u64)?;
         for (i, c) in self.classes.iter().enumerate() {
             let at = |f: &str| format!("classes[{i}].{f}");
-            super::check_pos("rate_mbps", c.rate_mbps).map_err(|(_, m)| (at("rate_mbps"), m))?;
+            super::check_mbps("rate_mbps", c.rate_mbps).map_err(|(_, m)| (at("rate_mbps"), m))?;
             if let Some(ceil) = c.ceil_mbps {
                 if !(ceil.is_finite() && ceil >= c.rate_mbps) {
                     return Err((

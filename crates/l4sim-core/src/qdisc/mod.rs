@@ -224,6 +224,19 @@ fn check_pos(field: &str, v: f64) -> Result<(), SpecError> {
     }
 }
 
+/// A rate in Mbit/s: at least 1 bit/s once rounded (`Rate::mbps`; below that serialisation
+/// times divide by zero) and at most 1 Tbit/s, like a link's.
+fn check_mbps(field: &str, v: f64) -> Result<(), SpecError> {
+    if v.is_finite() && v * 1e6 >= 1.0 && v <= 1e6 {
+        Ok(())
+    } else {
+        Err(bad(
+            field,
+            format!("{field} must be a rate of 1e-6 (1 bit/s) to 1e6 Mbit/s, got {v:?}"),
+        ))
+    }
+}
+
 /// A time in ms that must be finite and > 0.
 fn check_pos_ms(field: &str, v: f64) -> Result<(), SpecError> {
     if v.is_finite() && v > 0.0 {
@@ -855,6 +868,23 @@ mod tests {
                 r#"{"kind":"red","limit":400000,"min":30000,"max":90000,"burst":5}"#,
                 "burst",
                 "5",
+            ),
+            // Rates that round to 0 bit/s would divide by zero at the first packet.
+            (
+                r#"{"kind":"tbf","rate_mbps":1e-9,"burst":3000,"limit":100000}"#,
+                "rate_mbps",
+                "1e-9",
+            ),
+            (r#"{"kind":"netem","rate_mbps":1e-9}"#, "rate_mbps", "1e-9"),
+            (
+                r#"{"kind":"wifi","phy_rate_mbps":1e-9}"#,
+                "phy_rate_mbps",
+                "1e-9",
+            ),
+            (
+                r#"{"kind":"htb","classes":[{"rate_mbps":1e-9}],"default":0}"#,
+                "classes[0].rate_mbps",
+                "1e-9",
             ),
         ];
         for (s, field, value) in cases {

@@ -335,7 +335,7 @@ impl NetemParams {
             );
         }
         if let Some(r) = self.rate_mbps {
-            super::check_pos("rate_mbps", r)?;
+            super::check_mbps("rate_mbps", r)?;
         }
         if self.limit == Some(0) {
             return Err(("limit".into(), "limit must be at least 1 packet".into()));

@@ -40,7 +40,7 @@ pub struct TbfParams {
 
 impl TbfParams {
     pub fn validate(&self) -> Result<(), (String, String)> {
-        super::check_pos("rate_mbps", self.rate_mbps)?;
+        super::check_mbps("rate_mbps", self.rate_mbps)?;
         if self.burst < 64 {
             return Err((
                 "burst".into(),

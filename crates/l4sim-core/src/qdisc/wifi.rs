@@ -96,7 +96,7 @@ fn d_block_ack() -> f64 {
 
 impl WifiParams {
     pub fn validate(&self) -> Result<(), (String, String)> {
-        super::check_pos("phy_rate_mbps", self.phy_rate_mbps)?;
+        super::check_mbps("phy_rate_mbps", self.phy_rate_mbps)?;
         super::check_nonzero("max_aggregate_packets", self.max_aggregate_packets as u64)?;
         super::check_nonzero("max_aggregate_bytes", self.max_aggregate_bytes)?;
         super::check_pos("txop_us", self.txop_us)?;
