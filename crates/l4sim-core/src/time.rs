@@ -44,6 +44,11 @@ impl Rate {
     pub const fn bps(bps: u64) -> Rate {
         Rate { bps }
     }
+    /// Whether `m` Mbit/s is a rate a link or qdisc may have: at least 1 bit/s once rounded by
+    /// [`Rate::mbps`] (below, serialisation times divide by zero) and at most 1 Tbit/s.
+    pub fn usable_mbps(m: f64) -> bool {
+        m.is_finite() && m * 1e6 >= 1.0 && m <= 1e6
+    }
     pub fn mbps(m: f64) -> Rate {
         Rate {
             bps: (m * 1e6).round() as u64,

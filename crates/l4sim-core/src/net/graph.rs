@@ -183,10 +183,8 @@ impl GraphSpec {
             if l.a == l.b {
                 return Err(err(format!("{p}.b"), "a link joins two different nodes"));
             }
-            // At least 1 bit/s once rounded (`Rate::mbps`), else serialisation divides by zero.
-            let line_rate = |v: f64| v.is_finite() && v * 1e6 >= 1.0 && v <= 1e6;
             if let Some(r) = l.rate {
-                if !line_rate(r) {
+                if !Rate::usable_mbps(r) {
                     return Err(err(
                         format!("{p}.rate"),
                         format!("must be 1e-6 <= rate <= 1e6 Mbit/s, got {r:?}"),
@@ -194,7 +192,7 @@ impl GraphSpec {
                 }
             }
             if let Some(r) = l.rate_ba {
-                if r != 0.0 && !line_rate(r) {
+                if r != 0.0 && !Rate::usable_mbps(r) {
                     return Err(err(
                         format!("{p}.rate_ba"),
                         format!(

@@ -224,10 +224,9 @@ fn check_pos(field: &str, v: f64) -> Result<(), SpecError> {
     }
 }
 
-/// A rate in Mbit/s: at least 1 bit/s once rounded (`Rate::mbps`; below that serialisation
-/// times divide by zero) and at most 1 Tbit/s, like a link's.
+/// A rate in Mbit/s a link may have too ([`crate::time::Rate::usable_mbps`]).
 fn check_mbps(field: &str, v: f64) -> Result<(), SpecError> {
-    if v.is_finite() && v * 1e6 >= 1.0 && v <= 1e6 {
+    if crate::time::Rate::usable_mbps(v) {
         Ok(())
     } else {
         Err(bad(
