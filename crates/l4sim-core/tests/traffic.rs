@@ -232,6 +232,10 @@ fn udp_prague_fills_an_idle_link_and_backs_off_under_marking() {
         vec![json!({"name": "call", "source": {"kind": "udp_prague", "max_rate_mbps": 50}})],
     );
     let r = run(&sc);
+    assert_eq!(
+        r.flows[0].cc, "udp_prague",
+        "the flow's default cc does not drive it"
+    );
     let g = r.flows[0].goodput_mbps;
     assert!(g > 0.85 * 20.0 * 1200.0 / 1242.0, "goodput {g}");
     let l4s = r

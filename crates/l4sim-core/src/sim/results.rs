@@ -185,9 +185,11 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
             f.rtt_samples.iter().sum::<f64>() / f.rtt_samples.len() as f64
         };
         let base = f.base_rtt as f64 / 1e6;
-        let cc = match &spec.source {
-            SourceSpec::Udp(_) => "udp".to_string(),
-            _ => spec.cc.name().to_string(),
+        // a UDP flow's rate is its source's (UDP Prague's own controller), not the flow's `cc`
+        let cc = if spec.source.is_tcp() {
+            spec.cc.name().to_string()
+        } else {
+            spec.source.kind().to_string()
         };
         flows.push(FlowResult {
             name: spec.name.clone(),
