@@ -75,6 +75,11 @@ fn bad_graphs_name_the_field() {
     let mut sc = diamond(json!([]));
     sc["topology"]["links"][0]["rate_ba"] = json!(1e-9);
     check(sc, "topology.links[0].rate_ba");
+    // rate_ba = 0 (no serialization) leaves a shaped reverse direction without a line rate.
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][1]["ba"] = sc["topology"]["links"][1]["ab"].clone();
+    sc["topology"]["links"][1]["rate_ba"] = json!(0);
+    check(sc, "topology.links[1].rate_ba");
     let mut sc = diamond(json!([]));
     sc["flows"][1].as_object_mut().unwrap().remove("from");
     check(sc, "flows[1].from");

@@ -207,6 +207,12 @@ impl GraphSpec {
                     "a shaped link needs its line rate",
                 ));
             }
+            if l.rate_ba == Some(0.0) && l.ba.is_some() {
+                return Err(err(
+                    format!("{p}.rate_ba"),
+                    "a shaped direction (ba) needs its line rate, got 0 (no serialization)",
+                ));
+            }
             for (f, d) in [
                 ("delay_ms", Some(l.delay_ms)),
                 ("delay_ba_ms", l.delay_ba_ms),
