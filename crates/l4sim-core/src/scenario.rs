@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::cc::CcSpec;
 use crate::net::graph;
 use crate::qdisc::htb::HtbClassSpec;
+use crate::qdisc::netem::{FourState, GilbertElliott};
+use crate::qdisc::prio::DscpFilter;
 use crate::qdisc::QdiscSpec;
 use crate::tcp::TcpSpec;
 use crate::traffic::dist::SizeDist;
@@ -101,18 +103,7 @@ fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
     let mut at = pointer(&field);
     loop {
         let tag = tag_key(&at, doc.pointer(&at)?);
-        // A tag that is not a string: say which names it may take.
-        let names = |tag: &str| -> Option<ScenarioError> {
-            let tag_at = format!("{at}/{tag}");
-            let v = doc.pointer(&tag_at).filter(|v| !v.is_string())?;
-            let mut d = doc.clone();
-            *d.pointer_mut(&tag_at)? = Value::from("?");
-            let e = parse_at::<Scenario>(&d.to_string(), "").err()?;
-            let (_, names) = e.message.split_once("unknown variant `?`, expected ")?;
-            let message = format!("unknown variant `{v}`, expected {names}");
-            Some(err(format!("{field}.{tag}"), message))
-        };
-        if let Some(named) = tag.and_then(names) {
+        if let Some(named) = tag.and_then(|tag| not_a_name(&doc, &at, &field, tag)) {
             return Some(named);
         }
         let (child, array) = match doc.pointer(&at)? {
@@ -159,6 +150,52 @@ fn locate_in_tagged(text: &str, e: &ScenarioError) -> Option<ScenarioError> {
     (field != e.field).then(|| err(field, base.message))
 }
 
+/// The tag `tag` of the spec at JSON pointer `at` (field path `field`) if it is not a string,
+/// as an error saying which names it may take.
+fn not_a_name(doc: &serde_json::Value, at: &str, field: &str, tag: &str) -> Option<ScenarioError> {
+    let tag_at = format!("{at}/{tag}");
+    let v = doc.pointer(&tag_at).filter(|v| !v.is_string())?;
+    let mut d = doc.clone();
+    *d.pointer_mut(&tag_at)? = serde_json::Value::from("?");
+    let e = parse_at::<Scenario>(&d.to_string(), "").err()?;
+    let (_, names) = e.message.split_once("unknown variant `?`, expected ")?;
+    let message = format!("unknown variant `{v}`, expected {names}");
+    let field = if field.is_empty() {
+        tag.to_string()
+    } else {
+        format!("{field}.{tag}")
+    };
+    Some(err(field, message))
+}
+
+/// serde reads a number as an internally tagged enum's tag by its variant index (`kind = 7`
+/// would be the eighth qdisc kind): every tag under `v` must be a name.
+fn check_tags(
+    doc: &serde_json::Value,
+    v: &serde_json::Value,
+    at: &str,
+    field: &str,
+) -> Result<(), ScenarioError> {
+    use serde_json::Value;
+    if let Some(e) = tag_key(at, v).and_then(|tag| not_a_name(doc, at, field, tag)) {
+        return Err(e);
+    }
+    match v {
+        Value::Object(m) => m.iter().try_for_each(|(k, c)| {
+            let f = if field.is_empty() {
+                k.clone()
+            } else {
+                format!("{field}.{k}")
+            };
+            check_tags(doc, c, &format!("{at}/{k}"), &f)
+        }),
+        Value::Array(a) => a.iter().enumerate().try_for_each(|(i, c)| {
+            check_tags(doc, c, &format!("{at}/{i}"), &format!("{field}[{i}]"))
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The key that tags the enum spec at JSON pointer `at`, if it is one: `kind` (topologies,
 /// qdiscs, sources), `dist` (sizes) or a congestion control's `name`.
 fn tag_key(at: &str, v: &serde_json::Value) -> Option<&'static str> {
@@ -180,8 +217,9 @@ fn pointer(field: &str) -> String {
 }
 
 /// The innermost spec under `v` that, parsed on its own, misses the same field: a qdisc
-/// (`qdisc`, `child`, `children[i]`), `source`, `size`, `bottleneck` or an element of
-/// `bottlenecks`, `links`, `nodes`, `routes` or an HTB's `classes`.
+/// (`qdisc`, `child`, `children[i]`), `source`, `size`, `bottleneck`, netem's `gemodel` or
+/// `loss_state`, or an element of `bottlenecks`, `links`, `nodes`, `routes`, an HTB's
+/// `classes` or a prio's `filters`.
 fn locate_missing(v: &serde_json::Value, field: &str, message: &str) -> Option<ScenarioError> {
     use serde_json::Value;
     fn parse_as<T: serde::de::DeserializeOwned>(v: &Value, f: &str) -> Result<(), ScenarioError> {
@@ -198,6 +236,9 @@ fn locate_missing(v: &serde_json::Value, field: &str, message: &str) -> Option<S
             ("nodes", true) => parse_as::<graph::NodeSpec>(c, f),
             ("routes", true) => parse_as::<graph::PolicyRoute>(c, f),
             ("classes", true) => parse_as::<HtbClassSpec>(c, f),
+            ("filters", true) => parse_as::<DscpFilter>(c, f),
+            ("gemodel", false) => parse_as::<GilbertElliott>(c, f),
+            ("loss_state", false) => parse_as::<FourState>(c, f),
             _ => return None,
         }
         .err()
@@ -426,6 +467,9 @@ impl FlowSpec {
 impl Scenario {
     /// Parse JSON, reporting the path of a bad key or value.
     pub fn from_json(s: &str) -> Result<Scenario, ScenarioError> {
+        if let Ok(doc) = serde_json::from_str::<serde_json::Value>(s) {
+            check_tags(&doc, &doc, "", "")?;
+        }
         let sc: Scenario = parse_at(s, "").map_err(|e| locate_in_tagged(s, &e).unwrap_or(e))?;
         sc.validate()?;
         Ok(sc)
@@ -763,6 +807,28 @@ mod tests {
         let e = Scenario::from_json(&bad).unwrap_err();
         assert_eq!(e.field, "topology.bottleneck.qdisc.kind", "{e}");
         assert!(e.message.contains("sfq"), "{e}");
+    }
+
+    #[test]
+    fn a_kind_given_as_a_number_is_an_error_not_the_nth_kind() {
+        // serde would read `"kind": 0` as the first qdisc kind (bfifo) and `"dist": 1` as the
+        // second size distribution.
+        let bad = OK.replace("\"kind\": \"bfifo\"", "\"kind\": 0");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.qdisc.kind", "{e}");
+        assert!(e.message.contains("`0`") && e.message.contains("bfifo"), "{e}");
+        let size = OK.replace(
+            r#""cc": {"name": "reno"}}"#,
+            r#""cc": {"name": "reno"}, "source": {"kind": "web", "rate": 5,
+               "size": {"dist": 1, "alpha": 1.2, "min": 1000, "max": 100000}}}"#,
+        );
+        let e = Scenario::from_json(&size).unwrap_err();
+        assert_eq!(e.field, "flows[0].source.size.dist", "{e}");
+        Scenario::from_json(&size.replace("\"dist\": 1", "\"dist\": \"pareto\"")).unwrap();
+        let e = Scenario::from_json(&OK.replace("\"dumbbell\"", "0")).unwrap_err();
+        assert_eq!(e.field, "topology.kind", "{e}");
+        let e = Scenario::from_json(&OK.replace("\"reno\"", "2")).unwrap_err();
+        assert_eq!(e.field, "flows[0].cc.name", "{e}");
     }
 
     #[test]
