@@ -645,16 +645,22 @@ impl Qdisc {
         self.dup = self.inner.may_duplicate();
         let start = drops.len();
         let mut scratch = Vec::new();
-        // Drain the old qdisc without its AQM acting: dequeue drops and marks from a
-        // qdisc about to be destroyed are not wanted, so take packets as they come out.
+        // Drain the old qdisc (`qdisc_reset` purges every queue): whatever comes out, sent or
+        // dropped by its AQM on the way, is a drop. A shaped one (tbf or htb without tokens,
+        // netem's delay, wifi's airtime) holds packets it may not send yet: take them at the
+        // time it would, on the old qdisc's own clock.
+        let mut at = now;
         while !old.is_empty() {
             scratch.clear();
-            match old.dequeue(now, &mut scratch) {
+            match old.dequeue(at, &mut scratch) {
                 Some(p) => drops.push(Drop {
                     pkt: p,
                     reason: DropReason::Overlimit,
                 }),
-                None if scratch.is_empty() => break,
+                None if scratch.is_empty() => match old.ready_at(at) {
+                    t if t != NEVER && t > at => at = t,
+                    _ => panic!("a {} qdisc holds packets it will never send", old.kind()),
+                },
                 None => {}
             }
             drops.extend(scratch.iter().copied());
