@@ -816,7 +816,10 @@ mod tests {
         let bad = OK.replace("\"kind\": \"bfifo\"", "\"kind\": 0");
         let e = Scenario::from_json(&bad).unwrap_err();
         assert_eq!(e.field, "topology.bottleneck.qdisc.kind", "{e}");
-        assert!(e.message.contains("`0`") && e.message.contains("bfifo"), "{e}");
+        assert!(
+            e.message.contains("`0`") && e.message.contains("bfifo"),
+            "{e}"
+        );
         let size = OK.replace(
             r#""cc": {"name": "reno"}}"#,
             r#""cc": {"name": "reno"}, "source": {"kind": "web", "rate": 5,

@@ -410,5 +410,5 @@ pub fn datagram_fits(
 /// there is no route (or it loops).
 pub fn path_delay(net: &Network, src: u32, dst: u32, dscp: u8) -> Option<SimDuration> {
     let pipes = net.route(src, dst, dscp)?;
-    Some(pipes.iter().map(|&p| net.pipes[p as usize].delay).sum())
+    Some(pipes.iter().map(|&p| net.pipes[p as usize].delay()).sum())
 }

@@ -17,13 +17,16 @@ pub struct Pipe {
     pub name: String,
     /// Line rate; None: no serialization delay.
     pub rate: Option<Rate>,
-    /// Propagation delay (netem `delay` where the dumbbell's delay node sits).
-    pub delay: SimDuration,
+    /// Propagation delay (netem `delay` where the dumbbell's delay node sits); change it
+    /// with [`Pipe::set_delay`].
+    delay: SimDuration,
     /// Node at the far end.
     pub to: u32,
     /// IP MTU of the link (the device's `mtu`, bytes).
     pub mtu: u32,
     busy_until: SimTime,
+    /// No packet leaves before this: the last exit queued when the delay was lowered.
+    exit_floor: SimTime,
     /// Wait behind [`TXQUEUELEN`] minimum-size (42-byte) frames: a shorter wait is never a
     /// full device queue.
     full_wait: SimDuration,
@@ -43,12 +46,25 @@ impl Pipe {
             to,
             mtu: crate::packet::hdr::MTU,
             busy_until: 0,
+            exit_floor: 0,
             full_wait: rate.map_or(SimDuration::MAX, |r| TXQUEUELEN * r.tx_time(42)),
             q: VecDeque::new(),
             data_inside: 0,
             tx_pkts: 0,
             tx_bytes: 0,
         }
+    }
+
+    pub fn delay(&self) -> SimDuration {
+        self.delay
+    }
+
+    /// Change the propagation delay for packets sent from now on. The line stays FIFO: after
+    /// a lower delay, packets leave no earlier than those already on it (netem's `tfifo`
+    /// would let them overtake; the model's delay line keeps one pending event per pipe).
+    pub fn set_delay(&mut self, delay: SimDuration) {
+        self.exit_floor = self.q.back().map_or(0, |&(t, _)| t);
+        self.delay = delay;
     }
 
     pub fn is_instant(&self) -> bool {
@@ -86,7 +102,7 @@ impl Pipe {
         }
         let end = start + tx;
         self.busy_until = end;
-        let exit = end + self.delay;
+        let exit = (end + self.delay).max(self.exit_floor);
         self.tx_pkts += 1;
         self.tx_bytes += pkt.len as u64;
         if pkt.is_data() {

@@ -171,9 +171,9 @@ pub fn set_host_rtt(net: &mut Network, snd: u32, rtt: SimDuration) {
     let name = net.nodes[snd as usize].name.clone();
     for p in &mut net.pipes {
         if p.name == format!("{name}->router") {
-            p.delay = fwd;
+            p.set_delay(fwd);
         } else if p.name == format!("router->{name}") {
-            p.delay = rev;
+            p.set_delay(rev);
         }
     }
 }
