@@ -58,6 +58,86 @@ SHORT_TWO_FLOWS: dict[str, Any] = {
 }
 
 
+def _shaped(rate: float, qdisc: dict[str, Any]) -> dict[str, Any]:
+    return {"rate": rate, "qdisc": qdisc}
+
+
+# Every qdisc kind, source kind and congestion control in one small graph (a few tenths of a
+# simulated second): the seed the fuzz tests mutate to reach paths no example does (tbf, netem's
+# options, wifi, HTB's inner classes, prio bands, rate_ba, policy routes, jumbo MTU).
+EVERY_KIND: dict[str, Any] = {
+    "name": "every_kind",
+    "duration": 0.3,
+    "seed": 3,
+    "sample_interval": 0.01,
+    "topology": {
+        "kind": "graph",
+        "nodes": [{"name": "r1"}, {"name": "r2"}, {"name": "r3"}, {"name": "d", "kind": "host"}]
+        + [{"name": f"h{i}", "kind": "host"} for i in range(8)],
+        "links": [
+            {"a": "h0", "b": "r1", "rate": 1000, "delay_ms": 1,
+             "ab": _shaped(200, {"kind": "tbf", "rate_mbps": 50, "burst": 12800, "limit": 100000})},
+            {"a": "h1", "b": "r1", "rate": 1000, "delay_ms": 2,
+             "ab": _shaped(200, {"kind": "netem", "delay_ms": 2, "jitter_ms": 1,
+                                 "distribution": "paretonormal", "loss": 0.01, "ecn": True,
+                                 "duplicate": 0.01, "corrupt": 0.005, "reorder": 0.1, "gap": 3,
+                                 "rate_mbps": 80, "slot_min_ms": 0.1, "slot_max_ms": 0.3,
+                                 "slot_packets": 8})},
+            {"a": "h2", "b": "r1", "rate": 1000, "delay_ms": 1,
+             "ab": _shaped(300, {"kind": "wifi", "phy_rate_mbps": 150, "child": {"kind": "fq_codel"}})},
+            {"a": "h3", "b": "r1", "rate": 1000, "rate_ba": 500, "delay_ms": 1, "delay_ba_ms": 3,
+             "ba": _shaped(100, {"kind": "netem", "gemodel": {"p": 0.01, "r": 0.3, "loss_bad": 0.5,
+                                                              "loss_good": 0.0}})},
+            {"a": "h4", "b": "r1", "rate": 1000, "delay_ms": 1, "mtu": 9000,
+             "ab": _shaped(100, {"kind": "red", "limit": 400000, "min": 30000, "max": 90000,
+                                 "probability": 0.1, "ecn": True})},
+            {"a": "h5", "b": "r1", "rate": 1000, "delay_ms": 1, "ab": _shaped(100, {"kind": "codel", "ecn": True})},
+            {"a": "h6", "b": "r1", "rate": 1000, "delay_ms": 1,
+             "ab": _shaped(100, {"kind": "fq", "ce_threshold_ms": 1})},
+            {"a": "h7", "b": "r1", "rate": 1000, "delay_ms": 1,
+             "ab": _shaped(100, {"kind": "netem", "loss_state": {"p13": 0.01, "p31": 0.5},
+                                 "slot_delay_ms": 0.2, "slot_jitter_ms": 0.1,
+                                 "slot_distribution": "normal"})},
+            {"a": "r1", "b": "r2", "rate": 1000, "delay_ms": 5, "name_ab": "core",
+             "ab": _shaped(100, {"kind": "htb", "classes": [
+                 {"name": "gold", "rate_mbps": 30, "ceil_mbps": 60},
+                 {"name": "l4s", "parent": 0, "rate_mbps": 20, "dscp": [10], "child": {"kind": "dualpi2"}},
+                 {"name": "other", "parent": 0, "rate_mbps": 10,
+                  "child": {"kind": "pie", "ecn": True, "bytemode": True}},
+                 {"name": "rest", "rate_mbps": 70, "prio": 1, "child": {
+                     "kind": "prio", "filters": [{"dscp": 46, "band": 0}], "children": [
+                         {"kind": "tbf", "rate_mbps": 5, "burst": 3000, "latency_ms": 5,
+                          "child": {"kind": "pfifo", "limit": 100}},
+                         {"kind": "bfifo", "limit": 200000},
+                         {"kind": "codel"}]}}]})},
+            {"a": "r1", "b": "r3", "rate": 1000, "delay_ms": 10},
+            {"a": "r2", "b": "d", "rate": 1000},
+            {"a": "r3", "b": "d", "rate": 1000},
+        ],
+        "routes": [{"dscp": 46, "path": ["h3", "r1", "r3", "d"]}],
+    },
+    "flows": [
+        {"name": "bulk", "from": "h0", "to": "d", "cc": "cubic", "streams": 2},
+        {"name": "web", "from": "h1", "to": "d", "cc": "prague", "dscp": 10, "tcp": {"ecn": "accecn"},
+         "receiver": {"cc": "prague", "tcp": {"ecn": "accecn"}},
+         "source": {"kind": "web", "rate": 50,
+                    "size": {"dist": "pareto", "alpha": 0.9, "min": 1000, "max": 100000}}},
+        {"name": "msg", "from": "h2", "to": "d", "cc": "bbr3",
+         "source": {"kind": "messages", "rate": 20, "poisson": True, "batch_min": 1, "batch_max": 4,
+                    "message_size": 20000}},
+        {"name": "chunks", "from": "h3", "to": "d", "cc": "bbr2",
+         "source": {"kind": "chunks", "rate_mbps": 5, "period": 0.1, "request": True}},
+        {"name": "udp", "from": "h4", "to": "d", "dscp": 46,
+         "source": {"kind": "udp", "rate_mbps": 3, "ecn": "ect1", "on": 0.05, "off": 0.05}},
+        {"name": "call", "from": "h5", "to": "d", "dscp": 10,
+         "source": {"kind": "udp_prague", "max_rate_mbps": 5}},
+        {"name": "dctcp", "from": "h6", "to": "d", "cc": "dctcp", "tcp": {"ecn": "classic"},
+         "size": 200000, "start": 0.01},
+        {"name": "reno", "from": "h7", "to": "d", "cc": "reno", "stop": 0.2},
+        {"name": "bbr", "from": "d", "to": "h3", "cc": "bbr"},
+    ],
+}
+
 @pytest.fixture
 def minimal() -> dict[str, Any]:
     return copy.deepcopy(MINIMAL)

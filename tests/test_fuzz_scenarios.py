@@ -1,16 +1,19 @@
 """Property-based fuzzing of scenario validation (Hypothesis).
 
-Mutate the example scenarios (replace a value anywhere with something odd, delete a key, add
-an unknown one) and check `l4sim validate-scenario` always ends cleanly: exit 0, or exit 2
-with ONE line on stderr naming what is wrong, never a traceback. Validation only: nothing
-is simulated, so a thousand cases take seconds.
+Mutate the example scenarios and a graph holding every qdisc, source and congestion control
+(replace a value anywhere with something odd, delete a key, add an unknown one) and check
+`l4sim validate-scenario` always ends cleanly: exit 0, or exit 2 with ONE line on stderr
+naming what is wrong, never a traceback. Then run what validates for a few simulated
+milliseconds: a scenario that validates must run (no panic, no error), under a memory cap.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import re
+import resource
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -20,11 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from l4sim import cli
+from l4sim_testdata import EVERY_KIND
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.toml"))
-DOCS = [tomllib.loads(p.read_text()) for p in EXAMPLES]
+DOCS = [tomllib.loads(p.read_text()) for p in EXAMPLES] + [EVERY_KIND]
 
-RUST_WORDS = re.compile(r"\b(f32|f64|u8|u16|u32|u64|usize|i32|i64|isize|map|sequence)\b")
+RUST_WORDS = re.compile(r"\b(f32|f64|u8|u16|u32|u64|usize|i32|i64|isize|map|sequence|enum|struct|\w+Spec)\b")
 NAMES = ["cubic", "DualPI2", "fq_codel", "bbr3", "tree", "dumbbell", "web", "udp-prague", "accecn", "FIFO", ""]
 ODD = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70),
@@ -101,6 +105,70 @@ def test_validate_scenario_exits_0_or_2_with_one_line(doc, tmp_path, capsys):
         assert not RUST_WORDS.search(words), lines[0]
     else:
         assert out.out.startswith("ok: ")
+
+
+@pytest.fixture
+def memory_cap():
+    """At most 4 GiB more address space while the test runs: a scenario that validates but
+    would fill memory ends the run with an allocation failure instead of the machine."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        in_use = int(f.read().split()[0]) * resource.getpagesize()
+    cap = in_use + 4 * 2**30
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+RUN_FOR = 0.02  # simulated seconds of each fuzzed run
+
+
+def _number_paths(doc: Any) -> list[tuple]:
+    def get(path: tuple) -> Any:
+        node = doc
+        for k in path:
+            node = node[k]
+        return node
+
+    return [p for p in paths(doc) if isinstance(get(p), (int, float)) and not isinstance(get(p), bool)]
+
+
+@st.composite
+def rescaled(draw) -> dict:
+    """An example with one to three of its numbers scaled by powers of ten or set to 0, 1 or
+    2: documents that mostly still validate, with magnitudes their authors never tried."""
+    doc = copy.deepcopy(draw(st.sampled_from(DOCS)))
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        path = draw(st.sampled_from(_number_paths(doc)))
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k]
+        old = parent[path[-1]]
+        new = draw(st.one_of(st.sampled_from([0, 1, 2]),
+                             st.sampled_from([1e-6, 1e-3, 0.1, 10, 1e3, 1e6]).map(lambda f, x=old: x * f)))
+        parent[path[-1]] = round(new) if isinstance(old, int) and abs(new) < 2**63 else new
+    return doc
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    database=None,
+)
+@given(doc=st.one_of(rescaled(), mutated()))
+def test_a_scenario_that_validates_runs(doc, memory_cap):
+    from l4sim import Scenario, ScenarioError, run
+
+    try:
+        sc = Scenario.from_dict(doc)
+        sc.validate()
+    except ScenarioError:
+        return
+    d = sc.data.get("duration")
+    sc.data["duration"] = min(d, RUN_FOR) if isinstance(d, (int, float)) and math.isfinite(d) else RUN_FOR
+    result = run(sc)
+    assert len(result.flows) == len(sc.data["flows"])
 
 
 @pytest.mark.parametrize(

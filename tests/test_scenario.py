@@ -281,6 +281,18 @@ def test_a_missing_parameter_of_a_child_qdisc_names_the_child(minimal, qdisc, fi
     assert (e.field, e.message) == (field, "missing field limit")
 
 
+def test_an_htb_class_child_may_be_named_like_any_other_child_qdisc(minimal):
+    """``child = "fq_codel"`` in an HTB class, as in a tbf or a prio band; a kind that is not
+    a name is an error there too (the core would read a number as the n-th kind)."""
+    minimal["topology"]["bottleneck"]["qdisc"] = {**_HTB, "classes": [
+        _HTB["classes"][0] | {"child": "fq_codel"}, _HTB["classes"][1]]}
+    sc = l4sim.Scenario.from_dict(minimal).validate()
+    assert sc.data["topology"]["bottleneck"]["qdisc"]["classes"][0]["child"] == {"kind": "fq_codel"}
+    minimal["topology"]["bottleneck"]["qdisc"]["classes"][0]["child"] = {"kind": 0, "limit": 100000}
+    e = _error(minimal)
+    assert e.field == "topology.bottleneck.qdisc.classes[0].child.kind", e
+
+
 def test_a_missing_parameter_of_a_size_distribution_names_the_size(minimal):
     minimal["flows"][0]["source"] = {"kind": "web", "rate": 5, "size": {"dist": "pareto"}}
     e = _error(minimal)

@@ -264,6 +264,12 @@ def _norm_qdisc(value: Any, field: str) -> Any:
         value["child"] = _norm_qdisc(value["child"], f"{field}.child")
     if isinstance(value.get("children"), list):  # prio
         value["children"] = [_norm_qdisc(c, f"{field}.children[{i}]") for i, c in enumerate(value["children"])]
+    if isinstance(value.get("classes"), list):  # htb: a leaf class's child
+        value["classes"] = [
+            {**c, "child": _norm_qdisc(c["child"], f"{field}.classes[{i}].child")}
+            if isinstance(c, dict) and c.get("child") is not None else c
+            for i, c in enumerate(value["classes"])
+        ]
     return value
 
 
@@ -425,6 +431,10 @@ _PLAIN_WORDS = (
     (re.compile(r"\bexpected (?:u8|u16|u32|u64|usize)\b"), "expected a whole number (0 or more)"),
     (re.compile(r"\bexpected (?:i8|i16|i32|i64|isize)\b"), "expected a whole number"),
     (re.compile(r"\bexpected a borrowed string\b"), "expected a string"),
+    (re.compile(r"\bexpected internally tagged enum CcSpec\b"), 'expected a table with a "name"'),
+    (re.compile(r"\bexpected internally tagged enum SizeDist\b"), 'expected a table with a "dist"'),
+    (re.compile(r"\bexpected internally tagged enum \w+"), 'expected a table with a "kind"'),
+    (re.compile(r"\bexpected (?:struct|enum) \w+"), "expected a table"),
     (re.compile(r"\binvalid type: floating point `([^`]*)`"), r"got the number \1"),
     (re.compile(r"\binvalid type: integer `([^`]*)`"), r"got the number \1"),
     (re.compile(r"\binvalid type: string \"([^\"]*)\""), r'got the text "\1"'),
