@@ -11,12 +11,15 @@ forward.
 from __future__ import annotations
 
 import copy
+import json
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import l4sim
+from l4sim.demo.model import AQMS, CCS, PRESETS, DemoError, Session
+from l4sim.demo.model import DEFAULT as DEMO_DEFAULT
 from l4sim.scenario import CC_NAMES
 from l4sim_testdata import EVERY_KIND
 
@@ -160,3 +163,44 @@ SimulationMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_simulation_survives_any_sequence_of_changes = SimulationMachine.TestCase
+
+
+class DemoSessionMachine(RuleBasedStateMachine):
+    """The live demo's controls in any order, with any value the page (or a hand-written
+    WebSocket message) could send: a value is taken, clamped with a note, or refused with a
+    DemoError; every frame is strict JSON (the page's JSON.parse takes no NaN)."""
+
+    @initialize(preset=st.sampled_from([None, *PRESETS]))
+    def start(self, preset) -> None:
+        self.session = Session(PRESETS[preset][1] if preset else None)
+
+    @rule(key=st.sampled_from([f"{g}.{k}" for g, ks in DEMO_DEFAULT.items() for k in ks] + ["link.nope", "C.cc"]),
+          value=st.one_of(st.sampled_from([*AQMS, *CCS]), st.sampled_from([0, 1, 3, 10, 100, 1e6, -5]),
+                          st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4), st.none()))
+    def set(self, key, value) -> None:
+        try:
+            note = no_panic(lambda: self.session.set(key, value))
+        except DemoError as e:
+            assert "\n" not in str(e)
+            return
+        assert note is None or "\n" not in note
+
+    @rule(dt=st.sampled_from([0.1, 0.5, 1.0]))
+    def tick(self, dt) -> None:
+        frame = no_panic(lambda: self.session.tick(dt))
+        json.dumps(frame, allow_nan=False)
+
+    @invariant()
+    def conserved(self) -> None:
+        if hasattr(self, "session"):
+            assert no_panic(self.session.sim.result).conservation_ok
+
+
+DemoSessionMachine.TestCase.settings = settings(
+    max_examples=15,
+    stateful_step_count=15,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_the_demo_survives_any_sequence_of_controls = DemoSessionMachine.TestCase
