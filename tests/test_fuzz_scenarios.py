@@ -302,3 +302,61 @@ def test_a_missing_key_anywhere_in_an_example_is_reported_at_the_table_that_need
                     assert e.field == _dotted(path[:-1]), str(e)
                     checked += 1
     assert checked > 100
+
+
+STUDY_FILES = sorted((Path(__file__).resolve().parents[1] / "examples" / "studies").glob("*.toml")) + sorted(
+    (Path(__file__).resolve().parents[1] / "python" / "l4sim" / "studies" / "presets").glob("*.toml")
+)
+STUDY_DOCS = [tomllib.loads(p.read_text()) for p in STUDY_FILES]
+
+
+@st.composite
+def mutated_study(draw) -> dict:
+    """A study file with one to three values replaced (rescaled numbers, odd values, another
+    factor's values) or keys deleted: its design either loads and plans, or is refused."""
+    doc = copy.deepcopy(draw(st.sampled_from(STUDY_DOCS)))
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        path = draw(st.sampled_from(paths(doc)))
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k]
+        old = parent[path[-1]]
+        if isinstance(old, (int, float)) and not isinstance(old, bool) and draw(st.booleans()):
+            parent[path[-1]] = draw(st.sampled_from([0, 1, -1, old * 1e-3, old * 1e3, old * 1e6]))
+        elif draw(st.booleans()):
+            parent[path[-1]] = draw(ODD)
+        else:
+            del parent[path[-1]]
+    return doc
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+)
+@given(doc=mutated_study())
+def test_a_study_that_loads_plans_only_runs_the_core_accepts(doc):
+    """A study's design is checked before anything runs: every run of a design that loads
+    builds a scenario the core validates (a bad combination is a StudyError or DesignError
+    naming the run, before the store is touched), and each run's packet estimate is a number."""
+    from l4sim.studies import cost
+    from l4sim.studies.study import Study, StudyError
+    from l4sim.sweep.runner import DesignError, plan
+
+    try:
+        study = Study.from_dict(doc, name="fuzz")
+    except StudyError as e:
+        assert "\n" not in str(e).strip() and "Traceback" not in str(e)
+        return
+    runs = study.runs()
+    if len(runs) > 300:  # the big presets: planning every run is the slow part, not the check
+        return
+    try:
+        planned = plan(study, model_version="fuzz")
+    except DesignError as e:
+        assert "\n" not in str(e).strip()
+        return
+    assert len(planned) == len(runs)
+    assert all(math.isfinite(cost.packets(r.point)) and cost.packets(r.point) >= 0 for r in runs)
