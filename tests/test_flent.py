@@ -46,6 +46,23 @@ def test_run_flent_into_a_missing_directory_is_one_line_before_running(tmp_path,
     assert err.startswith("error: --flent:") and len(err.splitlines()) == 1
 
 
+def test_run_flent_of_a_run_too_short_to_sample_is_one_line_before_running(tmp_path, capsys):
+    short = [*POINT[:-1], "0.05"]  # the default sample interval is 0.1 s: no series to write
+    f = tmp_path / "x.flent.gz"
+    assert cli.main(["run", *short, "--flent", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --flent:") and "sample_interval 0.1 s" in err and len(err.splitlines()) == 1
+    assert not f.exists()
+
+
+def test_the_python_default_sample_interval_is_the_cores():
+    import l4sim
+
+    sc = l4sim.Scenario.from_dict({"duration": 1, "topology": {"base_rtt": 10, "bottleneck": {"rate": 10,
+                                   "qdisc": "fq_codel"}}, "flows": [{"name": "a"}]})
+    assert len(l4sim.run(sc).series_flows()["t"].unique()) == round(1 / sc.sample_interval)
+
+
 STUDY = """
 name = "tiny"
 trials = 1

@@ -213,6 +213,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         flent_dir = Path(args.flent) if args.flent and len(scenarios) > 1 else None
         if args.flent and flent_dir is None and not Path(args.flent).resolve().parent.is_dir():
             raise _UsageError(f"--flent: directory {str(Path(args.flent).parent)!r} does not exist")
+        for sc in scenarios if args.flent else []:
+            if sc.duration < sc.sample_interval:
+                raise _UsageError(
+                    f"--flent: {sc.name or 'the scenario'} would record no time series: its duration "
+                    f"{sc.duration:g} s is shorter than its sample_interval {sc.sample_interval:g} s"
+                )
     except _UsageError as e:
         return _error(str(e))
     except ScenarioError as e:

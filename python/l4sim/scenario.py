@@ -472,6 +472,10 @@ def _from_core(e: ScenarioError, source: str | None, data: dict[str, Any] | None
     return err
 
 
+#: The core's `sample_interval` when a scenario gives none, s (`default_sample_interval` in
+#: crates/l4sim-core/src/scenario.rs).
+DEFAULT_SAMPLE_INTERVAL = 0.1
+
 #: Beyond these the simulator's results mean nothing (1 ns clock: a 1500-byte packet takes
 #: 12 ns at 1 Tbit/s) or the run cannot finish in useful time: surely a mistake.
 MAX_RATE_MBPS = 1e6
@@ -604,6 +608,11 @@ class Scenario:
     @property
     def duration(self) -> float:
         return float(self.data.get("duration", 0.0))
+
+    @property
+    def sample_interval(self) -> float:
+        """Seconds between time-series samples (the core's default when not given)."""
+        return float(self.data.get("sample_interval", DEFAULT_SAMPLE_INTERVAL))
 
     # operations
 
