@@ -724,12 +724,18 @@ impl World {
         }
     }
 
-    /// A packet arrives at `node`.
+    /// A packet arrives at `node`: a router (or a host it is not for) sends it on; its
+    /// destination host hands it to the endpoint.
     fn arrive(&mut self, node: u32, pkt: Packet) {
         if self.net.nodes[node as usize].kind == NodeKind::Router || pkt.dst != node {
             self.forward(node, pkt);
             return;
         }
+        self.deliver(pkt);
+    }
+
+    /// `pkt` reached its destination host.
+    fn deliver(&mut self, pkt: Packet) {
         let s = pkt.flow as usize;
         if pkt.corrupt {
             // netem flipped a bit: the host's TCP/UDP checksum fails and it discards the packet.
@@ -783,21 +789,39 @@ impl World {
         self.left_net(s);
     }
 
-    /// Send `pkt` out of `node` toward its destination.
-    fn forward(&mut self, node: u32, pkt: Packet) {
-        let eg = self
-            .net
-            .next_hop(node, pkt.dst, pkt.dscp)
-            .unwrap_or_else(|| panic!("no route from node {node} to {}", pkt.dst));
-        match eg {
-            Egress::Pipe(p) => self.pipe_push(p, pkt),
-            Egress::Port(q) => {
-                self.port_enqueue(q as usize, pkt);
-                // Linux runs the qdisc after every enqueue; only the HTB class's own wait
-                // (no tokens for anything) makes that pointless.
-                let port = &self.net.ports[q as usize];
-                if port.wake_at == NEVER || port.qdisc_wait {
-                    self.port_send(q as usize);
+    /// Send `pkt` out of `node` toward its destination: across instant pipes (no rate, no
+    /// delay) at once, hop after hop, until a pipe or a shaped port holds it or it reaches its
+    /// host. A loop rather than a recursion through [`World::arrive`], so the packet is not
+    /// copied at every hop.
+    fn forward(&mut self, mut node: u32, pkt: Packet) {
+        loop {
+            let eg = self
+                .net
+                .next_hop(node, pkt.dst, pkt.dscp)
+                .unwrap_or_else(|| panic!("no route from node {node} to {}", pkt.dst));
+            match eg {
+                Egress::Pipe(p) => {
+                    let pipe = &mut self.net.pipes[p as usize];
+                    if !pipe.is_instant() {
+                        self.pipe_push(p, pkt);
+                        return;
+                    }
+                    pipe.count_instant(&pkt);
+                    node = pipe.to;
+                    if self.net.nodes[node as usize].kind == NodeKind::Host && pkt.dst == node {
+                        self.deliver(pkt);
+                        return;
+                    }
+                }
+                Egress::Port(q) => {
+                    self.port_enqueue(q as usize, pkt);
+                    // Linux runs the qdisc after every enqueue; only the HTB class's own wait
+                    // (no tokens for anything) makes that pointless.
+                    let port = &self.net.ports[q as usize];
+                    if port.wake_at == NEVER || port.qdisc_wait {
+                        self.port_send(q as usize);
+                    }
+                    return;
                 }
             }
         }
@@ -839,6 +863,7 @@ impl World {
         }
     }
 
+    /// Put `pkt` on pipe `p` (instant pipes carry it on at once, [`World::forward`]).
     #[inline]
     fn pipe_push(&mut self, p: u32, pkt: Packet) {
         let pipe = &mut self.net.pipes[p as usize];
