@@ -64,12 +64,78 @@ impl Rate {
         let num = bytes as u128 * 8 * 1_000_000_000u128;
         num.div_ceil(self.bps as u128) as SimDuration
     }
+    /// The same `tx_time` for a per-packet path: the division by the rate precomputed.
+    pub fn tx_clock(self) -> TxClock {
+        TxClock {
+            rate: self,
+            div: Divisor::new(self.bps),
+        }
+    }
     /// Bytes that this rate carries in `d` (rounded down).
     pub fn bytes_in(&self, d: SimDuration) -> u64 {
         (self.bps as u128 * d as u128 / 8_000_000_000u128) as u64
     }
     pub fn bytes_per_sec(&self) -> u64 {
         self.bps / 8
+    }
+}
+
+/// A fixed divisor applied without a division instruction (a multiply by its precomputed
+/// reciprocal and one correction step; exact for every 64-bit dividend). Serialization times
+/// and jiffy rounding divide by the same number for every packet; a 64-bit `div` costs tens
+/// of cycles there.
+#[derive(Clone, Copy, Debug)]
+pub struct Divisor {
+    d: u64,
+    /// floor((2^64 - 1) / d): the quotient it gives is the exact one or one less.
+    m: u64,
+}
+
+impl Divisor {
+    pub fn new(d: u64) -> Divisor {
+        assert!(d > 0, "division by zero");
+        Divisor { d, m: u64::MAX / d }
+    }
+    pub fn get(&self) -> u64 {
+        self.d
+    }
+    /// `(n / d, n % d)`.
+    #[inline]
+    pub fn div_rem(&self, n: u64) -> (u64, u64) {
+        let mut q = ((n as u128 * self.m as u128) >> 64) as u64;
+        let mut r = n - q * self.d;
+        if r >= self.d {
+            q += 1;
+            r -= self.d;
+        }
+        (q, r)
+    }
+    /// `n.div_ceil(d)`.
+    #[inline]
+    pub fn div_ceil(&self, n: u64) -> u64 {
+        let (q, r) = self.div_rem(n);
+        q + (r != 0) as u64
+    }
+}
+
+/// [`Rate::tx_time`] with the division precomputed, for a serializer's per-packet path.
+#[derive(Clone, Copy, Debug)]
+pub struct TxClock {
+    rate: Rate,
+    div: Divisor,
+}
+
+impl TxClock {
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+    /// [`Rate::tx_time`], the same value.
+    #[inline]
+    pub fn tx_time(&self, bytes: u32) -> SimDuration {
+        if bytes < 1 << 31 {
+            return self.div.div_ceil(bytes as u64 * 8_000_000_000);
+        }
+        self.rate.tx_time(bytes)
     }
 }
 
@@ -98,6 +164,66 @@ mod tests {
                     rate.tx_time(bytes),
                     wide,
                     "{bytes} bytes at {} bit/s",
+                    rate.bps
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn divisor_gives_the_exact_quotient_and_remainder() {
+        let mut rng = crate::rng::Rng::new(7, 7);
+        let mut ds = vec![
+            1,
+            2,
+            3,
+            7,
+            1000,
+            4_000_000,
+            100_000_000,
+            u64::MAX / 3,
+            u64::MAX,
+        ];
+        let mut ns = vec![0, 1, 2, 999, u64::MAX - 1, u64::MAX];
+        for _ in 0..2000 {
+            let (a, b) = (rng.below(u32::MAX) as u64, rng.below(u32::MAX) as u64);
+            ds.push((a << 32 | b) >> rng.below(64));
+            ns.push((b << 32 | a) >> rng.below(64));
+        }
+        for &d in ds.iter().filter(|&&d| d > 0) {
+            let div = Divisor::new(d);
+            for &n in &ns {
+                assert_eq!(div.div_rem(n), (n / d, n % d), "{n} / {d}");
+                assert_eq!(div.div_ceil(n), n.div_ceil(d), "{n} / {d} rounded up");
+            }
+        }
+    }
+
+    #[test]
+    fn tx_clock_is_tx_time() {
+        for rate in [
+            Rate::bps(1),
+            Rate::bps(3),
+            Rate::mbps(100.0),
+            Rate::mbps(4000.0),
+        ] {
+            let c = rate.tx_clock();
+            for bytes in [
+                0,
+                1,
+                42,
+                66,
+                1514,
+                9014,
+                65_535,
+                (1 << 31) - 1,
+                1 << 31,
+                u32::MAX,
+            ] {
+                assert_eq!(
+                    c.tx_time(bytes),
+                    rate.tx_time(bytes),
+                    "{bytes} B at {} bit/s",
                     rate.bps
                 );
             }

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use crate::packet::Packet;
-use crate::time::{Rate, SimDuration, SimTime};
+use crate::time::{Rate, SimDuration, SimTime, TxClock};
 
 /// Packets a device queues in front of its line when no qdisc is configured: its
 /// `txqueuelen` (1000, as Linux's default `pfifo_fast` uses it).
@@ -17,6 +17,8 @@ pub struct Pipe {
     pub name: String,
     /// Line rate; None: no serialization delay.
     pub rate: Option<Rate>,
+    /// `rate` with its division precomputed.
+    clock: Option<TxClock>,
     /// Propagation delay (netem `delay` where the dumbbell's delay node sits); change it
     /// with [`Pipe::set_delay`].
     delay: SimDuration,
@@ -42,6 +44,7 @@ impl Pipe {
         Pipe {
             name,
             rate,
+            clock: rate.map(Rate::tx_clock),
             delay,
             to,
             mtu: crate::packet::hdr::MTU,
@@ -73,7 +76,7 @@ impl Pipe {
 
     /// Time the packet would finish serializing if sent now (used by shaped ports).
     pub fn tx_time(&self, len: u32) -> SimDuration {
-        self.rate.map_or(0, |r| r.tx_time(len))
+        self.clock.map_or(0, |c| c.tx_time(len))
     }
 
     /// Accept a packet at `now`. Returns its exit time if the pipe was empty, i.e. when the

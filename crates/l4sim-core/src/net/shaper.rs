@@ -6,7 +6,7 @@
 //! burst (rate/HZ + 1600 bytes, where HZ is the psched clock of 10^9, so about 1600 bytes) this
 //! is a constant-rate server that may send two frames back to back after an idle period.
 
-use crate::time::{Rate, SimDuration, SimTime};
+use crate::time::{Rate, SimDuration, SimTime, TxClock};
 
 /// tc's default HTB burst when none is given: `rate / get_hz() + mtu` with mtu 1600 and a
 /// 1 GHz psched clock (iproute2 tc/q_htb.c), i.e. effectively 1600 bytes.
@@ -16,6 +16,7 @@ pub fn default_burst(rate: Rate) -> u32 {
 
 pub struct Shaper {
     pub rate: Rate,
+    clock: TxClock,
     /// Burst in time units (ns of transmission at `rate`).
     buffer: i64,
     tokens: i64,
@@ -27,6 +28,7 @@ impl Shaper {
         let buffer = rate.tx_time(burst_bytes) as i64;
         Shaper {
             rate,
+            clock: rate.tx_clock(),
             buffer,
             tokens: buffer,
             t_last: 0,
@@ -55,7 +57,7 @@ impl Shaper {
 
     /// Charge a packet of `len` bytes sent at `now` (`htb_charge_class`).
     pub fn charge(&mut self, now: SimTime, len: u32) {
-        self.tokens = self.tokens_at(now) - self.rate.tx_time(len) as i64;
+        self.tokens = self.tokens_at(now) - self.clock.tx_time(len) as i64;
         self.t_last = now;
     }
 }

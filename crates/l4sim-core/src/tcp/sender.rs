@@ -51,7 +51,7 @@ use crate::cc::{
     AckSample, AnyCc, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock,
 };
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
-use crate::time::{SimDuration, SimTime, MS, NEVER, SEC, US};
+use crate::time::{Divisor, SimDuration, SimTime, MS, NEVER, SEC, US};
 
 const NIL: u32 = u32::MAX;
 
@@ -123,6 +123,10 @@ pub struct TcpSender {
     /// the ACK path asks for both on every ACK.
     rto_min: SimDuration,
     jiffy: SimDuration,
+    /// `jiffy` as a divisor ([`TcpSender::jiffies`] rounds every timer to it).
+    jiffy_div: Divisor,
+    /// TCP_TIMEOUT_MIN (2 jiffies, as `2 * SEC / hz`), for the TLP and RACK timers.
+    timeout_min: SimDuration,
     phase: Phase,
     ecn_req: EcnRequest,
     syn_retries: u32,
@@ -204,6 +208,8 @@ impl TcpSender {
             spec: spec.clone(),
             rto_min: (spec.rto_min_ms * MS as f64).round() as SimDuration,
             jiffy: SEC / spec.hz.max(1) as u64,
+            jiffy_div: Divisor::new(SEC / spec.hz.max(1) as u64),
+            timeout_min: 2 * SEC / spec.hz.max(1) as u64,
             phase: Phase::Closed,
             ecn_req: EcnRequest::None,
             syn_retries: 0,
@@ -285,8 +291,7 @@ impl TcpSender {
     /// `usecs_to_jiffies`: timer durations are whole jiffies (rounded up), as Linux keeps
     /// icsk_rto and the TLP/RACK timeouts.
     fn jiffies(&self, d: SimDuration) -> SimDuration {
-        let j = self.jiffy();
-        d.div_ceil(j) * j
+        self.jiffy_div.div_ceil(d) * self.jiffy
     }
     /// One tick of the host's clock (1/HZ).
     fn jiffy(&self) -> SimDuration {
@@ -294,7 +299,7 @@ impl TcpSender {
     }
     /// TCP_TIMEOUT_MIN: 2 jiffies.
     fn timeout_min(&self) -> SimDuration {
-        2 * SEC / self.spec.hz.max(1) as u64
+        self.timeout_min
     }
 
     /// The application writes `bytes` more on a sized (persistent) connection: the next
