@@ -216,7 +216,9 @@ def test_plan_points_a_long_estimate_of_the_ordinary_build_to_the_pgo_build(monk
     from l4sim.cli_study import main
     from l4sim.studies import cost
 
-    monkeypatch.setattr(cost, "packet_cost", lambda **k: {"seconds_per_packet": 4e-7, "measured": "now"})
+    monkeypatch.setattr(
+        cost, "packet_cost", lambda *a, **k: {"seconds_per_packet": 4e-7, "measured": "now", "reference": [{}]}
+    )
     monkeypatch.setattr(_core, "BUILD", "release", raising=False)
     assert main(["study", "plan", "full-factorial", "-j", "2"]) == 0  # hours
     assert "pgo_build.py" in capsys.readouterr().out
@@ -225,6 +227,39 @@ def test_plan_points_a_long_estimate_of_the_ordinary_build_to_the_pgo_build(monk
     monkeypatch.setattr(_core, "BUILD", "pgo")
     assert main(["study", "plan", "full-factorial", "-j", "2"]) == 0
     assert "pgo_build.py" not in capsys.readouterr().out
+
+
+def test_the_cost_is_calibrated_on_the_design_and_check_compares_other_runs_with_it(tmp_path, monkeypatch, capsys):
+    from l4sim.cli_study import main
+    from l4sim.studies import cost
+    from l4sim.studies.presets import load
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    f = tmp_path / "small.toml"
+    f.write_text(
+        'name = "small"\ntrials = 2\n[factors]\naqm = ["FIFO", "DualPI2"]\nbtl_capacity = [20, 40]\n'
+        "[fixed]\nn_bdp = 2\nbase_rtt = 10\necn_threshold = 5\nduration = 30\n"
+    )
+    study = load(str(f))
+    picked = cost._calibration(study)
+    assert len(picked) == cost.CALIBRATION_RUNS  # 8 of its 8 runs, shortened to 20 s
+    assert all(p["duration"] == cost.CALIBRATION_DURATION for p, _ in picked)
+    assert sorted(s for _, s in picked) == sorted(r.seed for r in study.runs())
+    c = cost.packet_cost(study)
+    assert c["seconds_per_packet"] > 0 and len(c["reference"]) == cost.CALIBRATION_RUNS
+    assert cost.packet_cost(study) == c  # cached per design
+    assert len(list((tmp_path / "l4sim").glob("packet-cost-*.json"))) == 1
+    r = cost.check(study, 3)
+    assert r["runs"] == 3 and r["estimated_seconds"] > 0 and r["measured_seconds"] >= r["engine_seconds"] > 0
+    assert r["ratio"] == pytest.approx(r["measured_seconds"] / r["estimated_seconds"])
+    point, est, meas = r["worst"]
+    assert point["aqm"] in ("FIFO", "DualPI2") and est > 0 and meas > 0
+    assert main(["study", "plan", str(f), "--check", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "on 8 of its runs" in out and "check: 2 runs drawn at random" in out and "measured / estimated" in out
+    assert main(["study", "plan", str(f), "--check", "2", "--no-estimate"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --check") and err.count("\n") == 1
 
 
 def test_the_packet_estimate_counts_the_default_receive_window_on_long_fat_paths():

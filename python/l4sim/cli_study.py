@@ -55,6 +55,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--measure", action="store_true", help="measure the per-packet cost again (e.g. after the machine was busy)"
     )
+    p.add_argument(
+        "--check",
+        type=count,
+        metavar="N",
+        help="run N of the design's runs, drawn at random, on one core and compare their time with the estimate",
+    )
     p.set_defaults(func=cmd_plan)
 
     p = ss.add_parser("status", help="done / total / missing runs per design in a store")
@@ -194,18 +200,19 @@ def cmd_plan(args) -> int:
     if args.toml:
         print(study.to_toml(), end="")
         return 0
+    if args.check and args.no_estimate:
+        return _err("--check: it compares runs with the estimate, which --no-estimate skips")
     print(study.describe())
     if not args.no_estimate:
         from l4sim.studies import cost
 
-        if args.measure:
-            cost.packet_cost(refresh=True)
-        e = cost.estimate((r.point for r in study.runs()), jobs=args.jobs)
+        c = cost.packet_cost(study, refresh=args.measure)
+        e = cost.estimate((r.point for r in study.runs()), jobs=args.jobs, cost=c)
         print(
             f"  expected time on this machine: {cost.human(e['cpu_seconds'])} of CPU, about "
             f"{cost.human(e['wall_seconds'])} wall on {e['jobs']} core(s) "
-            f"({e['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {e['measured']}; "
-            "fully used bottlenecks assumed, a busy machine is slower)"
+            f"({e['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {e['measured']} on "
+            f"{len(c['reference'])} of its runs; a busy machine is slower)"
         )
         from l4sim import _core
 
@@ -213,6 +220,19 @@ def cmd_plan(args) -> int:
             print(
                 "  this is the ordinary build: benchmarks/pgo_build.py (in the source tree) builds the "
                 "same engine about 1.2x faster"
+            )
+        if args.check:
+            c = cost.check(study, args.check)
+            point, w_est, w_meas = c["worst"]
+            print(
+                f"  check: {c['runs']} runs drawn at random took {c['measured_seconds']:.1f} s on one core "
+                f"(the engine {c['engine_seconds']:.1f} s of it), the estimate for them "
+                f"{c['estimated_seconds']:.1f} s: measured / estimated = {c['ratio']:.2f}"
+            )
+            print(
+                f"    furthest off: {w_meas:.2f} s for {w_est:.2f} s estimated ("
+                + ", ".join(f"{k}={v}" for k, v in point.items() if k not in study.fixed)
+                + ")"
             )
     if args.runs:
         for r in study.runs():
