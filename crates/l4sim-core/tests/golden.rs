@@ -1,7 +1,9 @@
 //! Golden outputs: each `tests/golden/NAME.scenario.json` runs and its whole result (every
 //! per-flow and per-qdisc figure and the time series, less the wall-clock time) must equal
-//! `NAME.result.json` byte for byte. The scenarios cover every CC, every qdisc and both
-//! topologies, so a refactor or a speed change that alters any packet's fate fails here.
+//! `NAME.result.json` byte for byte. The scenarios cover every CC, every qdisc (the classful
+//! ones, netem and wifi in `graph_every_kind`), every traffic source (there too, and the IETF-106
+//! web mix in `ietf106_web_dualpi2`) and every topology kind with DSCP policy routes, so a
+//! refactor or a speed change that alters any packet's fate fails here.
 //!
 //! A deliberate model change regenerates the files with `L4SIM_BLESS=1 cargo test --release
 //! --test golden` and says in its commit what changed and why.
@@ -36,7 +38,7 @@ fn every_golden_scenario_reproduces_its_result_byte_for_byte() {
         .filter(|p| p.to_string_lossy().ends_with(".scenario.json"))
         .collect();
     names.sort();
-    assert!(names.len() >= 10, "golden scenarios missing");
+    assert!(names.len() >= 13, "golden scenarios missing");
     let mut failed = Vec::new();
     for path in names {
         let text = std::fs::read_to_string(&path).unwrap();
