@@ -135,9 +135,9 @@ def estimate(
 
 
 def check(study: Any, n: int, *, seed: int = 1) -> dict[str, Any]:
-    """Run ``n`` of ``study``'s runs, drawn at random (``seed``; the calibration draws with 0),
-    one after another on this core, in full, and compare the time they took with what
-    :func:`estimate` expects of the same runs:
+    """Run ``n`` of ``study``'s runs, drawn at random (``seed``) from those the calibration did
+    not measure (unless it measured them all), one after another on this core, in full, and
+    compare the time they took with what :func:`estimate` expects of the same runs:
     ``{"runs", "estimated_seconds", "measured_seconds", "engine_seconds", "ratio", "worst"}``
     (``measured``: each run from its design point to its result, as a study worker spends it;
     ``engine``: the simulation alone; ``ratio``: measured / estimated; ``worst``: the run whose
@@ -147,7 +147,8 @@ def check(study: Any, n: int, *, seed: int = 1) -> dict[str, Any]:
     from l4sim.api import run
     from l4sim.scenario import Scenario
 
-    specs = study.runs()
+    calibration = {s for _, s in _calibration(study)}
+    specs = [r for r in study.runs() if r.seed not in calibration] or study.runs()
     sample = random.Random(seed).sample(specs, min(n, len(specs)))
     spp = packet_cost(study)["seconds_per_packet"]
     est = meas = engine = 0.0
