@@ -96,9 +96,6 @@ impl Divisor {
         assert!(d > 0, "division by zero");
         Divisor { d, m: u64::MAX / d }
     }
-    pub fn get(&self) -> u64 {
-        self.d
-    }
     /// `(n / d, n % d)`.
     #[inline]
     pub fn div_rem(&self, n: u64) -> (u64, u64) {
@@ -126,9 +123,6 @@ pub struct TxClock {
 }
 
 impl TxClock {
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
     /// [`Rate::tx_time`], the same value.
     #[inline]
     pub fn tx_time(&self, bytes: u32) -> SimDuration {
@@ -151,21 +145,30 @@ mod tests {
     }
 
     #[test]
-    fn tx_time_is_the_128_bit_value_on_both_sides_of_the_64_bit_path() {
+    fn tx_time_and_tx_clock_are_the_128_bit_value_on_both_sides_of_the_64_bit_path() {
         for rate in [
             Rate::bps(1),
             Rate::bps(3),
             Rate::mbps(100.0),
             Rate::mbps(4000.0),
         ] {
-            for bytes in [0, 1, 1514, 65_535, (1 << 31) - 1, 1 << 31, u32::MAX] {
+            let clock = rate.tx_clock();
+            for bytes in [
+                0,
+                1,
+                42,
+                66,
+                1514,
+                9014,
+                65_535,
+                (1 << 31) - 1,
+                1 << 31,
+                u32::MAX,
+            ] {
                 let wide = (bytes as u128 * 8_000_000_000).div_ceil(rate.bps as u128) as u64;
-                assert_eq!(
-                    rate.tx_time(bytes),
-                    wide,
-                    "{bytes} bytes at {} bit/s",
-                    rate.bps
-                );
+                let at = format!("{bytes} bytes at {} bit/s", rate.bps);
+                assert_eq!(rate.tx_time(bytes), wide, "{at}");
+                assert_eq!(clock.tx_time(bytes), wide, "{at}, precomputed");
             }
         }
     }
@@ -195,37 +198,6 @@ mod tests {
             for &n in &ns {
                 assert_eq!(div.div_rem(n), (n / d, n % d), "{n} / {d}");
                 assert_eq!(div.div_ceil(n), n.div_ceil(d), "{n} / {d} rounded up");
-            }
-        }
-    }
-
-    #[test]
-    fn tx_clock_is_tx_time() {
-        for rate in [
-            Rate::bps(1),
-            Rate::bps(3),
-            Rate::mbps(100.0),
-            Rate::mbps(4000.0),
-        ] {
-            let c = rate.tx_clock();
-            for bytes in [
-                0,
-                1,
-                42,
-                66,
-                1514,
-                9014,
-                65_535,
-                (1 << 31) - 1,
-                1 << 31,
-                u32::MAX,
-            ] {
-                assert_eq!(
-                    c.tx_time(bytes),
-                    rate.tx_time(bytes),
-                    "{bytes} B at {} bit/s",
-                    rate.bps
-                );
             }
         }
     }
