@@ -321,6 +321,7 @@ impl World {
     }
 
     /// A TCP connection of flow `fi` carrying `size` bytes (None: bulk), not yet open.
+    #[cold]
     fn new_tcp(&mut self, fi: usize, size: Option<u64>, now: SimTime) -> usize {
         let slot = self.alloc_slot();
         let id = self.next_conn_id;
@@ -493,6 +494,7 @@ impl World {
     }
 
     /// A source's transfers fall due: open connections (or write on the persistent one).
+    #[cold]
     fn source_wake(&mut self, fi: usize) {
         let now = self.now;
         let f = &mut self.flows[fi];
@@ -589,6 +591,7 @@ impl World {
 
     /// A request reached the data sender of connection `s` (a copy netem made of one already
     /// served finds none left).
+    #[cold]
     fn request_arrived(&mut self, s: usize) {
         let st = self.conns[s].as_mut().unwrap();
         let Some(what) = st.requests.pop_front() else {
@@ -601,6 +604,7 @@ impl World {
     }
 
     /// A request of connection `s` was lost: send it again after the client's timeout.
+    #[cold]
     fn request_lost(&mut self, s: usize) {
         let now = self.now;
         let st = self.conns[s].as_mut().unwrap();
@@ -686,6 +690,7 @@ impl World {
     }
 
     /// Free a closing connection's slot once none of its packets is in the network.
+    #[cold]
     fn try_free(&mut self, s: usize) {
         let st = self.conns[s].as_ref().unwrap();
         if !st.closing || st.in_net > 0 {
@@ -777,6 +782,7 @@ impl World {
     }
 
     /// Count a dropped packet against its connection.
+    #[cold]
     fn dropped(&mut self, pkt: &Packet) {
         let s = pkt.flow as usize;
         if pkt.is_data() {
@@ -941,6 +947,7 @@ impl World {
         }
     }
 
+    #[cold]
     fn sample(&mut self) {
         let dt = to_secs(self.sample_interval);
         self.series_t.push(to_secs(self.now));
@@ -1194,6 +1201,7 @@ impl World {
     }
 
     /// End flow `fi` now (its `stop` time, or [`World::remove_flow`]).
+    #[cold]
     fn stop_flow(&mut self, fi: usize) {
         self.flows[fi].removed_at = Some(self.now);
         self.flows[fi].source = None;

@@ -334,6 +334,7 @@ impl TcpSender {
     /// (`tcp_current_ssthresh`), and the window halves for every further RTO of idleness, down
     /// to the initial window. CCs with their own `cong_control` (BBR, Prague) are exempt; no
     /// modelled CC acts on `CA_EVENT_CWND_RESTART`.
+    #[cold]
     fn slow_start_after_idle_check(&mut self, now: SimTime) {
         if !self.spec.slow_start_after_idle || self.sk.packets_out > 0 || self.cc.has_cong_control()
         {
@@ -368,6 +369,7 @@ impl TcpSender {
     }
 
     /// Open the connection (send the SYN) at `now`.
+    #[cold]
     pub fn connect(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.sk.now = now;
         self.ecn_req = ecn::syn_request(self.spec.ecn, self.cc_flags);
@@ -375,6 +377,7 @@ impl TcpSender {
         self.send_syn(now, out);
     }
 
+    #[cold]
     fn send_syn(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.pkt(now);
         // tcp_ecn_clear_syn (tcp_ecn_fallback=1): a retransmitted SYN carries no ECN request
@@ -426,6 +429,7 @@ impl TcpSender {
         }
     }
 
+    #[cold]
     fn on_synack(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
         self.ts_recent = pkt.ts_val;
         self.snd_wnd = pkt.wnd as u64;
@@ -550,6 +554,7 @@ impl TcpSender {
     }
 
     /// `tcp_mark_skb_lost` (+ `tcp_notify_skb_loss_event`).
+    #[cold]
     fn mark_lost(&mut self, seq: u32) {
         let st = self.seg(seq).st;
         if st & S_SACKED != 0 {
@@ -881,6 +886,7 @@ impl TcpSender {
     }
 
     /// `tcp_retransmit_skb` of a lost segment: it is in flight again (SACKED_RETRANS).
+    #[cold]
     fn retransmit_one(&mut self, seq: u32, now: SimTime, out: &mut Vec<Packet>) {
         self.transmit(seq, now, out, true);
         self.after_send(now, self.payload_of(seq) as u64);
@@ -992,6 +998,7 @@ impl TcpSender {
     }
 
     /// `tcp_retransmit_timer`: RTO.
+    #[cold]
     fn retransmit_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         if self.sk.packets_out == 0 {
             return;
@@ -1010,6 +1017,7 @@ impl TcpSender {
     }
 
     /// `tcp_enter_loss`.
+    #[cold]
     fn enter_loss(&mut self, now: SimTime) {
         // tcp_timeout_mark_lost: the head, and every segment RACK considers timed out.
         let una = self.sk.snd_una;
@@ -1044,6 +1052,7 @@ impl TcpSender {
     }
 
     /// `tcp_send_loss_probe`.
+    #[cold]
     fn send_loss_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         // Pending while the handler runs: without a probe the RTO re-arms from the head.
         self.timer = Some((Timer::Tlp, now));
@@ -1070,6 +1079,7 @@ impl TcpSender {
     }
 
     /// `tcp_rack_reo_timeout`.
+    #[cold]
     fn rack_reo_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         // The REO timer stays "pending" while its handler runs (icsk_pending), so the RTO
         // is re-armed relative to the head's send time. Segments not yet expired wait for
@@ -1179,6 +1189,7 @@ impl TcpSender {
     }
 
     /// `tcp_enter_recovery`.
+    #[cold]
     fn enter_recovery(&mut self, ece_ack: bool) {
         self.sk.prior_ssthresh = 0;
         if !self.in_cwnd_reduction() {
