@@ -206,6 +206,7 @@ impl TcpReceiver {
         }
     }
 
+    #[cold]
     fn send_synack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.pkt(now);
         p.flags = flags::SYN | flags::ACK | ecn::synack_flags(self.mode, self.syn_ecn);
@@ -385,6 +386,7 @@ impl TcpReceiver {
     }
 
     /// Insert segment `seq` into the out-of-order set; returns the merged range.
+    #[cold]
     fn ooo_insert(&mut self, seq: u32, bytes: u64) -> (u32, u32) {
         let mut s = seq;
         let mut e = seq + 1;
@@ -417,6 +419,7 @@ impl TcpReceiver {
     }
 
     /// `tcp_sack_new_ofo_skb`: the block holding the new segment goes first.
+    #[cold]
     fn sack_new_ofo(&mut self, (s, e): (u32, u32)) {
         self.sack_retain(|(a, b)| !(a <= e && b >= s));
         let n = self.n_sacks.min(3);
@@ -428,6 +431,7 @@ impl TcpReceiver {
     }
 
     /// `tcp_enter_quickack_mode`.
+    #[cold]
     fn enter_quickack_mode(&mut self, n: u32) {
         self.quick = self.quick.max(n);
         self.ato = TCP_ATO_MIN;

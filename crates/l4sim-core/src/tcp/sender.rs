@@ -851,6 +851,7 @@ impl TcpSender {
     }
 
     /// `tcp_xmit_retransmit_queue`: retransmit segments marked lost, within cwnd and pacing.
+    #[cold]
     fn xmit_retransmit_queue(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut rearm = false;
         while let Some(&seq) = self.lost_q.front() {
@@ -1154,6 +1155,7 @@ impl TcpSender {
     }
 
     /// `tcp_init_cwnd_reduction`.
+    #[cold]
     fn init_cwnd_reduction(&mut self) {
         self.sk.high_seq = self.sk.snd_nxt;
         self.tlp_high_seq = None;
@@ -1167,6 +1169,7 @@ impl TcpSender {
     }
 
     /// `tcp_end_cwnd_reduction`.
+    #[cold]
     fn end_cwnd_reduction(&mut self) {
         if self.cc.has_cong_control() {
             return;
@@ -1179,6 +1182,7 @@ impl TcpSender {
     }
 
     /// `tcp_enter_cwr`.
+    #[cold]
     fn enter_cwr(&mut self) {
         self.sk.prior_ssthresh = 0;
         if self.sk.ca_state < CaState::Cwr {
