@@ -241,7 +241,7 @@ def test_the_cost_is_calibrated_on_the_design_and_check_compares_other_runs_with
         "[fixed]\nn_bdp = 2\nbase_rtt = 10\necn_threshold = 5\nduration = 30\n"
     )
     study = load(str(f))
-    picked = cost._calibration(study)
+    picked = cost._calibration(study.runs())
     assert len(picked) == cost.CALIBRATION_RUNS  # 8 of its 12 runs, shortened to 20 s
     assert all(p["duration"] == cost.CALIBRATION_DURATION for p, _ in picked)
     assert {s for _, s in picked} < {r.seed for r in study.runs()}

@@ -222,12 +222,12 @@ def cmd_plan(args) -> int:
                 "same engine 1.1-1.2x faster"
             )
         if args.check:
-            c = cost.check(study, args.check)
-            point, w_est, w_meas = c["worst"]
+            k = cost.check(study, args.check)
+            point, w_est, w_meas = k["worst"]
             print(
-                f"  check: {c['runs']} runs drawn at random took {c['measured_seconds']:.1f} s on one core "
-                f"(the engine {c['engine_seconds']:.1f} s of it), the estimate for them "
-                f"{c['estimated_seconds']:.1f} s: measured / estimated = {c['ratio']:.2f}"
+                f"  check: {k['runs']} runs drawn at random took {k['measured_seconds']:.1f} s on one core "
+                f"(the engine {k['engine_seconds']:.1f} s of it), the estimate for them "
+                f"{k['estimated_seconds']:.1f} s: measured / estimated = {k['ratio']:.2f}"
             )
             print(
                 f"    furthest off: {w_meas:.2f} s for {w_est:.2f} s estimated ("

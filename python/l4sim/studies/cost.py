@@ -42,12 +42,11 @@ def _cache_file(model_version: str, build: str, design: str = "") -> Path:
     return base / "l4sim" / f"packet-cost-{model_version}-{build}{'-' + design if design else ''}.json"
 
 
-def _calibration(study: Any) -> list[tuple[dict[str, Any], int]]:
-    """The design points (shortened) and seeds the cost is measured on: drawn at random, the
-    same ones every time for the same design."""
+def _calibration(specs: list[Any]) -> list[tuple[dict[str, Any], int]]:
+    """The design points (shortened) and seeds the cost is measured on, drawn at random from
+    the design's runs ``specs``: the same ones every time for the same design."""
     import random
 
-    specs = study.runs()
     picked = random.Random(0).sample(specs, min(CALIBRATION_RUNS, len(specs)))
     return [
         (dict(r.point, duration=min(float(r.point.get("duration", 60.0)), CALIBRATION_DURATION)), r.seed)
@@ -75,7 +74,7 @@ def packet_cost(study: Any = None, *, refresh: bool = False) -> dict[str, Any]:
         todo = [(dict(REFERENCE), None)]
         design = ""
     else:
-        todo = _calibration(study)
+        todo = _calibration(study.runs())
         design = hashlib.sha256(json.dumps(todo, sort_keys=True, default=str).encode()).hexdigest()[:12]
     f = _cache_file(str(MODEL_VERSION), _build_id(), design)
     machine = f"{platform.node()} {platform.machine()}"
@@ -147,8 +146,9 @@ def check(study: Any, n: int, *, seed: int = 1) -> dict[str, Any]:
     from l4sim.api import run
     from l4sim.scenario import Scenario
 
-    calibration = {s for _, s in _calibration(study)}
-    specs = [r for r in study.runs() if r.seed not in calibration] or study.runs()
+    runs = study.runs()
+    calibration = {s for _, s in _calibration(runs)}
+    specs = [r for r in runs if r.seed not in calibration] or runs
     sample = random.Random(seed).sample(specs, min(n, len(specs)))
     spp = packet_cost(study)["seconds_per_packet"]
     est = meas = engine = 0.0

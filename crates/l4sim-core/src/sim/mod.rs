@@ -732,11 +732,16 @@ impl World {
     /// A packet arrives at `node`: a router (or a host it is not for) sends it on; its
     /// destination host hands it to the endpoint.
     fn arrive(&mut self, node: u32, pkt: Packet) {
-        if self.net.nodes[node as usize].kind == NodeKind::Router || pkt.dst != node {
+        if self.is_destination(node, &pkt) {
+            self.deliver(pkt);
+        } else {
             self.forward(node, pkt);
-            return;
         }
-        self.deliver(pkt);
+    }
+
+    /// Whether `node` is the host `pkt` is for (a router never is).
+    fn is_destination(&self, node: u32, pkt: &Packet) -> bool {
+        pkt.dst == node && self.net.nodes[node as usize].kind == NodeKind::Host
     }
 
     /// `pkt` reached its destination host.
@@ -814,7 +819,7 @@ impl World {
                     }
                     pipe.count_instant(&pkt);
                     node = pipe.to;
-                    if self.net.nodes[node as usize].kind == NodeKind::Host && pkt.dst == node {
+                    if self.is_destination(node, &pkt) {
                         self.deliver(pkt);
                         return;
                     }

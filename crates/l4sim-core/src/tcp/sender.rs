@@ -199,6 +199,7 @@ impl TcpSender {
             completed_at: NEVER,
             ..Default::default()
         };
+        let jiffy = SEC / spec.hz.max(1) as u64;
         let mut s = TcpSender {
             sk,
             cc_flags: cc.flags(),
@@ -207,8 +208,8 @@ impl TcpSender {
             params: params.clone(),
             spec: spec.clone(),
             rto_min: (spec.rto_min_ms * MS as f64).round() as SimDuration,
-            jiffy: SEC / spec.hz.max(1) as u64,
-            jiffy_div: Divisor::new(SEC / spec.hz.max(1) as u64),
+            jiffy,
+            jiffy_div: Divisor::new(jiffy),
             timeout_min: 2 * SEC / spec.hz.max(1) as u64,
             phase: Phase::Closed,
             ecn_req: EcnRequest::None,
