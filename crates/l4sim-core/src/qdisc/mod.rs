@@ -552,6 +552,10 @@ pub struct Qdisc {
     mask: u8,
     /// `inner.may_duplicate()`, likewise.
     dup: bool,
+    /// Packets and bytes inside (`inner.len()`, `inner.bytes()`), kept here as they enter
+    /// and leave: the port asks on every packet, and a classful qdisc would sum its children.
+    qlen: usize,
+    backlog: u64,
 }
 
 impl Qdisc {
@@ -562,7 +566,33 @@ impl Qdisc {
             inner,
             stats: QdiscStats::default(),
             drops: Vec::with_capacity(64),
+            qlen: 0,
+            backlog: 0,
         }
+    }
+
+    /// Packets inside (`tc -s`'s backlog in packets).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.qlen
+    }
+
+    /// Bytes inside.
+    #[inline]
+    pub fn bytes(&self) -> u64 {
+        self.backlog
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.qlen == 0
+    }
+
+    /// A packet left the qdisc, sent or dropped.
+    #[inline]
+    fn left(&mut self, pkt: &Packet) {
+        self.qlen -= 1;
+        self.backlog -= pkt.len as u64;
     }
 
     /// Enqueue; returns the packets dropped by this call (the caller accounts them per flow).
@@ -577,19 +607,21 @@ impl Qdisc {
             .cell(pkt.group, Class::of(pkt.ecn, mask))
             .enq_pkts += 1;
         self.drops.clear();
+        self.qlen += 1;
+        self.backlog += pkt.len as u64;
         self.inner.enqueue(pkt, now, &mut self.drops);
         for d in &self.drops {
             self.stats.drops_by_reason[d.reason.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
             self.stats.count_drop(&d.pkt, mask);
+            self.qlen -= 1;
+            self.backlog -= d.pkt.len as u64;
         }
-        let len = self.inner.len();
-        if len > self.stats.max_len {
-            self.stats.max_len = len;
+        if self.qlen > self.stats.max_len {
+            self.stats.max_len = self.qlen;
         }
-        let bytes = self.inner.bytes();
-        if bytes > self.stats.max_bytes {
-            self.stats.max_bytes = bytes;
+        if self.backlog > self.stats.max_bytes {
+            self.stats.max_bytes = self.backlog;
         }
         &self.drops
     }
@@ -614,8 +646,10 @@ impl Qdisc {
             self.stats.drops_by_reason[d.reason.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
             self.stats.count_drop(&d.pkt, mask);
+            self.left(&d.pkt);
         }
         if let Some(p) = &pkt {
+            self.left(p);
             let sojourn = now.saturating_sub(p.enq_ts);
             self.stats.deq_pkts += 1;
             self.stats.deq_bytes += p.len as u64;
@@ -670,6 +704,8 @@ impl Qdisc {
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
             self.stats.count_drop(&d.pkt, mask);
         }
+        self.qlen = self.inner.len();
+        self.backlog = self.inner.bytes();
     }
 }
 
@@ -689,10 +725,10 @@ impl QueueDisc for Qdisc {
         self.inner.ready_at(now)
     }
     fn len(&self) -> usize {
-        self.inner.len()
+        self.qlen
     }
     fn bytes(&self) -> u64 {
-        self.inner.bytes()
+        self.backlog
     }
     fn next_timer(&self) -> SimTime {
         self.inner.next_timer()
@@ -991,6 +1027,7 @@ mod tests {
                 "{s}"
             );
             assert_eq!(st.deq_pkts, deq, "{s}");
+            assert_eq!((q.len(), q.bytes()), (q.inner.len(), q.inner.bytes()), "{s}");
             assert!(st.drops() + st.marks() > 0, "{s}: the AQM never acted");
             assert!(max_len <= 10_240, "{s}: backlog {max_len}");
             let mut out = Vec::new();

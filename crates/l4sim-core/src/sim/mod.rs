@@ -908,7 +908,7 @@ impl World {
         loop {
             let now = self.now;
             let port = &mut self.net.ports[q];
-            if port.qdisc.inner.is_empty() {
+            if port.qdisc.is_empty() {
                 return;
             }
             let ready = port.shaper.ready_at(now);
@@ -933,7 +933,7 @@ impl World {
                 // A qdisc that holds packets it may not send yet (tbf): come back then.
                 let port = &mut self.net.ports[q];
                 let ready = port.qdisc.inner.ready_at(now);
-                if ready > now && !port.qdisc.inner.is_empty() {
+                if ready > now && !port.qdisc.is_empty() {
                     port.wake_at = ready;
                     port.qdisc_wait = true;
                     self.sched.schedule(ready, Event::PortWake(q as u32));
@@ -1018,8 +1018,8 @@ impl World {
         for (p, tr) in self.net.ports.iter().zip(&mut self.qtrack) {
             let st = &p.qdisc.stats;
             let ser = &mut tr.series;
-            ser.backlog_pkts.push(p.qdisc.inner.len() as f64);
-            ser.backlog_bytes.push(p.qdisc.inner.bytes() as f64);
+            ser.backlog_pkts.push(p.qdisc.len() as f64);
+            ser.backlog_bytes.push(p.qdisc.bytes() as f64);
             let (sum, n) = st.sojourn_totals();
             let dn = n - tr.last_n;
             ser.sojourn_ms.push(if dn > 0 {
@@ -1059,7 +1059,7 @@ impl World {
 
     /// Packet conservation: every data packet sent or copied (netem `duplicate`) is delivered,
     /// dropped, or still inside a pipe or a qdisc; and every qdisc holds exactly what was
-    /// enqueued less what left it.
+    /// enqueued less what left it, as its wrapper's own count of packets and bytes says.
     pub fn conservation_ok(&self) -> bool {
         let in_pipes: u64 = self.net.pipes.iter().map(|p| p.data_inside).sum();
         let in_ports: u64 = self.net.ports.iter().map(|p| p.data_inside).sum();
@@ -1068,7 +1068,9 @@ impl World {
         let rcvd: u64 = self.retired_rcvd + live.map(|s| s.conn.data_received()).sum::<u64>();
         let qdiscs_ok = self.net.ports.iter().all(|p| {
             let st = &p.qdisc.stats;
-            st.enq_pkts == st.deq_pkts + st.drops() + p.qdisc.inner.len() as u64
+            let q = &p.qdisc;
+            st.enq_pkts == st.deq_pkts + st.drops() + q.inner.len() as u64
+                && (q.len(), q.bytes()) == (q.inner.len(), q.inner.bytes())
         });
         sent == self.data_sent_net
             && rcvd == self.data_rcvd_net
