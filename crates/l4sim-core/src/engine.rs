@@ -51,10 +51,7 @@ impl Entry {
     }
 }
 
-/// Children per heap node.
-const D: usize = 2;
-
-/// A D-ary min-heap of entries by (time, seq).
+/// A binary min-heap of entries by (time, seq).
 ///
 /// A pop leaves the root empty (`hole`) instead of refilling it at once: most events
 /// schedule the next one of their component (a pipe its new head packet), and a push into the
@@ -82,7 +79,7 @@ impl Heap {
         let mut i = h.len();
         h.push(e);
         while i > 0 {
-            let parent = (i - 1) / D;
+            let parent = (i - 1) / 2;
             if !e.before(&h[parent]) {
                 break;
             }
@@ -91,21 +88,20 @@ impl Heap {
         }
         h[i] = e;
     }
-    /// Put `e` at slot `i` (a hole) or below it: move the earliest child up until `e` fits.
+    /// Put `e` at slot `i` (a hole) or below it: move the earlier child up until `e` fits.
     fn sift_down(&mut self, mut i: usize, e: Entry) {
-        let h = &mut self.h;
+        let h = &mut self.h[..];
         let n = h.len();
         loop {
-            let first = D * i + 1;
-            if first >= n {
+            let l = 2 * i + 1;
+            if l >= n {
                 break;
             }
-            let mut m = first;
-            for c in first + 1..(first + D).min(n) {
-                if h[c].before(&h[m]) {
-                    m = c;
-                }
-            }
+            let m = if l + 1 < n && h[l + 1].before(&h[l]) {
+                l + 1
+            } else {
+                l
+            };
             if !h[m].before(&e) {
                 break;
             }
