@@ -1027,7 +1027,11 @@ mod tests {
                 "{s}"
             );
             assert_eq!(st.deq_pkts, deq, "{s}");
-            assert_eq!((q.len(), q.bytes()), (q.inner.len(), q.inner.bytes()), "{s}");
+            assert_eq!(
+                (q.len(), q.bytes()),
+                (q.inner.len(), q.inner.bytes()),
+                "{s}"
+            );
             assert!(st.drops() + st.marks() > 0, "{s}: the AQM never acted");
             assert!(max_len <= 10_240, "{s}: backlog {max_len}");
             let mut out = Vec::new();

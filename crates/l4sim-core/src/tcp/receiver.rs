@@ -379,10 +379,12 @@ impl TcpReceiver {
     }
 
     fn ooo_contains(&self, seq: u32) -> bool {
-        self.ooo
-            .range(..=seq)
-            .next_back()
-            .is_some_and(|(_, &(e, _))| seq < e)
+        !self.ooo.is_empty()
+            && self
+                .ooo
+                .range(..=seq)
+                .next_back()
+                .is_some_and(|(_, &(e, _))| seq < e)
     }
 
     /// Insert segment `seq` into the out-of-order set; returns the merged range.
