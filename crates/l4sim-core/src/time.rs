@@ -69,6 +69,7 @@ impl Rate {
         TxClock {
             rate: self,
             div: Divisor::new(self.bps),
+            last: (0, 0),
         }
     }
     /// Bytes that this rate carries in `d` (rounded down).
@@ -120,9 +121,20 @@ impl Divisor {
 pub struct TxClock {
     rate: Rate,
     div: Divisor,
+    /// The last length asked for and its time: a link carries a few lengths (full segments,
+    /// ACKs), mostly in runs, so most packets skip the division.
+    last: (u32, SimDuration),
 }
 
 impl TxClock {
+    /// [`TxClock::tx_time`], remembering the last length.
+    #[inline]
+    pub fn tx_time_memo(&mut self, bytes: u32) -> SimDuration {
+        if bytes != self.last.0 {
+            self.last = (bytes, self.tx_time(bytes));
+        }
+        self.last.1
+    }
     /// [`Rate::tx_time`], the same value.
     #[inline]
     pub fn tx_time(&self, bytes: u32) -> SimDuration {
@@ -152,23 +164,31 @@ mod tests {
             Rate::mbps(100.0),
             Rate::mbps(4000.0),
         ] {
-            let clock = rate.tx_clock();
+            let mut clock = rate.tx_clock();
+            // Each length twice, the second from the memo.
             for bytes in [
+                0,
                 0,
                 1,
                 42,
+                42,
                 66,
                 1514,
+                1514,
+                66,
                 9014,
                 65_535,
                 (1 << 31) - 1,
                 1 << 31,
                 u32::MAX,
+                u32::MAX,
+                0,
             ] {
                 let wide = (bytes as u128 * 8_000_000_000).div_ceil(rate.bps as u128) as u64;
                 let at = format!("{bytes} bytes at {} bit/s", rate.bps);
                 assert_eq!(rate.tx_time(bytes), wide, "{at}");
                 assert_eq!(clock.tx_time(bytes), wide, "{at}, precomputed");
+                assert_eq!(clock.tx_time_memo(bytes), wide, "{at}, remembered");
             }
         }
     }

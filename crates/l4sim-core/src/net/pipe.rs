@@ -19,9 +19,6 @@ pub struct Pipe {
     pub rate: Option<Rate>,
     /// `rate` with its division precomputed.
     clock: Option<TxClock>,
-    /// The last packet length serialized and its time: a link carries a few lengths (full
-    /// segments, ACKs), mostly in runs.
-    memo: (u32, SimDuration),
     /// Propagation delay (netem `delay` where the dumbbell's delay node sits); change it
     /// with [`Pipe::set_delay`].
     delay: SimDuration,
@@ -48,7 +45,6 @@ impl Pipe {
             name,
             rate,
             clock: rate.map(Rate::tx_clock),
-            memo: (0, 0),
             delay,
             to,
             mtu: crate::packet::hdr::MTU,
@@ -102,13 +98,7 @@ impl Pipe {
         droppable: impl FnOnce(&Packet) -> bool,
     ) -> Result<Option<SimTime>, Packet> {
         let start = now.max(self.busy_until);
-        let tx = if pkt.len == self.memo.0 {
-            self.memo.1
-        } else {
-            let tx = self.tx_time(pkt.len);
-            self.memo = (pkt.len, tx);
-            tx
-        };
+        let tx = self.clock.as_mut().map_or(0, |c| c.tx_time_memo(pkt.len));
         // `full_wait` (the smallest packets') rules out almost every packet at one compare.
         if start - now >= self.full_wait && start - now >= TXQUEUELEN * tx && droppable(&pkt) {
             return Err(pkt);

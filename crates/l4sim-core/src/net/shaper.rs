@@ -57,7 +57,7 @@ impl Shaper {
 
     /// Charge a packet of `len` bytes sent at `now` (`htb_charge_class`).
     pub fn charge(&mut self, now: SimTime, len: u32) {
-        self.tokens = self.tokens_at(now) - self.clock.tx_time(len) as i64;
+        self.tokens = self.tokens_at(now) - self.clock.tx_time_memo(len) as i64;
         self.t_last = now;
     }
 }
