@@ -875,7 +875,7 @@ impl World {
     }
 
     /// Put `pkt` on pipe `p` (instant pipes carry it on at once, [`World::forward`]).
-    #[inline]
+    #[inline(always)]
     fn pipe_push(&mut self, p: u32, pkt: Packet) {
         let pipe = &mut self.net.pipes[p as usize];
         if pipe.is_instant() {
