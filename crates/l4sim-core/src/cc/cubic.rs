@@ -166,7 +166,12 @@ impl Cubic {
 
     /// `tcp_jiffies32` for the simulated time.
     fn jiffies(&self, now_ns: u64) -> u64 {
-        ((now_ns + self.phase_ns) as u128 * self.p.hz as u128 / SEC as u128) as u64
+        let t = now_ns + self.phase_ns;
+        // In 64 bits (a division by a constant) for the first 200 days at HZ 1000.
+        match t.checked_mul(self.p.hz as u64) {
+            Some(x) => x / SEC,
+            None => (t as u128 * self.p.hz as u128 / SEC as u128) as u64,
+        }
     }
 
     /// `usecs_to_jiffies` (rounds up).
@@ -461,6 +466,32 @@ impl CongestionControl for Cubic {
 mod tests {
     use super::*;
     use crate::time::MS;
+
+    #[test]
+    fn jiffies_are_the_128_bit_value_either_side_of_the_64_bit_path() {
+        for hz in [100, 250, 300, 1000] {
+            let c = Cubic::new(CubicParams {
+                hz,
+                ..CubicParams::default()
+            });
+            let limit = u64::MAX / hz as u64;
+            for t in [
+                0,
+                1,
+                999_999,
+                4 * MS + 1,
+                60 * SEC + 7,
+                limit - 1,
+                limit,
+                limit + 1,
+                u64::MAX / 2,
+            ] {
+                let t = t - c.phase_ns.min(t);
+                let wide = ((t + c.phase_ns) as u128 * hz as u128 / SEC as u128) as u64;
+                assert_eq!(c.jiffies(t), wide, "t {t} ns at HZ {hz}");
+            }
+        }
+    }
 
     fn ca_sock(cwnd: u32) -> Sock {
         let mut sk = Sock::new(1448);
