@@ -127,6 +127,9 @@ pub struct TxClock {
 }
 
 impl TxClock {
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
     /// [`TxClock::tx_time`], remembering the last length.
     #[inline]
     pub fn tx_time_memo(&mut self, bytes: u32) -> SimDuration {

@@ -15,9 +15,7 @@ pub const TXQUEUELEN: u64 = 1000;
 
 pub struct Pipe {
     pub name: String,
-    /// Line rate; None: no serialization delay.
-    pub rate: Option<Rate>,
-    /// `rate` with its division precomputed.
+    /// Line rate with its division precomputed; None: no serialization delay.
     clock: Option<TxClock>,
     /// Propagation delay (netem `delay` where the dumbbell's delay node sits); change it
     /// with [`Pipe::set_delay`].
@@ -43,7 +41,6 @@ impl Pipe {
     pub fn new(name: String, rate: Option<Rate>, delay: SimDuration, to: u32) -> Pipe {
         Pipe {
             name,
-            rate,
             clock: rate.map(Rate::tx_clock),
             delay,
             to,
@@ -71,7 +68,7 @@ impl Pipe {
     }
 
     pub fn is_instant(&self) -> bool {
-        self.rate.is_none() && self.delay == 0
+        self.clock.is_none() && self.delay == 0
     }
 
     /// Time the packet would finish serializing if sent now (used by shaped ports).

@@ -15,7 +15,7 @@ pub fn default_burst(rate: Rate) -> u32 {
 }
 
 pub struct Shaper {
-    pub rate: Rate,
+    /// The class's rate, with its division precomputed.
     clock: TxClock,
     /// Burst in time units (ns of transmission at `rate`).
     buffer: i64,
@@ -27,12 +27,15 @@ impl Shaper {
     pub fn new(rate: Rate, burst_bytes: u32) -> Shaper {
         let buffer = rate.tx_time(burst_bytes) as i64;
         Shaper {
-            rate,
             clock: rate.tx_clock(),
             buffer,
             tokens: buffer,
             t_last: 0,
         }
+    }
+
+    pub fn rate(&self) -> Rate {
+        self.clock.rate()
     }
 
     fn tokens_at(&self, now: SimTime) -> i64 {

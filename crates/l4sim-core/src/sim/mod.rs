@@ -1398,7 +1398,7 @@ impl World {
                 }
                 tr.drained_groups[g] = cs.sojourn;
             }
-            let rate = p.shaper.rate.bps as f64;
+            let rate = p.shaper.rate().bps as f64;
             qdiscs.insert(
                 p.name.clone(),
                 json!({"kind": p.qdisc.inner.kind(), "rate_mbps": rate / 1e6,

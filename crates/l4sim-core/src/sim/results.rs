@@ -241,7 +241,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
                 classes.push(class_result(&p.name, "flow", &w.flows[g].spec.name, &cs));
             }
         }
-        let rate = p.shaper.rate.bps as f64;
+        let rate = p.shaper.rate().bps as f64;
         links.push(LinkResult {
             name: p.name.clone(),
             rate_mbps: rate / 1e6,
