@@ -126,19 +126,24 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def scenario_of(key: str, duration: float) -> l4sim.Scenario:
+    """The benchmark scenario ``key``, ``duration`` seconds long."""
+    spec = SCENARIOS[key][1]
+    if isinstance(spec, Path):
+        return l4sim.load(spec).with_overrides(duration=duration, seed=1).validate()
+    if isinstance(spec, str):
+        from l4sim import icnp26
+
+        return l4sim.Scenario.from_dict(icnp26.scenario(spec, duration=duration, scale=1.0)).validate()
+    return l4sim.Scenario.from_dict(scenario_from_factors(**spec, duration=duration, seed=1)).validate()
+
+
 def bench_one(key: str, duration: float, repeat: int) -> dict[str, Any]:
     label, spec = SCENARIOS[key]
     import pandas  # noqa: F401 - the results' tables need it: count it in the base, not the run
 
     base_rss = peak_rss_mb()
-    if isinstance(spec, Path):
-        sc = l4sim.load(spec).with_overrides(duration=duration, seed=1).validate()
-    elif isinstance(spec, str):
-        from l4sim import icnp26
-
-        sc = l4sim.Scenario.from_dict(icnp26.scenario(spec, duration=duration, scale=1.0)).validate()
-    else:
-        sc = l4sim.Scenario.from_dict(scenario_from_factors(**spec, duration=duration, seed=1)).validate()
+    sc = scenario_of(key, duration)
     best: dict[str, Any] | None = None
     for _ in range(repeat):
         t0 = time.perf_counter()
