@@ -71,11 +71,6 @@ impl Pipe {
         self.clock.is_none() && self.delay == 0
     }
 
-    /// Time the packet would finish serializing if sent now (used by shaped ports).
-    pub fn tx_time(&self, len: u32) -> SimDuration {
-        self.clock.map_or(0, |c| c.tx_time(len))
-    }
-
     /// Accept a packet at `now`. Returns its exit time if the pipe was empty, i.e. when the
     /// caller must schedule the pipe's exit event.
     #[inline]
