@@ -72,7 +72,7 @@ impl Heap {
     fn push(&mut self, e: Entry) {
         if self.hole {
             self.hole = false;
-            self.sift_down(0, e);
+            self.sift_down(e);
             return;
         }
         // Sift up: move parents down into the hole until `e` fits.
@@ -89,10 +89,11 @@ impl Heap {
         }
         h[i] = e;
     }
-    /// Put `e` at slot `i` (a hole) or below it: move the earlier child up until `e` fits.
-    fn sift_down(&mut self, mut i: usize, e: Entry) {
+    /// Put `e` at the root (a hole) or below it: move the earlier child up until `e` fits.
+    fn sift_down(&mut self, e: Entry) {
         let h = &mut self.h[..];
         let n = h.len();
+        let mut i = 0;
         loop {
             let l = 2 * i + 1;
             if l >= n {
@@ -117,7 +118,7 @@ impl Heap {
             self.hole = false;
             let last = self.h.pop().expect("a hole is in a non-empty heap");
             if !self.h.is_empty() {
-                self.sift_down(0, last);
+                self.sift_down(last);
             }
         }
     }

@@ -72,16 +72,18 @@ impl Pipe {
     }
 
     /// Accept a packet at `now`. Returns its exit time if the pipe was empty, i.e. when the
-    /// caller must schedule the pipe's exit event.
-    #[inline]
+    /// caller must schedule the pipe's exit event. (The simulator uses
+    /// [`Pipe::push_unless_full`]; this is the tests' shorthand.)
+    #[cfg(test)]
     pub fn push(&mut self, pkt: Packet, now: SimTime) -> Option<SimTime> {
         self.push_unless_full(pkt, now, |_| false)
             .expect("never refused")
     }
 
-    /// [`Pipe::push`], except that a packet finding the device queue full (at least
-    /// [`TXQUEUELEN`] packets of its size waiting for the line; those propagating do not
-    /// count) is refused if `droppable` says so: `Err` returns it to the caller.
+    /// Accept a packet at `now`; `Ok` holds its exit time if the pipe was empty (the caller
+    /// then schedules the pipe's exit event). A packet finding the device queue full (at
+    /// least [`TXQUEUELEN`] packets of its size waiting for the line; those propagating do
+    /// not count) is refused if `droppable` says so: `Err` returns it to the caller.
     #[inline]
     pub fn push_unless_full(
         &mut self,
