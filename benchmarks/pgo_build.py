@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import NoReturn
 
@@ -85,12 +86,19 @@ def find_profdata() -> Path | None:
     return p if p.is_file() else None
 
 
+def maturin_rustc_args() -> list[str]:
+    """The rustc flags the ordinary build passes (``[tool.maturin] rustc-args`` in
+    pyproject.toml), so that the PGO build differs from it by the profile alone."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return list(tomllib.load(f).get("tool", {}).get("maturin", {}).get("rustc-args", []))
+
+
 def build(target_dir: Path, rustflags: str, label: str) -> Path:
-    """The extension built by cargo with ``rustflags``, fat LTO and one codegen unit;
-    ``label`` becomes its ``l4sim._core.BUILD``."""
+    """The extension built by cargo with the ordinary build's rustc flags and ``rustflags``,
+    fat LTO and one codegen unit; ``label`` becomes its ``l4sim._core.BUILD``."""
     env = dict(
         os.environ,
-        RUSTFLAGS=rustflags,
+        RUSTFLAGS=" ".join([*maturin_rustc_args(), rustflags]),
         L4SIM_BUILD=label,
         CARGO_PROFILE_RELEASE_LTO="fat",
         CARGO_PROFILE_RELEASE_CODEGEN_UNITS="1",
