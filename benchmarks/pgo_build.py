@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build the engine with profile-guided optimisation (PGO): the same model, 1.1-1.2x faster.
+"""Build the engine with profile-guided optimisation (PGO): the same model, 1.05-1.1x faster.
 
 For large studies. Run it in the environment l4sim is installed in (``. .venv/bin/activate``);
 it needs the Rust toolchain's ``llvm-profdata`` (``rustup component add llvm-tools``).

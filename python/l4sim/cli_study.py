@@ -219,7 +219,7 @@ def cmd_plan(args) -> int:
         if e["wall_seconds"] > 3600 and _core.BUILD == "release":
             print(
                 "  this is the ordinary build: benchmarks/pgo_build.py (in the source tree) builds the "
-                "same engine 1.1-1.2x faster"
+                "same engine 1.05-1.1x faster"
             )
         if args.check:
             k = cost.check(study, args.check)
