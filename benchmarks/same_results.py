@@ -3,7 +3,7 @@
 
 Speed work must not change what the simulator computes (issue 15: "the same scenario and seed
 must give byte-identical results"). The golden test (``crates/l4sim-core/tests/golden.rs``)
-guards its eleven scenarios; this guards more of the code: every example scenario, the
+guards its thirteen scenarios; this guards more of the code: every example scenario, the
 benchmark's scenarios and the multi-AS study's (quick form), each shortened to ``--seconds``,
 and the golden scenarios as they are. Each run's whole result (every table, series and
 counter; the wall-clock time left out) is hashed.

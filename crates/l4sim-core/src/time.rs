@@ -168,7 +168,7 @@ mod tests {
             Rate::mbps(4000.0),
         ] {
             let mut clock = rate.tx_clock();
-            // Each length twice, the second from the memo.
+            // Lengths repeated back to back and after others, so some answers come from the memo.
             for bytes in [
                 0,
                 0,
