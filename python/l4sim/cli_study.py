@@ -206,8 +206,9 @@ def cmd_plan(args) -> int:
     if not args.no_estimate:
         from l4sim.studies import cost
 
-        c = cost.packet_cost(study, refresh=args.measure)
-        e = cost.estimate((r.point for r in study.runs()), jobs=args.jobs, cost=c)
+        runs = study.runs()  # expanded once: the estimate, the calibration and the check share it
+        c = cost.packet_cost(study, refresh=args.measure, runs=runs)
+        e = cost.estimate((r.point for r in runs), jobs=args.jobs, cost=c)
         print(
             f"  expected time on this machine: {cost.human(e['cpu_seconds'])} of CPU, about "
             f"{cost.human(e['wall_seconds'])} wall on {e['jobs']} core(s) "
@@ -222,7 +223,7 @@ def cmd_plan(args) -> int:
                 "same engine 1.05-1.1x faster"
             )
         if args.check:
-            k = cost.check(study, args.check)
+            k = cost.check(study, args.check, runs=runs)
             point, w_est, w_meas = k["worst"]
             print(
                 f"  check: {k['runs']} runs drawn at random took {k['measured_seconds']:.1f} s on one core "

@@ -61,10 +61,11 @@ def _build_id() -> str:
     return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:12]
 
 
-def packet_cost(study: Any = None, *, refresh: bool = False) -> dict[str, Any]:
+def packet_cost(study: Any = None, *, refresh: bool = False, runs: list[Any] | None = None) -> dict[str, Any]:
     """Wall seconds per bottleneck packet on one core: ``{"seconds_per_packet", "measured",
     "machine", "model_version"}``; measured on first use (on ``study``'s calibration runs, or a
-    30 s reference run without one), then cached."""
+    30 s reference run without one), then cached. ``runs``: ``study.runs()`` if the caller has
+    expanded the design already (a full factorial takes half a second each time)."""
     from l4sim._core import MODEL_VERSION
     from l4sim.api import run
     from l4sim.scenario import Scenario
@@ -74,7 +75,7 @@ def packet_cost(study: Any = None, *, refresh: bool = False) -> dict[str, Any]:
         todo = [(dict(REFERENCE), None)]
         design = ""
     else:
-        todo = _calibration(study.runs())
+        todo = _calibration(study.runs() if runs is None else runs)
         design = hashlib.sha256(json.dumps(todo, sort_keys=True, default=str).encode()).hexdigest()[:12]
     f = _cache_file(str(MODEL_VERSION), _build_id(), design)
     machine = f"{platform.node()} {platform.machine()}"
@@ -133,24 +134,25 @@ def estimate(
     return {"runs": len(pts), "cpu_seconds": sum(cpu), "wall_seconds": wall, "jobs": jobs, **c}
 
 
-def check(study: Any, n: int, *, seed: int = 1) -> dict[str, Any]:
+def check(study: Any, n: int, *, seed: int = 1, runs: list[Any] | None = None) -> dict[str, Any]:
     """Run ``n`` of ``study``'s runs, drawn at random (``seed``) from those the calibration did
     not measure (unless it measured them all), one after another on this core, in full, and
     compare the time they took with what :func:`estimate` expects of the same runs:
     ``{"runs", "estimated_seconds", "measured_seconds", "engine_seconds", "ratio", "worst"}``
     (``measured``: each run from its design point to its result, as a study worker spends it;
     ``engine``: the simulation alone; ``ratio``: measured / estimated; ``worst``: the run whose
-    own ratio is furthest from 1, as ``(point, estimated, measured)``)."""
+    own ratio is furthest from 1, as ``(point, estimated, measured)``). ``runs``: as for
+    :func:`packet_cost`."""
     import random
 
     from l4sim.api import run
     from l4sim.scenario import Scenario
 
-    runs = study.runs()
+    runs = study.runs() if runs is None else runs
     calibration = {s for _, s in _calibration(runs)}
     specs = [r for r in runs if r.seed not in calibration] or runs
     sample = random.Random(seed).sample(specs, min(n, len(specs)))
-    spp = packet_cost(study)["seconds_per_packet"]
+    spp = packet_cost(study, runs=runs)["seconds_per_packet"]
     est = meas = engine = 0.0
     worst: tuple[dict[str, Any], float, float] | None = None
     for r in sample:
