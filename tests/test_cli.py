@@ -253,3 +253,19 @@ def test_a_sample_interval_in_the_wrong_unit_is_refused_before_running(tmp_path:
     assert main(["run", str(f)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: sample_interval: 1e-9 s") and err.count("\n") == 1, err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    # `l4sim study plan full-factorial --runs | head -1`: 28,320 lines, the reader takes one.
+    p = subprocess.Popen(
+        [sys.executable, "-m", "l4sim", "study", "plan", "full-factorial", "--no-estimate", "--runs"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout is not None and p.stderr is not None
+    assert p.stdout.readline().startswith("study full-factorial:")
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=300) == 141, err
+    assert err == ""
