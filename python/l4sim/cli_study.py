@@ -202,11 +202,11 @@ def cmd_plan(args) -> int:
         return 0
     if args.check and args.no_estimate:
         return _err("--check: it compares runs with the estimate, which --no-estimate skips")
-    print(study.describe())
+    runs = study.runs()  # expanded once: the description, the estimate, the calibration, the check
+    print(study.describe(len(runs)))
     if not args.no_estimate:
         from l4sim.studies import cost
 
-        runs = study.runs()  # expanded once: the estimate, the calibration and the check share it
         c = cost.packet_cost(study, refresh=args.measure, runs=runs)
         e = cost.estimate((r.point for r in runs), jobs=args.jobs, cost=c)
         print(
@@ -236,7 +236,7 @@ def cmd_plan(args) -> int:
                 + ")"
             )
     if args.runs:
-        for r in study.runs():
+        for r in runs:
             print(f"  seed {r.seed:>18d}  " + ", ".join(f"{k}={v}" for k, v in r.point.items()))
     return 0
 
