@@ -223,7 +223,7 @@ def cmd_plan(args) -> int:
                 "same engine 1.05-1.1x faster"
             )
         if args.check:
-            k = cost.check(study, args.check, runs=runs)
+            k = cost.check(study, args.check, runs=runs, cost=c)
             point, w_est, w_meas = k["worst"]
             print(
                 f"  check: {k['runs']} runs drawn at random took {k['measured_seconds']:.1f} s on one core "

@@ -134,7 +134,9 @@ def estimate(
     return {"runs": len(pts), "cpu_seconds": sum(cpu), "wall_seconds": wall, "jobs": jobs, **c}
 
 
-def check(study: Any, n: int, *, seed: int = 1, runs: list[Any] | None = None) -> dict[str, Any]:
+def check(
+    study: Any, n: int, *, seed: int = 1, runs: list[Any] | None = None, cost: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Run ``n`` of ``study``'s runs, drawn at random (``seed``) from those the calibration did
     not measure (unless it measured them all), one after another on this core, in full, and
     compare the time they took with what :func:`estimate` expects of the same runs:
@@ -142,7 +144,7 @@ def check(study: Any, n: int, *, seed: int = 1, runs: list[Any] | None = None) -
     (``measured``: each run from its design point to its result, as a study worker spends it;
     ``engine``: the simulation alone; ``ratio``: measured / estimated; ``worst``: the run whose
     own ratio is furthest from 1, as ``(point, estimated, measured)``). ``runs``: as for
-    :func:`packet_cost`."""
+    :func:`packet_cost`; ``cost``: the caller's :func:`packet_cost` of ``study``, if it has it."""
     import random
 
     from l4sim.api import run
@@ -152,7 +154,7 @@ def check(study: Any, n: int, *, seed: int = 1, runs: list[Any] | None = None) -
     calibration = {s for _, s in _calibration(runs)}
     specs = [r for r in runs if r.seed not in calibration] or runs
     sample = random.Random(seed).sample(specs, min(n, len(specs)))
-    spp = packet_cost(study, runs=runs)["seconds_per_packet"]
+    spp = (cost or packet_cost(study, runs=runs))["seconds_per_packet"]
     est = meas = engine = 0.0
     worst: tuple[dict[str, Any], float, float] | None = None
     for r in sample:
