@@ -543,3 +543,28 @@ def test_cli_an_output_that_cannot_be_written_is_one_line_before_anything_runs(
     err = capsys.readouterr().err
     assert err.startswith(f"error: {option}: " if option else "error: ") and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["study", "export", "{store}", "--design", "nosuch", "--csv", "{tmp}/x.csv"],
+        ["study", "verdicts", "{store}", "--design", "nosuch"],
+        ["study", "plot", "{store}", "--design", "nosuch", "--out", "{tmp}/fig"],
+        ["study", "report", "{store}", "--design", "nosuch", "--out", "{tmp}/r.html"],
+    ],
+)
+def test_cli_a_design_the_store_does_not_hold_is_named_not_an_empty_result(tmp_path, fake_engine, capsys, argv):
+    """A mistyped --design wrote an empty CSV, an all-n/a verdict table or an empty report
+    (status 0), as if the design had no runs."""
+    from l4sim.cli_study import main
+
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    assert main(["study", "run", str(f), "--store", str(tmp_path / "store"), "-j", "1", "--limit", "2", "--quiet"]) == 0
+    capsys.readouterr()
+    argv = [a.replace("{store}", str(tmp_path / "store")).replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: --design: ") and "'nosuch'" in err and "'t'" in err and err.count("\n") == 1, err
+    assert out == "" and sorted(p.name for p in tmp_path.iterdir()) == ["s.toml", "store"]

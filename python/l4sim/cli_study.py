@@ -153,6 +153,22 @@ def _output_problem(option: str, directory: str | Path | None) -> str | None:
     return f"{option}: {problem}" if problem else None
 
 
+def _design_problem(store: str | Path, design: str | None) -> str | None:
+    """One line if ``--design`` names no design of the store (a typo would give empty results)."""
+    from l4sim.sweep.store import Store, StoreError
+
+    if design is None:
+        return None
+    try:
+        with Store(store) as st:
+            names = [d["name"] for d in st.designs()]
+    except StoreError:
+        return None  # the command says what is wrong with the store
+    if design in names:
+        return None
+    return f"--design: no design {design!r} in {store}; it holds {', '.join(map(repr, names)) or 'none'}"
+
+
 def _load(spec: str):
     from l4sim.studies.presets import load
 
@@ -269,7 +285,7 @@ def cmd_export(args) -> int:
     for flag, f in (("--csv", None if args.csv == "-" else args.csv), ("--parquet", args.parquet)):
         if f and not Path(f).resolve().parent.is_dir():
             return _err(f"{flag}: directory {str(Path(f).parent)!r} does not exist")
-    problem = _output_problem("--flent", args.flent)
+    problem = _output_problem("--flent", args.flent) or _design_problem(args.store, args.design)
     if problem:
         return _err(problem)
     try:
@@ -329,6 +345,9 @@ def cmd_verdicts(args) -> int:
     from l4sim.studies.analysis import add_verdicts, cells, verdict_table
     from l4sim.sweep.store import Store, StoreError
 
+    problem = _design_problem(args.store, args.design)
+    if problem:
+        return _err(problem)
     try:
         with Store(args.store) as st:
             runs = st.runs(design=args.design)
@@ -351,8 +370,10 @@ def cmd_plot(args) -> int:
 
     formats = tuple(args.formats or ("png", "pdf"))
     out = Path(args.out)
-    problem = _output_problem("--out", out) or next(
-        (f"--format: {p}" for p in map(figure_format_problem, formats) if p), None
+    problem = (
+        _output_problem("--out", out)
+        or next((f"--format: {p}" for p in map(figure_format_problem, formats) if p), None)
+        or _design_problem(args.store, args.design)
     )
     if problem:
         return _err(problem)
@@ -382,7 +403,8 @@ def cmd_report(args) -> int:
     from l4sim.studies.report import write_report
     from l4sim.sweep.store import StoreError
 
-    problem = _output_problem("--out", Path(args.out).parent)  # the figures go beside it
+    # the figures go beside the report
+    problem = _output_problem("--out", Path(args.out).parent) or _design_problem(args.store, args.design)
     if problem:
         return _err(problem)
     try:
