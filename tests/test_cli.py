@@ -269,3 +269,45 @@ def test_a_reader_that_goes_away_ends_the_command_quietly():
     err = p.stderr.read()
     assert p.wait(timeout=300) == 141, err
     assert err == ""
+
+
+@pytest.mark.parametrize(
+    "option,target",
+    [
+        ("--save-series", "{file}"),
+        ("--save-series", "{file}/series"),
+        ("--plot", "{file}/out.png"),
+        ("--plot", "{file}"),
+        ("--plot", "{tmp}/out.xyz"),
+    ],
+)
+def test_an_output_path_that_cannot_be_written_is_refused_before_running(
+    minimal_toml: Path, tmp_path: Path, capsys, option: str, target: str
+):
+    """A file where the output directory should go, or a figure format matplotlib cannot write:
+    one line naming the option, status 2, and nothing run (it used to be a traceback after it)."""
+    f = tmp_path / "taken"
+    f.write_text("not a directory", encoding="utf-8")
+    target = target.replace("{file}", str(f)).replace("{tmp}", str(tmp_path))
+    assert main(["run", str(minimal_toml), option, target]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"error: {option}: ") and err.count("\n") == 1, err
+    assert out == ""
+
+
+def test_several_runs_with_the_same_or_no_name_keep_their_own_outputs(tmp_path: Path, capsys):
+    """Two files whose scenarios have no name (or the same one) wrote their series, flent files
+    and figures to the same place, the second run's over the first's."""
+    unnamed = MINIMAL_TOML.replace('name = "minimal"\n', "").replace("duration = 2", "duration = 0.5")
+    (tmp_path / "x").mkdir()
+    files = [tmp_path / "one.toml", tmp_path / "x" / "one.toml", tmp_path / "two.toml"]
+    for f in files[:2]:
+        f.write_text(unnamed, encoding="utf-8")
+    files[2].write_text(MINIMAL_TOML.replace("duration = 2", "duration = 0.5"), encoding="utf-8")
+    argv = ["run", *map(str, files), "--save-series", str(tmp_path / "s"), "--flent", str(tmp_path / "f")]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["minimal", "one", "one-2"]
+    assert all((tmp_path / "s" / n / "result.json").exists() for n in ("minimal", "one", "one-2"))
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == [
+        "minimal.flent.gz", "one-2.flent.gz", "one.flent.gz"
+    ]

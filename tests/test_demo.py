@@ -189,6 +189,34 @@ def test_websocket_protocol_hello_frames_and_one_line_notices():
     asyncio.run(go())
 
 
+def test_a_preset_or_speed_that_is_not_a_name_is_a_notice_not_an_internal_error():
+    """{"type": "preset", "name": ["x"]} was looked up in the presets' dict: TypeError
+    (unhashable list), shown on the page as an internal error and logged as a traceback."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from l4sim.demo.server import make_app
+
+    async def go() -> None:
+        async with TestClient(TestServer(make_app())) as client:
+            ws = await client.ws_connect("/ws")
+
+            async def until(kind: str) -> dict[str, Any]:
+                while True:
+                    msg = json.loads((await ws.receive(timeout=10)).data)
+                    if msg["type"] == kind:
+                        return msg
+
+            await until("hello")
+            for msg in ({"type": "preset", "name": ["x"]}, {"type": "preset", "name": {"a": 1}},
+                        {"type": "speed", "value": ["x"]}, {"type": ["set"]}):
+                await ws.send_json(msg)
+                text = (await until("notice"))["text"]
+                assert "internal error" not in text and text.startswith(("preset: ", "speed: ", "message: ")), text
+            await ws.close()
+
+    asyncio.run(go())
+
+
 def test_demo_is_a_subcommand_and_bad_ports_are_one_line_errors():
     args = build_parser().parse_args(["demo", "--no-browser", "--port", "0"])
     assert (args.host, args.port, args.no_browser) == ("127.0.0.1", 0, True)

@@ -110,6 +110,26 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys, args, msg):
     assert err.startswith("error: ") and msg in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("args", [["--duration", "1"], ["--duration", "1.5", "--scenarios", "S3a"]])
+def test_a_duration_too_short_for_the_traffic_is_refused_before_anything_runs(tmp_path: Path, capsys, args):
+    """The background's long flows start at 0-1.5 s whatever the duration: a shorter run was a
+    traceback from a worker, after the output directory was made."""
+    assert main(["reproduce", "icnp26", "--out", str(tmp_path / "o"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --duration: ") and args[1] in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("kw", [{"heavy_load": 0.0}, {"scale": 1e-5}])
+def test_no_background_bursts_at_all_is_a_valid_scenario(kw):
+    """--heavy-load 0 (in its documented range) and a small --scale leave a burst source with
+    nothing to send: it was a messages source of rate 0, which the core rejects (a traceback)."""
+    for name in icnp26.scenario_names():
+        sc = icnp26.scenario(name, quick=True, **kw)
+        load(sc).validate()
+        assert all(f["source"]["rate"] > 0 for f in sc["flows"] if f["name"].startswith("bg_"))
+
+
 def test_reproduce_quick_writes_its_report(tmp_path: Path):
     out = tmp_path / "icnp"
     p = subprocess.run([sys.executable, "-m", "l4sim", "reproduce", "icnp26", "--quick", "--out", str(out)],

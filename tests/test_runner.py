@@ -507,3 +507,64 @@ def test_reproduce_report_compares_share_and_relative_delay_with_the_testbed(tmp
     assert (ref.loc[~flagged, "share_diff"].abs() <= SHARE_TOLERANCE).all()
     html = (out / "report.html").read_text()
     assert "relative delay (testbed)" in html and "flagged NO" in html and "docs/validation.md" in html
+
+
+@pytest.mark.parametrize(
+    "argv,option",
+    [
+        (["study", "run", "{study}", "--store", "{file}", "--quiet"], "--store"),
+        (["study", "run", "{study}", "--store", "{file}/st", "--quiet"], "--store"),
+        (["reproduce", "anrw24", "--out", "{file}", "--trials", "1", "--duration", "2", "--quiet"], "--out"),
+        (["study", "export", "{store}", "--flent", "{file}"], "--flent"),
+        (["study", "plot", "{store}", "--out", "{file}"], "--out"),
+        (["study", "plot", "{store}", "--out", "{tmp}/fig", "--format", "bmp"], "--format"),
+        (["study", "report", "{store}", "--out", "{file}/r.html"], "--out"),
+        (["study", "report", "{tmp}/nostore", "--out", "{tmp}/r.html"], None),
+    ],
+)
+def test_cli_an_output_that_cannot_be_written_is_one_line_before_anything_runs(
+    tmp_path, fake_engine, capsys, argv, option
+):
+    """A file where a store, figure or report directory should go, a figure format matplotlib
+    does not write, a store that is not there: one line naming the option, status 2, and
+    nothing run or written (these were tracebacks, some after the runs)."""
+    from l4sim.cli_study import main
+
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    assert main(["study", "run", str(f), "--store", str(tmp_path / "store"), "-j", "1", "--limit", "2", "--quiet"]) == 0
+    (tmp_path / "taken").write_text("not a directory")
+    capsys.readouterr()
+    sub = {"{study}": str(f), "{store}": str(tmp_path / "store"), "{file}": str(tmp_path / "taken"), "{tmp}": str(tmp_path)}
+    for k, v in sub.items():
+        argv = [a.replace(k, v) for a in argv]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option}: " if option else "error: ") and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["study", "export", "{store}", "--design", "nosuch", "--csv", "{tmp}/x.csv"],
+        ["study", "verdicts", "{store}", "--design", "nosuch"],
+        ["study", "plot", "{store}", "--design", "nosuch", "--out", "{tmp}/fig"],
+        ["study", "report", "{store}", "--design", "nosuch", "--out", "{tmp}/r.html"],
+    ],
+)
+def test_cli_a_design_the_store_does_not_hold_is_named_not_an_empty_result(tmp_path, fake_engine, capsys, argv):
+    """A mistyped --design wrote an empty CSV, an all-n/a verdict table or an empty report
+    (status 0), as if the design had no runs."""
+    from l4sim.cli_study import main
+
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    assert main(["study", "run", str(f), "--store", str(tmp_path / "store"), "-j", "1", "--limit", "2", "--quiet"]) == 0
+    capsys.readouterr()
+    argv = [a.replace("{store}", str(tmp_path / "store")).replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: --design: ") and "'nosuch'" in err and "'t'" in err and err.count("\n") == 1, err
+    assert out == "" and sorted(p.name for p in tmp_path.iterdir()) == ["s.toml", "store"]

@@ -4,6 +4,7 @@ and scenario files; completion-time and queue-delay tables."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -130,6 +131,30 @@ def test_bad_changes_name_the_field():
     with pytest.raises(l4sim.ScenarioError) as ei:
         sim.add_flow(name="more", cc="cubic", streams=40_000, start=100)
     assert ei.value.field == "flows.more.streams" and "100000" in str(ei.value)
+
+
+def test_a_change_the_core_cannot_read_is_named_in_the_scenario_files_words():
+    """A value of the wrong type in add_flow, set_flow or set_link came back as serde's text:
+    ``flows.x.flow: invalid value: integer `-1`, expected u32 at line 1 column 52`` (no key,
+    Rust's types, a position in JSON the user never wrote)."""
+    sim = l4sim.Simulation(_web_scenario())
+    cases = [
+        (lambda: sim.add_flow(name="x", cc="cubic", streams=-1), "flows.x.streams", "-1"),
+        (lambda: sim.add_flow(name="x", cc="cubic", start="1"), "flows.x.start", '"1"'),
+        (lambda: sim.add_flow(name="x", cc="cubic", colour=1), "flows.x.colour", "colour"),
+        (lambda: sim.add_flow(name="x", tcp={"init_cwnd": -1}), "flows.x.tcp.init_cwnd", "-1"),
+        (lambda: sim.set_flow("web", tcp={"init_cwnd": -1}), "flows.web.tcp", "-1"),
+        (lambda: sim.set_link(qdisc={"kind": "bfifo", "limit": "x"}), "qdisc", '"x"'),
+        (lambda: sim.set_link(qdisc="bfifo"), "qdisc", "limit"),
+        (lambda: sim.set_link(rate="x"), "rate", "'x'"),
+    ]
+    for change, field, value in cases:
+        with pytest.raises(l4sim.ScenarioError) as ei:
+            change()
+        text = str(ei.value)
+        assert ei.value.field == field and value in text, text
+        assert "`" not in text and " line 1 " not in text and not re.search(r"\b[uif](8|16|32|64)\b", text), text
+    sim.run_until(0.5)  # still running
 
 
 def test_connections_table_and_fct_summary():

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+from pathlib import Path
 from typing import NoReturn
 
 from l4sim.scenario import one_line
@@ -44,6 +46,26 @@ def seconds(text: str) -> float:
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"must be a number of seconds above 0; got {text!r}")
     return v
+
+
+def directory_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be (or be made) an output directory, or None: it, or the nearest
+    part of it that exists, is a file. Checked before a run, so a run's results are not lost
+    to a traceback when its outputs are written."""
+    for p in (Path(path), *Path(path).parents):
+        if p.exists():
+            return None if p.is_dir() else f"{str(p)!r} is a file, not a directory"
+    return None
+
+
+def figure_format_problem(fmt: str) -> str | None:
+    """Why matplotlib cannot write figures in format ``fmt`` ("png", "pdf", ...), or None."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    known = FigureCanvasBase.get_supported_filetypes()
+    if fmt.lower() in known:
+        return None
+    return f"cannot write figures as {fmt!r}; formats: {', '.join(sorted(known))}"
 
 
 class Parser(argparse.ArgumentParser):

@@ -23,7 +23,7 @@ from typing import Any
 
 from l4sim import __version__, demo
 from l4sim._core import ScenarioError
-from l4sim.argtypes import Parser, seconds, seed
+from l4sim.argtypes import Parser, directory_problem, figure_format_problem, seconds, seed
 from l4sim.scenario import CC_NAMES, Scenario, one_line
 from l4sim.studies.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
 
@@ -119,6 +119,20 @@ def _scenarios_from_args(args: argparse.Namespace) -> list[Scenario]:
     return [Scenario.from_file(f).with_overrides(**overrides).validate() for f in args.file]
 
 
+def _output_names(scenarios: list[Scenario]) -> list[str]:
+    """One name per run for its outputs (series directory, flent file, figure): the scenario's
+    name, else its file's stem, else "run"; a name taken by an earlier run gets "-2", "-3", ..."""
+    names: list[str] = []
+    for sc in scenarios:
+        base = sc.name or (Path(sc.source).stem if sc.source else "") or "run"
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}-{n}"
+        names.append(name)
+    return names
+
+
 def _comparison(results: list[Any]) -> str:
     """Several runs side by side: per-class queue delay and per-source completion times."""
     head = f"{'run':<32} {'class':<8} {'mark %':>7} {'drop %':>7} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9}"
@@ -147,15 +161,15 @@ def _comparison(results: list[Any]) -> str:
     return "\n".join(lines)
 
 
-def _plot(results: list[Any], target: str) -> list[Path]:
-    """One figure per run and, for several runs, a comparison: ``target`` is a file for a
-    single run (``out.png``, ``out.pdf``) or a directory."""
+def _plot(results: list[Any], target: str, names: list[str]) -> list[Path]:
+    """One figure per run (``names``: their file names) and, for several runs, a comparison:
+    ``target`` is a file for a single run (``out.png``, ``out.pdf``) or a directory."""
     from l4sim import runplots
 
     t = Path(target)
     if len(results) == 1 and t.suffix:
         return [runplots.save(runplots.run_figure(results[0]), t)]
-    written = [runplots.save(runplots.run_figure(r), t / f"{r.name or 'run'}.png") for r in results]
+    written = [runplots.save(runplots.run_figure(r), t / f"{n}.png") for r, n in zip(results, names, strict=True)]
     if len(results) > 1:
         written.append(runplots.save(runplots.compare_figure(results), t / "comparison.png"))
     return written
@@ -215,6 +229,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         flent_dir = Path(args.flent) if args.flent and len(scenarios) > 1 else None
         if args.flent and flent_dir is None and not Path(args.flent).resolve().parent.is_dir():
             raise _UsageError(f"--flent: directory {str(Path(args.flent).parent)!r} does not exist")
+        # where the outputs go, checked now: a traceback after the runs would lose them
+        plot_file = Path(args.plot) if args.plot and len(scenarios) == 1 and Path(args.plot).suffix else None
+        for opt, directory in (
+            ("--flent", flent_dir),
+            ("--save-series", args.save_series),
+            ("--plot", plot_file.parent if plot_file else args.plot),
+        ):
+            problem = directory and directory_problem(directory)
+            if problem:
+                raise _UsageError(f"{opt}: {problem}")
+        problem = plot_file and figure_format_problem(plot_file.suffix[1:])
+        if problem:
+            raise _UsageError(f"--plot: {problem}")
         for sc in scenarios if args.flent else []:
             if sc.duration < sc.sample_interval:
                 raise _UsageError(
@@ -226,17 +253,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ScenarioError as e:
         return _scenario_error(e)
     results = []
-    for sc in scenarios:
+    names = _output_names(scenarios)
+    for sc, name in zip(scenarios, names, strict=True):
         r = run(sc)
         results.append(r)
         if args.flent:
             from l4sim import flentfile
 
-            target = flent_dir / f"{r.name or 'run'}.flent.gz" if flent_dir else Path(args.flent)
+            target = flent_dir / f"{name}.flent.gz" if flent_dir else Path(args.flent)
             target.parent.mkdir(parents=True, exist_ok=True)
             flentfile.write(str(target), flentfile.from_result(r.raw))
         if args.save_series:
-            _save_series(r, args.save_series if len(scenarios) == 1 else str(Path(args.save_series) / r.name))
+            _save_series(r, args.save_series if len(scenarios) == 1 else str(Path(args.save_series) / name))
         if args.json:
             print(json.dumps(_json_summary(r)))
         else:
@@ -244,7 +272,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(results) > 1 and not args.json:
         print(_comparison(results))
     if args.plot:
-        for p in _plot(results, args.plot):
+        for p in _plot(results, args.plot, names):
             print(f"wrote {p}", file=sys.stderr)
     return 0
 

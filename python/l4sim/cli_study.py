@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from l4sim.argtypes import Parser, count, seconds
+from l4sim.argtypes import Parser, count, directory_problem, figure_format_problem, seconds
 from l4sim.scenario import one_line
 from l4sim.studies.study import StudyError
 from l4sim.sweep.designs import DesignError
@@ -147,6 +147,28 @@ def _err(msg: str) -> int:
     return 2
 
 
+def _output_problem(option: str, directory: str | Path | None) -> str | None:
+    """One line if ``directory`` (given with ``option``) cannot be an output directory."""
+    problem = directory_problem(directory) if directory else None
+    return f"{option}: {problem}" if problem else None
+
+
+def _design_problem(store: str | Path, design: str | None) -> str | None:
+    """One line if ``--design`` names no design of the store (a typo would give empty results)."""
+    from l4sim.sweep.store import Store, StoreError
+
+    if design is None:
+        return None
+    try:
+        with Store(store) as st:
+            names = [d["name"] for d in st.designs()]
+    except StoreError:
+        return None  # the command says what is wrong with the store
+    if design in names:
+        return None
+    return f"--design: no design {design!r} in {store}; it holds {', '.join(map(repr, names)) or 'none'}"
+
+
 def _load(spec: str):
     from l4sim.studies.presets import load
 
@@ -189,6 +211,9 @@ def cmd_run(args) -> int:
             study = study.with_overrides(**ov)
     except StudyError as e:
         return _err(str(e))
+    problem = _output_problem("--store", args.store)
+    if problem:
+        return _err(problem)
     return _run_and_report(study, Path(args.store), args)
 
 
@@ -260,6 +285,9 @@ def cmd_export(args) -> int:
     for flag, f in (("--csv", None if args.csv == "-" else args.csv), ("--parquet", args.parquet)):
         if f and not Path(f).resolve().parent.is_dir():
             return _err(f"{flag}: directory {str(Path(f).parent)!r} does not exist")
+    problem = _output_problem("--flent", args.flent) or _design_problem(args.store, args.design)
+    if problem:
+        return _err(problem)
     try:
         with Store(args.store) as st:
             df = results_frame(st, args.design)
@@ -317,6 +345,9 @@ def cmd_verdicts(args) -> int:
     from l4sim.studies.analysis import add_verdicts, cells, verdict_table
     from l4sim.sweep.store import Store, StoreError
 
+    problem = _design_problem(args.store, args.design)
+    if problem:
+        return _err(problem)
     try:
         with Store(args.store) as st:
             runs = st.runs(design=args.design)
@@ -339,6 +370,13 @@ def cmd_plot(args) -> int:
 
     formats = tuple(args.formats or ("png", "pdf"))
     out = Path(args.out)
+    problem = (
+        _output_problem("--out", out)
+        or next((f"--format: {p}" for p in map(figure_format_problem, formats) if p), None)
+        or _design_problem(args.store, args.design)
+    )
+    if problem:
+        return _err(problem)
     try:
         with Store(args.store) as st:
             if args.run:
@@ -363,8 +401,16 @@ def cmd_plot(args) -> int:
 
 def cmd_report(args) -> int:
     from l4sim.studies.report import write_report
+    from l4sim.sweep.store import StoreError
 
-    p = write_report(args.store, args.out, design=args.design)
+    # the figures go beside the report
+    problem = _output_problem("--out", Path(args.out).parent) or _design_problem(args.store, args.design)
+    if problem:
+        return _err(problem)
+    try:
+        p = write_report(args.store, args.out, design=args.design)
+    except StoreError as e:
+        return _err(str(e))
     print(f"wrote {p}")
     return 0
 
@@ -380,7 +426,7 @@ def cmd_reproduce_anrw24(args) -> int:
         study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
     except StudyError as e:
         return _err(str(e))
-    clash = _design_clash(out / "store", study)
+    clash = _output_problem("--out", out) or _design_clash(out / "store", study)
     if clash:
         return _err(clash)
     out.mkdir(parents=True, exist_ok=True)

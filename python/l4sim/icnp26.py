@@ -273,6 +273,8 @@ def background_flows(scenario: str, duration: float, *, scale: float = 1.0,
             rate = max(offered, 0.0) * 1e6 / mean_batch_bits
         else:
             rate = 10.0 * scale
+        if round(rate, 3) == 0:  # nothing left to offer (heavy_load 0, a tiny scale): no source
+            continue
         out.append({"name": f"bg_{pair}_bursts", "from": src.format(i=0), "to": dst,
                     "cc": {"name": "cubic"}, "start": 5.0 * duration / 120,
                     "source": {"kind": "messages", "rate": round(rate, 3), "poisson": True,

@@ -71,6 +71,9 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         return _err(f"--scale must be in (0, 1], got {scale:g}")
     if not 0 <= args.heavy_load <= 2:
         return _err(f"--heavy-load must be in [0, 2], got {args.heavy_load:g}")
+    problem = _check_scenarios(names, trials, duration, scale, args.heavy_load)
+    if problem:
+        return _err(problem)
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -88,6 +91,22 @@ def cmd_reproduce_icnp26(args: Any) -> int:
                        wall_s=time.time() - t0)
     print(f"wrote {rep}")
     return 0
+
+
+def _check_scenarios(names: list[str], trials: int, duration: float, scale: float, heavy: float) -> str | None:
+    """One line if a run of the study would be refused by the simulator, before any runs: the
+    options in the user's words (a flow starting after the end: --duration is too short)."""
+    from l4sim.scenario import ScenarioError, load
+
+    for name in names:
+        for trial in range(1, trials + 1):
+            try:
+                load(icnp26.scenario(name, trial=trial, duration=duration, scale=scale, heavy_load=heavy)).validate()
+            except ScenarioError as e:
+                if str(getattr(e, "field", "")).endswith((".start", ".stop")):
+                    return f"--duration: {duration:g} s is too short for {name}'s traffic ({e})"
+                return f"{name} (--duration {duration:g}, --scale {scale:g}, --heavy-load {heavy:g}): {e}"
+    return None
 
 
 def _series(r: Any, prefix: tuple[str, ...], variable: str) -> pd.DataFrame:

@@ -24,13 +24,14 @@ What a change does (the core's ``World``, ``crates/l4sim-core/src/sim/mod.rs``):
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from l4sim import _core
 from l4sim._core import ScenarioError
 from l4sim.api import RunResult, connections_frame
-from l4sim.scenario import Flow, Scenario, ScenarioLike, load, normalize, scenario_error
+from l4sim.scenario import Flow, Scenario, ScenarioLike, load, normalize, plain_words, scenario_error
 
 if TYPE_CHECKING:
     import numpy as np
@@ -246,8 +247,19 @@ class Simulation:
             norm = normalize({"flows": [table]})["flows"][0]
             self._sim.add_flow(json.dumps(norm))
         except ScenarioError as e:
+            if e.field == "flow":  # the core could not read the flow: its scenario reader says where
+                e = self._unreadable_flow(norm) or e
             field = e.field.replace("flows[0]", where) if e.field.startswith("flows[0]") else f"{where}.{e.field}"
-            raise scenario_error(field.rstrip("."), e.message) from None
+            raise scenario_error(field.rstrip("."), plain_words(e.message)) from None
+
+    def _unreadable_flow(self, flow: dict[str, Any]) -> ScenarioError | None:
+        """The error of the scenario reader for ``flow`` in this simulation's scenario, which
+        names the key (``flows[0].streams``) where reading the flow alone cannot."""
+        try:
+            _core.validate(json.dumps({**self.scenario.data, "flows": [flow]}))
+        except ScenarioError as e:
+            return e if e.field.startswith("flows[0]") else None
+        return None
 
     def remove_flow(self, name: str) -> None:
         """Stop flow ``name``: no new transfers; its connections close at once."""
@@ -263,7 +275,7 @@ class Simulation:
             self._sim.set_flow(name, json.dumps(norm))
         except ScenarioError as e:
             field = e.field.replace("flows[0]", where) if e.field.startswith("flows[0]") else f"{where}.{e.field}"
-            raise scenario_error(field.rstrip("."), e.message) from None
+            raise scenario_error(field.rstrip("."), plain_words(e.message)) from None
 
     def set_link(
         self, name: str | None = None, *, rate: float | None = None, qdisc: str | Mapping[str, Any] | None = None
@@ -273,7 +285,12 @@ class Simulation:
         q = None
         if qdisc is not None:
             q = normalize({"topology": {"bottleneck": {"qdisc": qdisc}}})["topology"]["bottleneck"]["qdisc"]
-        self._sim.set_link(name, None if rate is None else float(rate), None if q is None else json.dumps(q))
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, numbers.Real)):
+            raise scenario_error("rate", f"must be a rate in Mbit/s, got {rate!r}")
+        try:
+            self._sim.set_link(name, None if rate is None else float(rate), None if q is None else json.dumps(q))
+        except ScenarioError as e:
+            raise scenario_error(e.field, plain_words(e.message)) from None
 
     def result(self) -> RunResult:
         """The result so far: the whole run's, once stepped to the end."""

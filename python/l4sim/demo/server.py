@@ -93,7 +93,7 @@ class _Tab:
                 note = self.session.set(str(data.get("key")), data.get("value"))
                 notes = [note] if note else []
             elif kind == "preset":
-                if data.get("name") not in PRESETS:
+                if not isinstance(data.get("name"), str) or data["name"] not in PRESETS:
                     raise DemoError(f"preset: unknown preset {data.get('name')!r}")
                 notes = self.session.apply(PRESETS[data["name"]][1])
             else:
