@@ -528,6 +528,41 @@ fn flows_added_and_removed_while_running() {
 }
 
 #[test]
+fn a_flow_removed_the_instant_it_was_added_has_no_rate_and_no_say_in_fairness() {
+    // Its span is zero: 0 bytes over 0 s made the goodput NaN, and Jain's index with it.
+    let sc = dumbbell(
+        2.0,
+        100.0,
+        10.0,
+        json!({"kind": "bfifo", "limit": 250_000}),
+        vec![
+            json!({"name": "a", "cc": {"name": "cubic"}}),
+            json!({"name": "b", "cc": {"name": "cubic"}}),
+        ],
+    );
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    w.run_until(SEC / 2);
+    let late = serde_json::from_value(json!({"name": "late", "cc": {"name": "cubic"}})).unwrap();
+    w.add_flow(late).unwrap();
+    let at_once = w.result("at once", 0.0);
+    w.remove_flow("late").unwrap();
+    w.run_until(2 * SEC);
+    let r = w.result("later", 0.0);
+    for r in [&at_once, &r] {
+        let late = r.flows.iter().find(|f| f.name == "late").unwrap();
+        assert_eq!(late.goodput_mbps, 0.0);
+        let (a, b) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
+        let two = (a + b).powi(2) / (2.0 * (a * a + b * b));
+        assert!(
+            (r.jain_index - two).abs() < 1e-12,
+            "{} vs {two}",
+            r.jain_index
+        );
+    }
+}
+
+#[test]
 fn a_flow_with_a_stop_time_ends_then_and_its_bandwidth_goes_to_the_others() {
     let sc = dumbbell(
         6.0,

@@ -133,6 +133,8 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
     let mut flows = Vec::new();
     let mut rtt_samples = BTreeMap::new();
     let mut udp_records = BTreeMap::new();
+    // the goodputs of the flows that were active for a while, for Jain's index
+    let mut goodputs = Vec::new();
     for f in &w.flows {
         let spec = &f.spec;
         let end = f.removed_at.map_or(dur, to_secs);
@@ -191,6 +193,16 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
         } else {
             spec.source.kind().to_string()
         };
+        // A flow removed the instant it was added (or a result taken then) was never active:
+        // nothing delivered over no time is no rate, and it has no share to be fair about.
+        let goodput_mbps = if span > 0.0 {
+            f.delivered as f64 * 8.0 / span / 1e6
+        } else {
+            0.0
+        };
+        if span > 0.0 {
+            goodputs.push(goodput_mbps);
+        }
         flows.push(FlowResult {
             name: spec.name.clone(),
             cc,
@@ -201,7 +213,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
             },
             ecn_mode,
             data_ecn,
-            goodput_mbps: f.delivered as f64 * 8.0 / span / 1e6,
+            goodput_mbps,
             bytes_delivered: f.delivered,
             mean_srtt_ms: mean_srtt,
             qdelay_ms: mean_srtt - base,
@@ -253,7 +265,6 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
             bottleneck_pkts += p.tx_pkts;
         }
     }
-    let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();
     let n = w.series_t.len();
     let fseries: Vec<FlowSeries> = w
         .flows
