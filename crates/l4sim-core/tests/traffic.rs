@@ -465,6 +465,53 @@ fn lowering_a_flows_base_rtt_mid_run_keeps_its_access_link_in_order() {
 }
 
 #[test]
+fn a_rate_change_for_a_source_without_a_rate_is_refused() {
+    // It was accepted and did nothing (the sources' default set_rate is empty).
+    let sc = dumbbell(
+        2.0,
+        100.0,
+        10.0,
+        json!({"kind": "dualpi2"}),
+        vec![json!({"name": "bulk", "cc": {"name": "cubic"}})],
+    );
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    w.run_until(SEC / 2);
+    let e = w.set_flow("bulk", &json!({"rate": 20})).unwrap_err();
+    assert_eq!(e.field, "rate");
+    assert!(
+        e.message.starts_with("a bulk source has no rate"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn a_udp_flow_sends_at_its_new_rate_from_the_change_on() {
+    // The Simulation's docs promise it; the change was accepted and did nothing.
+    let sc = dumbbell(
+        4.0,
+        100.0,
+        10.0,
+        json!({"kind": "dualpi2"}),
+        vec![json!({"name": "cbr", "cc": {"name": "cubic"},
+                    "source": {"kind": "udp", "rate_mbps": 5.0}})],
+    );
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    w.run_until(2 * SEC);
+    let e = w.set_flow("cbr", &json!({"rate": 0})).unwrap_err();
+    assert_eq!(e.field, "rate");
+    w.set_flow("cbr", &json!({"rate": 20})).unwrap();
+    w.run_until(4 * SEC);
+    let r = w.result("x", 0.0);
+    assert!(r.conservation_ok);
+    // 2 s at 5 Mbit/s, 2 s at 20 Mbit/s of payload: 50 Mbit over 4 s.
+    let g = r.flows[0].goodput_mbps;
+    assert!((g - 12.5).abs() < 0.2, "{g}");
+}
+
+#[test]
 fn changing_the_rate_mid_run_changes_what_the_link_carries() {
     let sc = dumbbell(
         20.0,

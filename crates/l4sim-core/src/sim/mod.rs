@@ -1262,10 +1262,36 @@ impl World {
                         })?);
                 }
                 "rate" => {
+                    // Only the sources that draw arrivals at a rate can change it; elsewhere
+                    // the change would be accepted and do nothing.
+                    let fixed = match &spec.source {
+                        SourceSpec::Web(w) if w.trace.is_some() => {
+                            Some("a web source with a trace")
+                        }
+                        SourceSpec::Web(_)
+                        | SourceSpec::Messages(_)
+                        | SourceSpec::Chunks(_)
+                        | SourceSpec::Udp(_) => None,
+                        SourceSpec::Bulk => Some("a bulk source"),
+                        SourceSpec::UdpPrague(_) => {
+                            Some("a udp_prague source (its controller sets its rate)")
+                        }
+                    };
+                    if let Some(what) = fixed {
+                        let have = "web, messages, chunks and udp sources have";
+                        return Err(bad(
+                            "rate",
+                            format!("{what} has no rate to change ({have})"),
+                        ));
+                    }
                     let r = v.as_f64().filter(|x| x.is_finite() && *x >= 0.0);
-                    rate = Some(r.ok_or_else(|| {
-                        bad("rate", format!("must be zero or positive, got {v}"))
-                    })?);
+                    let r =
+                        r.ok_or_else(|| bad("rate", format!("must be zero or positive, got {v}")))?;
+                    if let SourceSpec::Udp(u) = &mut spec.source {
+                        u.rate_mbps = r;
+                        u.validate().map_err(|(_, m)| bad("rate", m))?;
+                    }
+                    rate = Some(r);
                 }
                 _ => {
                     return Err(bad(
@@ -1290,6 +1316,12 @@ impl World {
             let f = &mut self.flows[fi];
             if let Some(src) = f.source.as_mut() {
                 src.set_rate(r, now, &mut f.rng);
+            }
+            for s in f.streams.clone() {
+                if let Some(Conn::Udp(c)) = self.conns[s].as_mut().map(|st| &mut st.conn) {
+                    c.0.set_rate(r, now);
+                    self.arm(s, 0);
+                }
             }
             self.schedule_source(fi);
         }

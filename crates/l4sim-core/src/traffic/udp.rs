@@ -113,6 +113,10 @@ pub struct UdpSender {
     /// Exact (fractional) time of the next packet, and its rounded value.
     next_f: f64,
     next: SimTime,
+    /// Exact time of the last packet sent (None before the first), and the end of the last
+    /// off period: where a new rate takes up the spacing ([`UdpSender::set_rate`]).
+    last_f: Option<f64>,
+    off_until: SimTime,
     seq: u32,
     pub packets_sent: u64,
 }
@@ -123,14 +127,26 @@ impl UdpSender {
             p: p.clone(),
             ecn: spec.ecn.into(),
             payload: spec.packet_size,
-            gap: spec.packet_size as f64 * 8.0 / (spec.rate_mbps * 1e6) * 1e9,
+            gap: gap_ns(spec.packet_size, spec.rate_mbps),
             on_off: spec.on.zip(spec.off).map(|(a, b)| (secs(a), secs(b))),
             phase_end: NEVER,
             stop: stop_time(spec.stop),
             next_f: 0.0,
             next: NEVER,
+            last_f: None,
+            off_until: 0,
             seq: 0,
             packets_sent: 0,
+        }
+    }
+
+    /// Send at `rate_mbps` from `now` on: the next packet leaves one new gap after the last
+    /// one (not before now, nor inside an off period), as an application re-pacing its sends.
+    pub fn set_rate(&mut self, rate_mbps: f64, now: SimTime) {
+        self.gap = gap_ns(self.payload, rate_mbps);
+        if let Some(last) = self.last_f {
+            self.next_f = (last + self.gap).max(now as f64).max(self.off_until as f64);
+            self.next = self.next_f.round() as SimTime;
         }
     }
 
@@ -151,6 +167,7 @@ impl UdpSender {
                     // The on period is over: resume after the off period.
                     let resume = self.phase_end + off;
                     self.phase_end = resume + on;
+                    self.off_until = resume;
                     self.next_f = resume as f64;
                     self.next = resume;
                     continue;
@@ -168,6 +185,7 @@ impl UdpSender {
             out.push(pkt);
             self.seq = self.seq.wrapping_add(1);
             self.packets_sent += 1;
+            self.last_f = Some(self.next_f);
             self.next_f += self.gap;
             self.next = self.next_f.round() as SimTime;
         }
@@ -184,6 +202,11 @@ impl UdpSender {
     pub fn done(&self) -> bool {
         self.next >= self.stop
     }
+}
+
+/// Nanoseconds between packets of `payload` bytes at `rate_mbps` of payload.
+fn gap_ns(payload: u32, rate_mbps: f64) -> f64 {
+    payload as f64 * 8.0 / (rate_mbps * 1e6) * 1e9
 }
 
 /// Counts what arrives; sends nothing back.
@@ -252,6 +275,51 @@ mod tests {
         };
         let n = count_until(&spec, 10 * SEC);
         assert_eq!(n, 5209, "{n}");
+    }
+
+    #[test]
+    fn a_new_rate_spaces_the_packets_from_the_last_one_sent() {
+        let spec = UdpSpec {
+            rate_mbps: 5.0,
+            packet_size: 1200,
+            ecn: Codepoint::NotEct,
+            on: None,
+            off: None,
+            stop: None,
+        };
+        let (mut s, mut out) = (UdpSender::new(&params(), &spec), Vec::new());
+        s.start(0, &mut out);
+        while s.next_timer() < 5 * SEC {
+            s.on_timer(s.next_timer(), &mut out);
+        }
+        let last = out.last().unwrap().ts_val;
+        s.set_rate(10.0, 5 * SEC);
+        // 1200 bytes at 10 Mbit/s: 960 us after the last packet, not the old 1920 us.
+        assert_eq!(s.next_timer(), last + 960_000);
+        while s.next_timer() < 10 * SEC {
+            s.on_timer(s.next_timer(), &mut out);
+        }
+        // 5 s at 520.83 packets/s, then 5 s at 1041.67.
+        assert!((7810..=7814).contains(&out.len()), "{}", out.len());
+    }
+
+    #[test]
+    fn a_new_rate_in_an_off_period_waits_for_the_next_on_period() {
+        let spec = UdpSpec {
+            rate_mbps: 1.2,
+            packet_size: 1200,
+            ecn: Codepoint::Ect1,
+            on: Some(1.0),
+            off: Some(1.0),
+            stop: None,
+        };
+        let (mut s, mut out) = (UdpSender::new(&params(), &spec), Vec::new());
+        s.start(0, &mut out);
+        while s.next_timer() < SEC + SEC / 2 {
+            s.on_timer(s.next_timer(), &mut out);
+        }
+        s.set_rate(2.4, SEC + SEC / 2);
+        assert_eq!(s.next_timer(), 2 * SEC);
     }
 
     #[test]
