@@ -123,6 +123,11 @@ def test_bad_changes_name_the_field():
     assert ei.value.field == "qdisc.target_ms"
     with pytest.raises(l4sim.ScenarioError) as ei:
         sim.remove_flow("nobody")
+    # A bulk flow has no offered load to change: the change was accepted and did nothing.
+    sim.add_flow(name="bulk", cc="cubic")
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        sim.set_flow("bulk", rate=10)
+    assert ei.value.field == "flows.bulk.rate" and "bulk source" in str(ei.value)
     with pytest.raises(l4sim.ScenarioError) as ei:
         sim.step(-1)
     assert ei.value.field == "dt"
