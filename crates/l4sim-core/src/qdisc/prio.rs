@@ -71,6 +71,17 @@ impl PrioParams {
         }
         let bad_band = |b: u8| b >= self.bands;
         if let Some(b) = self.priomap.iter().find(|&&b| bad_band(b)) {
+            if self.priomap == DEFAULT_PRIOMAP {
+                // Linux's prio_tune refuses it too (-EINVAL): the default map uses band 2.
+                return Err((
+                    "bands".into(),
+                    format!(
+                        "{} bands are too few for the default priomap, which uses bands 0-2: \
+                         give 3 or more, or a priomap of your own",
+                        self.bands
+                    ),
+                ));
+            }
             return Err((
                 "priomap".into(),
                 format!("band {b} does not exist ({} bands)", self.bands),
@@ -241,6 +252,26 @@ mod tests {
         let mut ect = pkt(0);
         ect.ecn = Ecn::Ect0;
         assert_eq!(q.classify(&ect), 1);
+    }
+
+    #[test]
+    fn two_bands_with_the_default_priomap_are_refused_naming_bands() {
+        // As Linux's prio_tune: the default map sends TC_PRIO_BULK to band 2.
+        let two = PrioParams {
+            bands: 2,
+            ..params(vec![], vec![])
+        };
+        let (field, msg) = two.validate().unwrap_err();
+        assert_eq!(field, "bands");
+        assert!(
+            msg.starts_with("2 bands are too few for the default priomap"),
+            "{msg}"
+        );
+        let own_map = PrioParams {
+            priomap: vec![1; 16],
+            ..two
+        };
+        assert!(own_map.validate().is_ok());
     }
 
     #[test]
