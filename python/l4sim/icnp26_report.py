@@ -60,17 +60,20 @@ def cmd_reproduce_icnp26(args: Any) -> int:
     duration = args.duration if args.duration is not None else base["duration"]
     scale = args.scale if args.scale is not None else base["scale"]
     names = icnp26.scenario_names()
-    if args.scenarios:
-        names = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-        bad = [s for s in names if s not in icnp26.SCENARIOS]
-        if bad or not names:
-            return _err(f"unknown scenario {', '.join(bad) or '(none)'}; one of {', '.join(icnp26.SCENARIOS)}")
+    if args.scenarios is not None:
+        known = {n.lower(): n for n in icnp26.SCENARIOS}  # names are case-insensitive (README)
+        given = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+        bad = [s for s in given if s.lower() not in known]
+        if bad or not given:
+            return _err(f"--scenarios: unknown scenario {', '.join(bad) or '(none given)'}; "
+                        f"one of {', '.join(icnp26.SCENARIOS)}")
+        names = list(dict.fromkeys(known[s.lower()] for s in given))  # S1,s1: S1 once
     if len(names) * trials > MAX_RUNS:
-        return _err(f"--trials {trials} x {len(names)} scenarios is more than the {MAX_RUNS:,} runs one study holds")
+        return _err(f"--trials: {trials} x {len(names)} scenarios is more than the {MAX_RUNS:,} runs one study holds")
     if not 0 < scale <= 1:
-        return _err(f"--scale must be in (0, 1], got {scale:g}")
+        return _err(f"--scale: must be in (0, 1], got {scale:g}")
     if not 0 <= args.heavy_load <= 2:
-        return _err(f"--heavy-load must be in [0, 2], got {args.heavy_load:g}")
+        return _err(f"--heavy-load: must be in [0, 2], got {args.heavy_load:g}")
     problem = _check_scenarios(names, trials, duration, scale, args.heavy_load)
     if problem:
         return _err(problem)
