@@ -241,6 +241,21 @@ def test_bad_option_values_are_one_line_before_anything_runs(tmp_path: Path, cap
     assert not (tmp_path / "st").exists()
 
 
+@pytest.mark.parametrize("address", ["bogus://x", "tcp://127.0.0.1:1"])
+@pytest.mark.parametrize("cmd", [["study", "run", "anrw24", "--store"], ["reproduce", "anrw24", "--out"]])
+def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_before_a_store(tmp_path, capsys, monkeypatch,
+                                                                              cmd, address):
+    """An unknown scheme or a scheduler nobody listens at was a traceback from distributed (after
+    its 30 s connect timeout), with the store already made and the design written into it."""
+    from l4sim import cli_study
+
+    monkeypatch.setattr(cli_study, "DASK_CONNECT_TIMEOUT_S", 1)
+    assert main([*cmd, str(tmp_path / "st"), "--dask", address]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --dask: cannot connect to a scheduler at {address!r}") and err.count("\n") == 1, err
+    assert not (tmp_path / "st").exists()
+
+
 def test_help_still_exits_0(capsys):
     assert main(["run", "--help"]) == 0
     assert "--duration" in capsys.readouterr().out
