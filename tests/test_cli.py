@@ -326,3 +326,37 @@ def test_several_runs_with_the_same_or_no_name_keep_their_own_outputs(tmp_path: 
     assert sorted(p.name for p in (tmp_path / "f").iterdir()) == [
         "minimal.flent.gz", "one-2.flent.gz", "one.flent.gz"
     ]
+
+
+STUDY_POINT = """name = "unbuildable"
+[factors]
+aqm = ["FIFO"]
+[fixed]
+n_bdp = 2
+btl_capacity = 20
+base_rtt = 10
+rx_l4s_ecn = "accecn"
+rx_classic_ecn = "classic"
+n_l4s = 1
+n_classic = 1
+duration = 2
+"""
+
+
+@pytest.mark.parametrize(
+    "replace,words",
+    [(("n_l4s = 1", "n_l4s = 0"), "n_classic are both 0"),  # n_classic = 0 too
+     (("base_rtt = 10", "base_rtt = 1e308"), "n_bdp: ")],
+)
+def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: Path, capsys, replace, words):
+    """The store was made before the design's points were built (an empty store left behind),
+    and a buffer of n_bdp x btl_capacity x base_rtt beyond a float was an OverflowError traceback."""
+    f = tmp_path / "s.toml"
+    text = STUDY_POINT.replace(*replace)
+    if "n_l4s = 0" in text:
+        text = text.replace("n_classic = 1", "n_classic = 0")
+    f.write_text(text, encoding="utf-8")
+    assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: run ") and words in err and err.count("\n") == 1, err
+    assert not (tmp_path / "st").exists()
