@@ -156,3 +156,29 @@ def test_reproduce_quick_writes_its_report(tmp_path: Path):
     for fig in ("side_by_side", "calls_rtt", "calls_rate", "classic_tput", "classic_rtt", "queues"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert (out / "summary.csv").read_text().count("\n") == 1 + len(icnp26.scenario_names())
+
+
+def test_ctrl_c_is_one_line_and_no_report(tmp_path: Path, capsys, monkeypatch):
+    """Ctrl-C was a KeyboardInterrupt traceback from the pool (and one per worker)."""
+    import concurrent.futures
+
+    class Interrupted:
+        def __init__(self, *a, **k):
+            assert "initializer" in k  # the workers leave Ctrl-C to the parent
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def map(self, fn, jobs):
+            raise KeyboardInterrupt
+            yield
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Interrupted)
+    out = tmp_path / "o"
+    assert main(["reproduce", "icnp26", "--out", str(out), "--scenarios", "S1", "--trials", "2", "--duration", "3"]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted: 0 of 2 runs") and err.count("\n") == 1, err
+    assert not (out / "report.md").exists()

@@ -55,6 +55,8 @@ def _err(msg: str) -> int:
 def cmd_reproduce_icnp26(args: Any) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
+    from l4sim.sweep.runner import _ignore_sigint
+
     base = QUICK if args.quick else FULL
     trials = args.trials if args.trials is not None else base["trials"]
     duration = args.duration if args.duration is not None else base["duration"]
@@ -86,10 +88,15 @@ def cmd_reproduce_icnp26(args: Any) -> int:
     print(f"ICNP'26: {len(names)} scenarios x {trials} trials x {duration:g} s at scale {scale:g} -> {out}")
     t0 = time.time()
     results: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as ex:
-        for res in ex.map(run_one, jobs):
-            results.append(res)
-            print(f"  {res['scenario']} trial {res['trial']}: {res['wall_s']:.1f} s wall")
+    try:
+        with ProcessPoolExecutor(max_workers=args.jobs, initializer=_ignore_sigint) as ex:
+            for res in ex.map(run_one, jobs):
+                results.append(res)
+                print(f"  {res['scenario']} trial {res['trial']}: {res['wall_s']:.1f} s wall")
+    except KeyboardInterrupt:  # Ctrl-C: the workers ignore it, the pending runs are cancelled
+        print(f"interrupted: {len(results)} of {len(jobs)} runs done; no report from a part of the runs "
+              "(they are not kept: run the command again)", file=sys.stderr)
+        return 130
     rep = write_report(results, out, duration=duration, scale=scale, heavy_load=args.heavy_load,
                        wall_s=time.time() - t0)
     print(f"wrote {rep}")
