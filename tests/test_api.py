@@ -253,3 +253,24 @@ def test_htb_inner_classes_get_a_row_of_their_own_and_name_their_leaves():
     inner, leaf = cls.loc["bottleneck/customer"], cls.loc["bottleneck/customer/a"]
     assert inner["kind"] == "htb class" and np.isnan(inner["sojourn_mean_ms"])
     assert inner["sent_pkts"] == leaf["deq_pkts"] and inner["lends"] == leaf["borrows"] > 0
+
+
+def test_summary_lines_up_long_names_and_shows_udp_prague_rtt():
+    """A cc name longer than its column (udp_prague) or a long flow name pushed the rest of the
+    row out of line; UDP Prague's srtt showed nan although its receiver records the RTT (the
+    core takes its once-per-second srtt samples from TCP connections only)."""
+    sc = {"duration": 2, "seed": 1,
+          "topology": {"kind": "dumbbell", "base_rtt": 20, "bottleneck": {"rate": 20, "qdisc": {"kind": "dualpi2"}}},
+          "flows": [{"name": "call", "source": {"kind": "udp_prague", "max_rate_mbps": 5}},
+                    {"name": "a_rather_long_flow_name", "cc": "cubic"}]}
+    r = l4sim.run(sc)
+    lines = r.summary().splitlines()
+    head = lines[1]
+    rows = {ln.split()[0]: ln for ln in lines[3:5]}
+    for col in ("goodput Mbit/s", "srtt ms", "retrans"):
+        end = head.index(col) + len(col)
+        assert all(row[end - 1] != " " and (len(row) == end or row[end] == " ") for row in rows.values()), lines[:5]
+    rtt = r.udp["rtt_ms"].mean()
+    assert 20 < rtt < 40
+    fields = rows["call"].split()
+    assert fields[4] == f"{rtt:.2f}" and fields[5] == f"{rtt - 20:.2f}"

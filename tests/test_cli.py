@@ -241,6 +241,21 @@ def test_bad_option_values_are_one_line_before_anything_runs(tmp_path: Path, cap
     assert not (tmp_path / "st").exists()
 
 
+@pytest.mark.parametrize("address", ["bogus://x", "tcp://127.0.0.1:1"])
+@pytest.mark.parametrize("cmd", [["study", "run", "anrw24", "--store"], ["reproduce", "anrw24", "--out"]])
+def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_before_a_store(tmp_path, capsys, monkeypatch,
+                                                                              cmd, address):
+    """An unknown scheme or a scheduler nobody listens at was a traceback from distributed (after
+    its 30 s connect timeout), with the store already made and the design written into it."""
+    from l4sim import cli_study
+
+    monkeypatch.setattr(cli_study, "DASK_CONNECT_TIMEOUT_S", 1)
+    assert main([*cmd, str(tmp_path / "st"), "--dask", address]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --dask: cannot connect to a scheduler at {address!r}") and err.count("\n") == 1, err
+    assert not (tmp_path / "st").exists()
+
+
 def test_help_still_exits_0(capsys):
     assert main(["run", "--help"]) == 0
     assert "--duration" in capsys.readouterr().out
@@ -311,3 +326,37 @@ def test_several_runs_with_the_same_or_no_name_keep_their_own_outputs(tmp_path: 
     assert sorted(p.name for p in (tmp_path / "f").iterdir()) == [
         "minimal.flent.gz", "one-2.flent.gz", "one.flent.gz"
     ]
+
+
+STUDY_POINT = """name = "unbuildable"
+[factors]
+aqm = ["FIFO"]
+[fixed]
+n_bdp = 2
+btl_capacity = 20
+base_rtt = 10
+rx_l4s_ecn = "accecn"
+rx_classic_ecn = "classic"
+n_l4s = 1
+n_classic = 1
+duration = 2
+"""
+
+
+@pytest.mark.parametrize(
+    "replace,words",
+    [(("n_l4s = 1", "n_l4s = 0"), "n_classic are both 0"),  # n_classic = 0 too
+     (("base_rtt = 10", "base_rtt = 1e308"), "n_bdp: ")],
+)
+def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: Path, capsys, replace, words):
+    """The store was made before the design's points were built (an empty store left behind),
+    and a buffer of n_bdp x btl_capacity x base_rtt beyond a float was an OverflowError traceback."""
+    f = tmp_path / "s.toml"
+    text = STUDY_POINT.replace(*replace)
+    if "n_l4s = 0" in text:
+        text = text.replace("n_classic = 1", "n_classic = 0")
+    f.write_text(text, encoding="utf-8")
+    assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: run ") and words in err and err.count("\n") == 1, err
+    assert not (tmp_path / "st").exists()

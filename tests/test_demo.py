@@ -45,6 +45,10 @@ def test_check_clamps_numbers_snaps_web_load_and_rejects_nonsense():
         ("A.extra_rtt", "nan", "not a finite number"),
         ("link.capacity", None, "not a number"),
         ("A.cc", ["prague"], "unknown choice"),
+        ("A.long", True, "not a number"),  # JSON true was float(True): one long flow
+        ("link.capacity", False, "not a number"),
+        ("B.web", True, "not a number"),
+        ("A.extra_rtt", 10**400, "not a finite number"),  # float() raised OverflowError
     ]:
         with pytest.raises(DemoError, match=words) as e:
             check(key, value)

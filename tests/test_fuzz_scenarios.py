@@ -167,6 +167,10 @@ def test_a_scenario_that_validates_runs(doc, memory_cap):
         return
     d = sc.data.get("duration")
     sc.data["duration"] = min(d, RUN_FOR) if isinstance(d, (int, float)) and math.isfinite(d) else RUN_FOR
+    try:  # shortened, a flow may start after the end (every_kind's at 0.1 s): not a run to try
+        sc.validate()
+    except ScenarioError:
+        return
     result = run(sc)
     assert len(result.flows) == len(sc.data["flows"])
 

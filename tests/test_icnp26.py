@@ -101,13 +101,28 @@ def test_s3a_shares_the_core_bottleneck(s3):
 
 @pytest.mark.parametrize(
     "args,msg",
-    [(["--scenarios", "S9"], "unknown scenario S9"), (["--scale", "2"], "--scale"),
+    [(["--scenarios", "S9"], "--scenarios: unknown scenario S9"), (["--scale", "2"], "--scale: "),
+     (["--heavy-load", "3"], "--heavy-load: "), (["--scenarios", ""], "--scenarios: "),
+     (["--scenarios", " , "], "--scenarios: "),
      (["--trials", "0"], "--trials"), (["--duration", "-1"], "--duration")],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys, args, msg):
+    """An empty --scenarios ran every scenario; the range errors lacked the OPTION: form."""
     assert main(["reproduce", "icnp26", "--out", str(tmp_path / "o"), *args]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and msg in err and err.count("\n") == 1
+    assert err.startswith("error: ") and msg in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_scenario_names_are_case_insensitive(monkeypatch, tmp_path: Path):
+    """README: names are case-insensitive everywhere; `--scenarios s1,s3A` was an unknown scenario;
+    a name given twice ran twice, two identical rows in summary.csv."""
+    from l4sim import icnp26_report
+
+    seen: list = []
+    monkeypatch.setattr(icnp26_report, "_check_scenarios", lambda names, *a: seen.append(names) or "stop")
+    assert main(["reproduce", "icnp26", "--out", str(tmp_path / "o"), "--scenarios", "s1,s3A,S1"]) == 2
+    assert seen == [["S1", "S3a"]]
 
 
 @pytest.mark.parametrize("args", [["--duration", "1"], ["--duration", "1.5", "--scenarios", "S3a"]])
@@ -141,3 +156,29 @@ def test_reproduce_quick_writes_its_report(tmp_path: Path):
     for fig in ("side_by_side", "calls_rtt", "calls_rate", "classic_tput", "classic_rtt", "queues"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 1000
     assert (out / "summary.csv").read_text().count("\n") == 1 + len(icnp26.scenario_names())
+
+
+def test_ctrl_c_is_one_line_and_no_report(tmp_path: Path, capsys, monkeypatch):
+    """Ctrl-C was a KeyboardInterrupt traceback from the pool (and one per worker)."""
+    import concurrent.futures
+
+    class Interrupted:
+        def __init__(self, *a, **k):
+            assert "initializer" in k  # the workers leave Ctrl-C to the parent
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def map(self, fn, jobs):
+            raise KeyboardInterrupt
+            yield
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Interrupted)
+    out = tmp_path / "o"
+    assert main(["reproduce", "icnp26", "--out", str(out), "--scenarios", "S1", "--trials", "2", "--duration", "3"]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted: 0 of 2 runs") and err.count("\n") == 1, err
+    assert not (out / "report.md").exists()

@@ -307,3 +307,13 @@ def test_a_bad_entry_deep_in_a_long_trace_is_named_by_its_index(minimal):
     minimal["flows"][0]["source"] = {"kind": "web", "trace": trace}
     e = _error(minimal)
     assert e.field == "flows[0].source.trace[41234][1]", e
+
+
+@pytest.mark.parametrize(("value", "words"), [(300, "got 300, expected a whole number from 0 to 255"),
+                                              (-1, "got -1, expected a whole number from 0 to 255")])
+def test_a_whole_number_too_large_for_its_field_says_the_fields_range(minimal, value, words):
+    """prio bands = 300 said "got 300, expected a whole number (0 or more)": 300 is one; the
+    field (serde's u8) holds 0-255."""
+    minimal["topology"]["bottleneck"]["qdisc"] = {"kind": "prio", "bands": value}
+    e = _error(minimal)
+    assert (e.field, e.message) == ("topology.bottleneck.qdisc.bands", words), e

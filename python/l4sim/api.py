@@ -17,6 +17,7 @@ scenario and printing its summary stay free of them (start-up time of ``l4sim ru
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,11 @@ def _frame(rows: list[dict[str, Any]], floats: tuple[str, ...]) -> pd.DataFrame:
 def _num(v: Any) -> float:
     """A number from the result JSON; the core writes NaN (e.g. no srtt sample yet) as null."""
     return float("nan") if v is None else float(v)
+
+
+def _width(texts: list[str], least: int) -> int:
+    """A text column's width: ``least`` (the header's), or its longest entry's."""
+    return max([least, *map(len, texts)])
 
 
 def _flatten_qdisc(q: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,17 +314,28 @@ class RunResult:
     def summary(self) -> str:
         """A human-readable table of the flows, links and run totals."""
         lines = [f"{self.name or 'run'} (seed {self.seed}, model {self.model_version})"]
+        flows = self.raw.get("flows", [])
+        # the text columns as wide as their longest entry (udp_prague, a long flow name)
+        wn, wc, we = (_width([str(f.get(k, "")) for f in flows], w)
+                      for k, w in (("name", 12), ("cc", 8), ("ecn_mode", 10)))
         header = (
-            f"{'flow':<12} {'cc':<8} {'ecn mode':<10} {'goodput Mbit/s':>14} {'srtt ms':>9} "
+            f"{'flow':<{wn}} {'cc':<{wc}} {'ecn mode':<{we}} {'goodput Mbit/s':>14} {'srtt ms':>9} "
             f"{'qdelay ms':>9} {'retrans':>8}"
         )
         lines.append(header)
         lines.append("-" * len(header))
-        for f in self.raw.get("flows", []):
+        udp_rtt = self._udp_mean_rtt_ms()
+        for f in flows:
+            srtt, qdelay = _num(f.get("mean_srtt_ms")), _num(f.get("qdelay_ms"))
+            if math.isnan(srtt) and f.get("name") in udp_rtt:
+                # the core samples srtt of TCP connections only; a UDP Prague flow's RTT is in
+                # its receiver's records
+                srtt = udp_rtt[f["name"]]
+                qdelay = srtt - _num(f.get("base_rtt_ms"))
             lines.append(
-                f"{f.get('name', ''):<12} {f.get('cc', ''):<8} {f.get('ecn_mode', ''):<10} "
-                f"{_num(f.get('goodput_mbps')):>14.2f} {_num(f.get('mean_srtt_ms')):>9.2f} "
-                f"{_num(f.get('qdelay_ms')):>9.2f} {int(f.get('retrans') or 0):>8d}"
+                f"{f.get('name', ''):<{wn}} {f.get('cc', ''):<{wc}} {f.get('ecn_mode', ''):<{we}} "
+                f"{_num(f.get('goodput_mbps')):>14.2f} {srtt:>9.2f} "
+                f"{qdelay:>9.2f} {int(f.get('retrans') or 0):>8d}"
             )
         for link in self.raw.get("links", []):
             lines.append(
@@ -334,6 +351,16 @@ class RunResult:
         )
         return "\n".join(lines)
 
+    def _udp_mean_rtt_ms(self) -> dict[str, float]:
+        """Per UDP Prague flow with an RTT sample: the mean of its receiver records' rtt_ms."""
+        out: dict[str, float] = {}
+        for name, recs in (self.raw.get("udp_records") or {}).items():
+            rtts = [_num(r.get("rtt_ms")) for r in recs]
+            rtts = [v for v in rtts if not math.isnan(v)]
+            if rtts:
+                out[name] = sum(rtts) / len(rtts)
+        return out
+
     def _class_lines(self) -> list[str]:
         cls = self.raw.get("classes") or []
         if not cls:
@@ -342,11 +369,13 @@ class RunResult:
             f"{'queue delay at':<14} {'class / flow':<14} {'packets':>9} {'mark %':>7} {'drop %':>7} "
             f"{'mean ms':>8} {'p50':>7} {'p90':>7} {'p99':>7} {'p99.9':>7}"
         )
+        labels = [c["name"] if c["kind"] == "class" else f"  {c['name']}" for c in cls]
+        wq, wl = _width([c["qdisc"] for c in cls], 14), _width(labels, 14)
+        head = f"{'queue delay at':<{wq}} {'class / flow':<{wl}}" + head[29:]
         out = ["", head, "-" * len(head)]
-        for c in cls:
-            label = c["name"] if c["kind"] == "class" else f"  {c['name']}"
+        for c, label in zip(cls, labels, strict=True):
             out.append(
-                f"{c['qdisc']:<14} {label:<14} {int(c['deq_pkts']):>9d} {100 * _num(c['mark_prob']):>7.2f} "
+                f"{c['qdisc']:<{wq}} {label:<{wl}} {int(c['deq_pkts']):>9d} {100 * _num(c['mark_prob']):>7.2f} "
                 f"{100 * _num(c['drop_prob']):>7.2f} {_num(c['sojourn_mean_ms']):>8.2f} "
                 f"{_num(c['sojourn_p50_ms']):>7.2f} {_num(c['sojourn_p90_ms']):>7.2f} "
                 f"{_num(c['sojourn_p99_ms']):>7.2f} {_num(c['sojourn_p999_ms']):>7.2f}"
@@ -362,10 +391,12 @@ class RunResult:
             f"{'class':<26} {'kind':<9} {'sent pkts':>10} {'dropped':>8} {'marked':>8} "
             f"{'mean ms':>8} {'p99 ms':>7} {'max backlog':>11}"
         )
+        wn = _width([c["name"] for c in cls], 26)
+        head = f"{'class':<{wn}}" + head[26:]
         out = ["", head, "-" * len(head)]
         for c in cls:
             out.append(
-                f"{c['name']:<26} {c['kind']:<9} {int(c['deq_pkts']):>10d} {int(c['drops']):>8d} "
+                f"{c['name']:<{wn}} {c['kind']:<9} {int(c['deq_pkts']):>10d} {int(c['drops']):>8d} "
                 f"{int(c['marks']):>8d} {_num(c['sojourn_mean_ms']):>8.2f} {_num(c['sojourn_p99_ms']):>7.2f} "
                 f"{int(c['max_backlog_pkts']):>11d}"
             )
@@ -378,11 +409,13 @@ class RunResult:
             f"{'transfers of':<14} {'size':<12} {'count':>7} {'FCT p50 ms':>11} {'FCT p99 ms':>11} "
             f"{'slowdown p50':>13} {'p99':>7}"
         )
+        wf = _width([str(f.get("name", "")) for f in self.raw.get("flows", [])], 14)
+        head = f"{'transfers of':<{wf}}" + head[14:]
         out = ["", head, "-" * len(head)]
         for by in (("flow",), ("flow", "size_bin")):
             for _, g in self.fct_summary(by).iterrows():
                 out.append(
-                    f"{g['flow']:<14} {str(g.get('size_bin', 'all')):<12} {int(g['count']):>7d} "
+                    f"{g['flow']:<{wf}} {str(g.get('size_bin', 'all')):<12} {int(g['count']):>7d} "
                     f"{g['fct_p50_ms']:>11.1f} {g['fct_p99_ms']:>11.1f} {g['slowdown_p50']:>13.2f} "
                     f"{g['slowdown_p99']:>7.2f}"
                 )

@@ -18,6 +18,8 @@ from l4sim.sweep.designs import DesignError
 
 ANRW24_DEFAULT_TRIALS = 10
 ANRW24_DEFAULT_DURATION = 60.0
+#: Seconds to wait for the --dask scheduler to answer (distributed's own default).
+DASK_CONNECT_TIMEOUT_S = 30
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -169,6 +171,23 @@ def _design_problem(store: str | Path, design: str | None) -> str | None:
     return f"--design: no design {design!r} in {store}; it holds {', '.join(map(repr, names)) or 'none'}"
 
 
+def _connect_dask(args) -> str | None:
+    """Connect to the --dask scheduler before a store or output directory is made: one line if
+    it cannot be reached (it was distributed's traceback, the design already in the store).
+    ``args.dask`` becomes the client, which ``_run_and_report`` closes."""
+    if args.dask is None:
+        return None
+    try:
+        from distributed import Client
+    except ImportError:
+        return "--dask: needs dask's distributed package (pip install 'dask[distributed]')"
+    try:
+        args.dask = Client(args.dask, timeout=DASK_CONNECT_TIMEOUT_S)
+    except (OSError, ValueError, TypeError) as e:  # unreachable, timed out, unknown scheme
+        return f"--dask: cannot connect to a scheduler at {args.dask!r}: {e}"
+    return None
+
+
 def _load(spec: str):
     from l4sim.studies.presets import load
 
@@ -185,6 +204,9 @@ def _run_and_report(study, store: Path, args, outcome: list | None = None) -> in
         )
     except (StoreLockedError, DesignError) as e:
         return _err(str(e))
+    finally:
+        if args.dask is not None and not isinstance(args.dask, str):
+            args.dask.close()  # the client _connect_dask made
     if outcome is not None:
         outcome.append(out)
     print(
@@ -211,7 +233,7 @@ def cmd_run(args) -> int:
             study = study.with_overrides(**ov)
     except StudyError as e:
         return _err(str(e))
-    problem = _output_problem("--store", args.store)
+    problem = _output_problem("--store", args.store) or _connect_dask(args)
     if problem:
         return _err(problem)
     return _run_and_report(study, Path(args.store), args)
@@ -426,7 +448,7 @@ def cmd_reproduce_anrw24(args) -> int:
         study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
     except StudyError as e:
         return _err(str(e))
-    clash = _output_problem("--out", out) or _design_clash(out / "store", study)
+    clash = _output_problem("--out", out) or _design_clash(out / "store", study) or _connect_dask(args)
     if clash:
         return _err(clash)
     out.mkdir(parents=True, exist_ok=True)

@@ -55,22 +55,27 @@ def _err(msg: str) -> int:
 def cmd_reproduce_icnp26(args: Any) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
+    from l4sim.sweep.runner import _ignore_sigint
+
     base = QUICK if args.quick else FULL
     trials = args.trials if args.trials is not None else base["trials"]
     duration = args.duration if args.duration is not None else base["duration"]
     scale = args.scale if args.scale is not None else base["scale"]
     names = icnp26.scenario_names()
-    if args.scenarios:
-        names = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-        bad = [s for s in names if s not in icnp26.SCENARIOS]
-        if bad or not names:
-            return _err(f"unknown scenario {', '.join(bad) or '(none)'}; one of {', '.join(icnp26.SCENARIOS)}")
+    if args.scenarios is not None:
+        known = {n.lower(): n for n in icnp26.SCENARIOS}  # names are case-insensitive (README)
+        given = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+        bad = [s for s in given if s.lower() not in known]
+        if bad or not given:
+            return _err(f"--scenarios: unknown scenario {', '.join(bad) or '(none given)'}; "
+                        f"one of {', '.join(icnp26.SCENARIOS)}")
+        names = list(dict.fromkeys(known[s.lower()] for s in given))  # S1,s1: S1 once
     if len(names) * trials > MAX_RUNS:
-        return _err(f"--trials {trials} x {len(names)} scenarios is more than the {MAX_RUNS:,} runs one study holds")
+        return _err(f"--trials: {trials} x {len(names)} scenarios is more than the {MAX_RUNS:,} runs one study holds")
     if not 0 < scale <= 1:
-        return _err(f"--scale must be in (0, 1], got {scale:g}")
+        return _err(f"--scale: must be in (0, 1], got {scale:g}")
     if not 0 <= args.heavy_load <= 2:
-        return _err(f"--heavy-load must be in [0, 2], got {args.heavy_load:g}")
+        return _err(f"--heavy-load: must be in [0, 2], got {args.heavy_load:g}")
     problem = _check_scenarios(names, trials, duration, scale, args.heavy_load)
     if problem:
         return _err(problem)
@@ -83,10 +88,15 @@ def cmd_reproduce_icnp26(args: Any) -> int:
     print(f"ICNP'26: {len(names)} scenarios x {trials} trials x {duration:g} s at scale {scale:g} -> {out}")
     t0 = time.time()
     results: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as ex:
-        for res in ex.map(run_one, jobs):
-            results.append(res)
-            print(f"  {res['scenario']} trial {res['trial']}: {res['wall_s']:.1f} s wall")
+    try:
+        with ProcessPoolExecutor(max_workers=args.jobs, initializer=_ignore_sigint) as ex:
+            for res in ex.map(run_one, jobs):
+                results.append(res)
+                print(f"  {res['scenario']} trial {res['trial']}: {res['wall_s']:.1f} s wall")
+    except KeyboardInterrupt:  # Ctrl-C: the workers ignore it, the pending runs are cancelled
+        print(f"interrupted: {len(results)} of {len(jobs)} runs done; no report from a part of the runs "
+              "(they are not kept: run the command again)", file=sys.stderr)
+        return 130
     rep = write_report(results, out, duration=duration, scale=scale, heavy_load=args.heavy_load,
                        wall_s=time.time() - t0)
     print(f"wrote {rep}")

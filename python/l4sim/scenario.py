@@ -428,7 +428,11 @@ def register_document_form(key: str, to_scenario: Callable[[dict[str, Any]], dic
 # serde's words for types, in the user's vocabulary (no "expected f64" in a message).
 _PLAIN_WORDS = (
     (re.compile(r"\bexpected (?:f32|f64)\b"), "expected a number"),
-    (re.compile(r"\bexpected (?:u8|u16|u32|u64|usize)\b"), "expected a whole number (0 or more)"),
+    # the narrow ones with their range: "got 300, expected a whole number (0 or more)" read oddly
+    (re.compile(r"\bexpected u8\b"), "expected a whole number from 0 to 255"),
+    (re.compile(r"\bexpected u16\b"), "expected a whole number from 0 to 65535"),
+    (re.compile(r"\bexpected u32\b"), "expected a whole number from 0 to 4294967295"),
+    (re.compile(r"\bexpected (?:u64|usize)\b"), "expected a whole number (0 or more)"),
     (re.compile(r"\bexpected (?:i8|i16|i32|i64|isize)\b"), "expected a whole number"),
     (re.compile(r"\bexpected a borrowed string\b"), "expected a string"),
     (re.compile(r"\bexpected internally tagged enum CcSpec\b"), 'expected a table with a "name"'),

@@ -168,7 +168,11 @@ def check(key: str, value: Any) -> Any:
             raise DemoError(f"{key}: unknown choice {value!r} (one of {', '.join(choices)})")
         return value
     try:
+        if isinstance(value, bool):  # JSON true/false: float() would make them 1/0
+            raise TypeError
         x = float(value)
+    except OverflowError:  # a JSON integer of hundreds of digits
+        x = math.inf
     except (TypeError, ValueError):
         raise DemoError(f"{key}: {value!r} is not a number") from None
     if not math.isfinite(x):

@@ -182,7 +182,13 @@ def cc_spec(name: str) -> dict[str, Any]:
 
 def buffer_bytes(n_bdp: float, btl_capacity: float, base_rtt: float) -> int:
     """n x BDP in bytes: ``n_bdp * capacity (Mbit/s) * base RTT (ms) / 8``."""
-    return int(round(n_bdp * btl_capacity * 1e6 * base_rtt * 1e-3 / 8))
+    b = n_bdp * btl_capacity * 1e6 * base_rtt * 1e-3 / 8
+    if not math.isfinite(b):  # int(round(inf)) was an OverflowError
+        raise scenario_error(
+            "n_bdp", f"n_bdp x btl_capacity x base_rtt ({n_bdp:g} x {btl_capacity:g} Mbit/s x {base_rtt:g} ms) "
+            "is a buffer too large for a number"
+        )
+    return int(round(b))
 
 
 def buffer_packets(nbytes: int) -> int:

@@ -114,6 +114,15 @@ _METRICS = (
 )
 
 
+#: The reference CSV's columns ``load_reference`` reads.
+_REFERENCE_COLUMNS = ("case", "aqm", "n_bdp", "btl_mbps", "base_rtt_ms", "ecn_thr_ms", "prague_fallback",
+                      "rx_l4s_ecn", "rx_legacy_ecn", "l4s_cc", "legacy_cc")
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped the runs: no comparison is written from a partial grid."""
+
+
 def load_reference(path: str | Path | Sequence[str | Path] = REFERENCES) -> pd.DataFrame:
     """The reference CSV(s) with the study's factor names added (one row per configuration).
 
@@ -125,7 +134,16 @@ def load_reference(path: str | Path | Sequence[str | Path] = REFERENCES) -> pd.D
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
         raise ValueError("no reference file given")
-    ref = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    frames = []
+    for p in paths:
+        try:
+            frames.append(pd.read_csv(p))
+        except (OSError, ValueError) as e:  # missing, unreadable, not a CSV (pandas' errors)
+            raise ValueError(f"{str(p)!r}: cannot read it as a CSV: {e}") from None
+        lack = [c for c in _REFERENCE_COLUMNS if c not in frames[-1].columns]
+        if lack:
+            raise ValueError(f"{str(p)!r} is not a testbed reference: no column {', '.join(lack)}")
+    ref = pd.concat(frames, ignore_index=True)
     dup = ref.duplicated(subset=["case", "aqm", "n_bdp"])
     if dup.any():
         r = ref[dup].iloc[0]
@@ -601,10 +619,10 @@ def validate(
     from l4sim.sweep.store import Store
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     trials = trials or (QUICK_TRIALS if quick else FULL_TRIALS)
     duration = duration or (QUICK_DURATION if quick else FULL_DURATION)
-    ref = load_reference(reference)
+    ref = load_reference(reference)  # a bad reference: before --out is made
+    out.mkdir(parents=True, exist_ok=True)
     if cells_filter is not None:
         want = {(c[0], float(c[1]), c[2], c[3] if len(c) > 3 else None) for c in cells_filter}
         keep = [
@@ -615,7 +633,12 @@ def validate(
     name = f"validate-{trials}x{duration:g}s" + ("" if cells_filter is None else f"-{len(ref)}cells")
     study = reference_study(ref, trials=trials, duration=duration, name=name)
     store_dir = Path(store) if store is not None else out / "store"
-    run_study(study, store_dir, jobs=jobs, progress=progress)
+    outcome = run_study(study, store_dir, jobs=jobs, progress=progress)
+    if outcome.interrupted:  # the missing cells would count as off
+        raise Interrupted(
+            f"interrupted: {outcome.already_done + outcome.done} of {outcome.planned} runs are in {store_dir}; "
+            "no comparison from a partial grid (run the same command again to complete it)"
+        )
     with Store(store_dir) as st:
         runs = st.runs(design=study.name)
     runs = runs[runs["status"] == "done"] if "status" in runs.columns else runs
@@ -664,9 +687,21 @@ def register(subparsers: Any) -> None:
 def cmd_validate(args: Any) -> int:
     import sys
 
+    from l4sim.argtypes import directory_problem
+    from l4sim.scenario import one_line
     from l4sim.studies.study import StudyError
     from l4sim.sweep.store import StoreLockedError
 
+    problem = next((f"{o}: {p}" for o, d in (("--out", args.out), ("--store", args.store))
+                    if d and (p := directory_problem(d))), None)
+    if problem is None:
+        try:
+            load_reference(args.reference or REFERENCES)
+        except ValueError as e:
+            problem = f"--reference: {e}"
+    if problem:
+        print(f"error: {one_line(problem)}", file=sys.stderr)
+        return 2
     try:
         v = validate(
             args.out,
@@ -681,6 +716,9 @@ def cmd_validate(args: Any) -> int:
     except (StoreLockedError, StudyError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        print(e, file=sys.stderr)
+        return 130
     print("\n".join(v.summary.lines()))
     print(f"wrote {v.files['html']}, {v.files['csv']}, {v.files['summary']}")
     return 0

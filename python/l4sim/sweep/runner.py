@@ -114,11 +114,12 @@ def run_study(
     builder = builder or study.build
     if model_version is None:
         model_version = engine_model_version()
+    # every point built before the store is opened: one that cannot be leaves no store behind
+    planned = plan(study, builder=builder, model_version=model_version)
     own_store = not isinstance(store, Store)
     st: Store = store if isinstance(store, Store) else Store(store, write=True)
     out = Outcome()
     try:
-        planned = plan(study, builder=builder, model_version=model_version)
         st.add_design(study.name, study.to_toml(), [(p.key, p.spec.point, p.spec.seed) for p in planned])
         done = st.done_keys()
         seen: set[str] = set()
