@@ -10,7 +10,7 @@ import pytest
 
 import l4sim
 from l4sim.api import RunResult, _flatten_qdisc
-from l4sim_testdata import SHORT_TWO_FLOWS, fake_engine, minimal  # noqa: F401 (fixtures)
+from l4sim_testdata import EXAMPLES, SHORT_TWO_FLOWS, fake_engine, minimal  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +115,16 @@ def test_raw_summary_and_json(result):
     assert json.loads(result.to_json()) == result.raw
     text = result.summary()
     assert "a" in text and "Jain" in text and "Mbit/s" in text
+
+
+def test_the_summary_gives_jain_over_the_bulk_flows_beside_other_sources():
+    # Two equal bulk flows and light web traffic: over every flow the index reads 0.5.
+    r = l4sim.run(EXAMPLES / "demo_dualpi2.toml", duration=3)
+    line = next(x for x in r.summary().splitlines() if x.startswith("Jain index"))
+    bulk = r.flows[r.flows["source"] == "bulk"]["goodput_mbps"]
+    jain = bulk.sum() ** 2 / (len(bulk) * (bulk**2).sum())
+    assert line == f"Jain index {r.jain_index:.3f} over every flow, {jain:.3f} over the 2 bulk flows"
+    assert jain > 0.9 > r.jain_index
 
 
 def test_overrides_apply_to_the_run(minimal):

@@ -178,7 +178,8 @@ def test_ctrl_c_is_one_line_and_no_report(tmp_path: Path, capsys, monkeypatch):
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Interrupted)
     out = tmp_path / "o"
-    assert main(["reproduce", "icnp26", "--out", str(out), "--scenarios", "S1", "--trials", "2", "--duration", "3"]) == 130
+    argv = ["reproduce", "icnp26", "--out", str(out), "--scenarios", "S1", "--trials", "2", "--duration", "3"]
+    assert main(argv) == 130
     err = capsys.readouterr().err
     assert err.startswith("interrupted: 0 of 2 runs") and err.count("\n") == 1, err
     assert not (out / "report.md").exists()

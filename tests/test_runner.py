@@ -535,7 +535,12 @@ def test_cli_an_output_that_cannot_be_written_is_one_line_before_anything_runs(
     assert main(["study", "run", str(f), "--store", str(tmp_path / "store"), "-j", "1", "--limit", "2", "--quiet"]) == 0
     (tmp_path / "taken").write_text("not a directory")
     capsys.readouterr()
-    sub = {"{study}": str(f), "{store}": str(tmp_path / "store"), "{file}": str(tmp_path / "taken"), "{tmp}": str(tmp_path)}
+    sub = {
+        "{study}": str(f),
+        "{store}": str(tmp_path / "store"),
+        "{file}": str(tmp_path / "taken"),
+        "{tmp}": str(tmp_path),
+    }
     for k, v in sub.items():
         argv = [a.replace(k, v) for a in argv]
     before = sorted(p.name for p in tmp_path.iterdir())
