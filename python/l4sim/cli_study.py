@@ -452,7 +452,8 @@ def cmd_reproduce_anrw24(args) -> int:
     if clash:
         return _err(clash)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"ANRW'24 grid: {len(study)} runs ({args.trials} trials x {args.duration:g} s) into {out / 'store'}")
+    trials = f"{args.trials} trial{'s' * (args.trials != 1)}"
+    print(f"ANRW'24 grid: {len(study)} runs ({trials} x {args.duration:g} s) into {out / 'store'}")
     outcome: list = []
     rc = _run_and_report(study, out / "store", args, outcome)
     if rc in (2, 130):
@@ -481,7 +482,7 @@ def cmd_reproduce_anrw24(args) -> int:
         design=study.name,
         title="l4sim: ANRW'24 reproduction (Prague vs CUBIC)",
         figures=figs,
-        notes=f"{args.trials} trials x {args.duration:g} s per cell (the paper: 10 x 60 s).",
+        notes=f"{trials} x {args.duration:g} s per cell (the paper: 10 x 60 s).",
     )
     print(vt.to_string())
     print(f"wrote {out / 'results.csv'} ({n} runs), {len(figs)} figures in {out / 'figures'}, {rep}")
@@ -512,7 +513,8 @@ def _design_clash(store: Path, study) -> str | None:
             return "another definition"
         trials = d.get("trials") or len(d.get("factors", {}).get("trial", [])) or 1
         dur = d.get("fixed", {}).get("duration", "?")
-        return f"{trials} trials x {dur:g} s" if isinstance(dur, (int, float)) else f"{trials} trials"
+        n = f"{trials} trial{'s' * (trials != 1)}"
+        return f"{n} x {dur:g} s" if isinstance(dur, (int, float)) else n
 
     return (
         f"{store} holds the {study.name} design with {shape(old)}, not {shape(study.to_toml())}: "

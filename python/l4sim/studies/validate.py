@@ -502,7 +502,8 @@ def markdown(cmp: pd.DataFrame, s: Summary, *, trials: int, duration: float, mod
     lines = [
         "# l4sim validation against the testbed",
         "",
-        f"{trials} trials x {duration:g} s per cell (testbed: 10 x 60 s); model version {model_version}.",
+        f"{trials} trial{'s' * (trials != 1)} x {duration:g} s per cell (testbed: 10 x 60 s); "
+        f"model version {model_version}.",
         "",
         *(f"- {x}" for x in s.lines()),
         "",

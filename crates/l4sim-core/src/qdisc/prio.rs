@@ -66,7 +66,10 @@ impl PrioParams {
         if self.priomap.len() != 16 {
             return Err((
                 "priomap".into(),
-                format!("priomap needs 16 bands, got {}", self.priomap.len()),
+                format!(
+                    "priomap needs 16 entries (a band per TC_PRIO_* value), got {}",
+                    self.priomap.len()
+                ),
             ));
         }
         let bad_band = |b: u8| b >= self.bands;
