@@ -417,7 +417,7 @@ def test_reproduce_into_an_out_with_another_design_refuses_in_one_line(tmp_path,
     assert main([*args, "--trials", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "1 trials x 2 s" in err and "2 trials x 2 s" in err and "--out" in err
+    assert "1 trial x 2 s" in err and "2 trials x 2 s" in err and "--out" in err
     assert (out / "store" / "index.sqlite").read_bytes() == before  # nothing touched
     assert main([*args, "--trials", "1"]) == 0  # the same design resumes
 
