@@ -346,7 +346,8 @@ duration = 2
 @pytest.mark.parametrize(
     "replace,words",
     [(("n_l4s = 1", "n_l4s = 0"), "n_classic are both 0"),  # n_classic = 0 too
-     (("base_rtt = 10", "base_rtt = 1e308"), "n_bdp: ")],
+     (("base_rtt = 10", "base_rtt = 1e308"), "base_rtt: 1e+308 ms is a base RTT of more than a minute"),
+     (("n_bdp = 2", "n_bdp = 1e308"), "n_bdp: ")],
 )
 def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: Path, capsys, replace, words):
     """The store was made before the design's points were built (an empty store left behind),

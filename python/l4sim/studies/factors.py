@@ -41,7 +41,16 @@ from typing import Any
 
 from l4sim import _core
 from l4sim._core import ScenarioError
-from l4sim.scenario import CC_NAMES, canonical_name, cc_name, check_scale, plain_words, scenario_error
+from l4sim.scenario import (
+    CC_NAMES,
+    MAX_RATE_MBPS,
+    MAX_RTT_MS,
+    canonical_name,
+    cc_name,
+    check_scale,
+    plain_words,
+    scenario_error,
+)
 
 __all__ = [
     "AQMS",
@@ -296,6 +305,13 @@ def scenario_from_factors(
     n_bdp = _positive("n_bdp", n_bdp)
     btl_capacity = _positive("btl_capacity", btl_capacity)
     base_rtt = _positive("base_rtt", base_rtt)
+    # before the buffer is worked out from them (a 1e30 ms RTT is a buffer no number holds)
+    if base_rtt > MAX_RTT_MS:
+        msg = f"{base_rtt:g} ms is a base RTT of more than a minute (at most {MAX_RTT_MS:g} ms)"
+        raise scenario_error("base_rtt", msg)
+    if btl_capacity > MAX_RATE_MBPS:
+        msg = f"{btl_capacity:g} Mbit/s is beyond what the simulator models (at most {MAX_RATE_MBPS:g} Mbit/s)"
+        raise scenario_error("btl_capacity", msg)
     ecn_threshold = _positive("ecn_threshold", ecn_threshold)
     duration = _positive("duration", duration)
     sample_interval = _positive("sample_interval", sample_interval)
@@ -447,8 +463,10 @@ def scenario_from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
             args[k] = top[k]
     try:
         out = scenario_from_factors(**args)
-        _core.validate(json.dumps(out))
+        # the magnitudes first: a base RTT of 1e30 ms made a buffer no whole number holds,
+        # which the core blamed on n_bdp
         check_scale(out, None)
+        _core.validate(json.dumps(out))
     except ScenarioError as e:
         field = getattr(e, "field", "")
         field = field.replace("topology.bottlenecks[0].", "topology.bottleneck.")  # the tree's
