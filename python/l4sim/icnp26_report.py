@@ -5,6 +5,7 @@ and the bottleneck queues' counters, with the scenarios side by side."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -55,7 +56,7 @@ def _err(msg: str) -> int:
 def cmd_reproduce_icnp26(args: Any) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
-    from l4sim.sweep.runner import _ignore_sigint
+    from l4sim.sweep.runner import _init_worker
 
     base = QUICK if args.quick else FULL
     trials = args.trials if args.trials is not None else base["trials"]
@@ -89,7 +90,8 @@ def cmd_reproduce_icnp26(args: Any) -> int:
     t0 = time.time()
     results: list[dict[str, Any]] = []
     try:
-        with ProcessPoolExecutor(max_workers=args.jobs, initializer=_ignore_sigint) as ex:
+        # the workers leave Ctrl-C to this process and end with it (SIGTERM, SIGKILL), as study run's
+        with ProcessPoolExecutor(max_workers=args.jobs, initializer=_init_worker, initargs=(os.getpid(),)) as ex:
             for res in ex.map(run_one, jobs):
                 results.append(res)
                 print(f"  {res['scenario']} trial {res['trial']}: {res['wall_s']:.1f} s wall")
