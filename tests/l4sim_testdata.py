@@ -283,3 +283,37 @@ def headless_chromium(width: int, height: int):
     for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}"):
         opts.add_argument(a)
     return webdriver.Chrome(options=opts, service=Service(driver_path))
+
+
+def busy_children(pid: int, at_least: int, timeout: float = 60) -> list:
+    """The child processes (psutil) of process ``pid`` once it has ``at_least`` of them and
+    one is busy (a worker in a run), or whatever it has after ``timeout`` seconds."""
+    import time
+
+    import psutil
+
+    kids: list = []
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        kids = psutil.Process(pid).children(recursive=True)
+        if len(kids) >= at_least and any(k.cpu_percent(interval=0.2) > 10 for k in kids):
+            break
+    return kids
+
+
+def assert_all_end(procs: list, timeout: float = 20) -> None:
+    """Every process of ``procs`` (psutil) ends within ``timeout`` seconds (generous: the
+    machine is shared; normally about 1 s); those that do not are killed before failing, so a
+    failure leaves nothing running."""
+    import time
+
+    import psutil
+
+    deadline = time.time() + timeout
+    alive = procs
+    while alive and time.time() < deadline:
+        alive = [k for k in alive if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.2)
+    for k in alive:
+        k.kill()
+    assert not alive, [(k.pid, k.cmdline()) for k in alive]

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,9 @@ def test_a_session_forgets_what_it_has_shown_so_memory_stays_flat():
 # --- the server, without a browser ---
 
 
-def test_websocket_protocol_hello_frames_and_one_line_notices():
+def _over_the_socket(body: Callable[[Any, Callable[[str], Awaitable[dict[str, Any]]]], Awaitable[None]]) -> None:
+    """Run ``body(ws, until)`` against a demo server's WebSocket; ``until(kind)`` reads
+    messages until one of type ``kind`` and returns it."""
     from aiohttp.test_utils import TestClient, TestServer
 
     from l4sim.demo.server import make_app
@@ -171,54 +174,48 @@ def test_websocket_protocol_hello_frames_and_one_line_notices():
                     if msg["type"] == kind:
                         return msg
 
-            hello = await until("hello")
-            assert hello["settings"] == DEFAULT and "dualpi2" in hello["aqms"] and "prague" in hello["ccs"]
-            await ws.send_json({"type": "set", "key": "link.aqm", "value": "wred"})
-            assert (await until("notice"))["text"].startswith("link.aqm: unknown choice 'wred'")
-            await ws.send_json({"type": "set", "key": "B.long", "value": 12})
-            n = await until("notice")
-            assert n["level"] == "warning" and "using 10" in n["text"]
-            assert (await until("settings"))["settings"]["B"]["long"] == 10
-            await ws.send_str("{")
-            assert (await until("notice"))["text"] == "message: not JSON"
-            await ws.send_json({"type": "speed", "value": "warp"})
-            assert "speed" in (await until("notice"))["text"]
-            await ws.send_json({"type": "speed", "value": "max"})
-            f = await until("frame")
-            assert f["settings"]["B"]["long"] == 10
-            await ws.send_json({"type": "ack"})
-            assert (await until("frame"))["t"] > f["t"]
+            await body(ws, until)
             await ws.close()
 
     asyncio.run(go())
+
+
+def test_websocket_protocol_hello_frames_and_one_line_notices():
+    async def body(ws, until) -> None:
+        hello = await until("hello")
+        assert hello["settings"] == DEFAULT and "dualpi2" in hello["aqms"] and "prague" in hello["ccs"]
+        await ws.send_json({"type": "set", "key": "link.aqm", "value": "wred"})
+        assert (await until("notice"))["text"].startswith("link.aqm: unknown choice 'wred'")
+        await ws.send_json({"type": "set", "key": "B.long", "value": 12})
+        n = await until("notice")
+        assert n["level"] == "warning" and "using 10" in n["text"]
+        assert (await until("settings"))["settings"]["B"]["long"] == 10
+        await ws.send_str("{")
+        assert (await until("notice"))["text"] == "message: not JSON"
+        await ws.send_json({"type": "speed", "value": "warp"})
+        assert "speed" in (await until("notice"))["text"]
+        await ws.send_json({"type": "speed", "value": "max"})
+        f = await until("frame")
+        assert f["settings"]["B"]["long"] == 10
+        await ws.send_json({"type": "ack"})
+        assert (await until("frame"))["t"] > f["t"]
+
+    _over_the_socket(body)
 
 
 def test_a_preset_or_speed_that_is_not_a_name_is_a_notice_not_an_internal_error():
     """{"type": "preset", "name": ["x"]} was looked up in the presets' dict: TypeError
     (unhashable list), shown on the page as an internal error and logged as a traceback."""
-    from aiohttp.test_utils import TestClient, TestServer
 
-    from l4sim.demo.server import make_app
+    async def body(ws, until) -> None:
+        await until("hello")
+        for msg in ({"type": "preset", "name": ["x"]}, {"type": "preset", "name": {"a": 1}},
+                    {"type": "speed", "value": ["x"]}, {"type": ["set"]}):
+            await ws.send_json(msg)
+            text = (await until("notice"))["text"]
+            assert "internal error" not in text and text.startswith(("preset: ", "speed: ", "message: ")), text
 
-    async def go() -> None:
-        async with TestClient(TestServer(make_app())) as client:
-            ws = await client.ws_connect("/ws")
-
-            async def until(kind: str) -> dict[str, Any]:
-                while True:
-                    msg = json.loads((await ws.receive(timeout=10)).data)
-                    if msg["type"] == kind:
-                        return msg
-
-            await until("hello")
-            for msg in ({"type": "preset", "name": ["x"]}, {"type": "preset", "name": {"a": 1}},
-                        {"type": "speed", "value": ["x"]}, {"type": ["set"]}):
-                await ws.send_json(msg)
-                text = (await until("notice"))["text"]
-                assert "internal error" not in text and text.startswith(("preset: ", "speed: ", "message: ")), text
-            await ws.close()
-
-    asyncio.run(go())
+    _over_the_socket(body)
 
 
 def test_demo_is_a_subcommand_and_bad_ports_are_one_line_errors():

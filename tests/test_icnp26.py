@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import l4sim
 from l4sim import icnp26
 from l4sim.cli import main
 from l4sim.scenario import load
+from l4sim_testdata import assert_all_end, busy_children
 
 
 @pytest.mark.parametrize("name", icnp26.scenario_names())
@@ -191,28 +191,13 @@ def test_ctrl_c_is_one_line_and_no_report(tmp_path: Path, capsys, monkeypatch):
 def test_sigterm_of_reproduce_icnp26_leaves_no_worker_behind(tmp_path):
     """The workers carried on with their runs after the parent was gone (SIGTERM, or a kill
     -9); they end with it, as study run's do."""
-    import psutil
-
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(icnp26.__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, "-m", "l4sim", "reproduce", "icnp26", "--out", str(tmp_path / "o"),
            "--scenarios", "S3a", "--trials", "2", "--duration", "60", "-j", "2"]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL)
-    parent = psutil.Process(proc.pid)
-    kids: list = []
-    deadline = time.time() + 60
-    while time.time() < deadline:  # wait until the two workers are busy
-        kids = parent.children(recursive=True)
-        if len(kids) >= 2 and any(k.cpu_percent(interval=0.2) > 10 for k in kids):
-            break
+    kids = busy_children(proc.pid, 2)
     assert len(kids) >= 2, kids
     os.kill(proc.pid, signal.SIGTERM)  # the parent alone
     proc.wait()
-    deadline = time.time() + 20  # generous: the machine is shared; normally ~1 s
-    alive = kids
-    while alive and time.time() < deadline:
-        alive = [k for k in alive if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
-        time.sleep(0.2)
-    for k in alive:  # clean up before failing, so a failure leaves nothing running
-        k.kill()
-    assert not alive, [(k.pid, k.cmdline()) for k in alive]
+    assert_all_end(kids)

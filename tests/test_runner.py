@@ -15,6 +15,7 @@ from l4sim.studies import presets
 from l4sim.studies.study import Study
 from l4sim.sweep.runner import run_study
 from l4sim.sweep.store import Store
+from l4sim_testdata import assert_all_end, busy_children
 
 STUDY = """
 name = "t"
@@ -221,8 +222,6 @@ duration = 600
 def test_sigkill_of_study_run_leaves_no_process_behind(tmp_path):
     """SIGKILL of `l4sim study run` (the parent only, as the OOM killer or `kill -9` would):
     its fork server, resource tracker and workers (busy in long runs) must all exit."""
-    import psutil
-
     import l4sim.studies.study
 
     f = tmp_path / "long.toml"
@@ -233,25 +232,11 @@ def test_sigkill_of_study_run_leaves_no_process_behind(tmp_path):
     )
     cmd = [sys.executable, "-m", "l4sim", "study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "2", "--quiet"]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
-    parent = psutil.Process(proc.pid)
-    kids: list = []
-    deadline = time.time() + 60
-    while time.time() < deadline:  # wait until the two workers are busy
-        kids = parent.children(recursive=True)
-        busy = [k for k in kids if k.cpu_percent(interval=0.2) > 10]
-        if len(kids) >= 4 and busy:
-            break
-    assert len(kids) >= 3, kids  # fork server, resource tracker, workers
+    kids = busy_children(proc.pid, 4)  # fork server, resource tracker, two busy workers
+    assert len(kids) >= 3, kids
     os.kill(proc.pid, signal.SIGKILL)  # the parent alone: no cleanup, no signal to the group
     proc.wait()
-    deadline = time.time() + 20  # generous: the machine is shared; normally ~1 s
-    alive = kids
-    while alive and time.time() < deadline:
-        alive = [k for k in alive if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
-        time.sleep(0.2)
-    for k in alive:  # clean up before failing, so a failure leaves nothing running
-        k.kill()
-    assert not alive, [(k.pid, k.cmdline()) for k in alive]
+    assert_all_end(kids)
 
 
 SIGINT_SCRIPT = (

@@ -251,101 +251,85 @@ mod tests {
         }
     }
 
-    fn count_until(spec: &UdpSpec, end: SimTime) -> u64 {
-        let mut s = UdpSender::new(&params(), spec);
-        let mut out = Vec::new();
-        s.start(0, &mut out);
-        while s.next_timer() < end {
-            let t = s.next_timer();
-            s.on_timer(t, &mut out);
+    /// 1200-byte payloads at `rate_mbps`, always on, Not-ECT.
+    fn cbr(rate_mbps: f64) -> UdpSpec {
+        UdpSpec {
+            rate_mbps,
+            packet_size: 1200,
+            ecn: Codepoint::NotEct,
+            on: None,
+            off: None,
+            stop: None,
         }
+    }
+
+    /// Run the sender's timers while they fall before `end`.
+    fn send_until(s: &mut UdpSender, end: SimTime, out: &mut Vec<Packet>) {
+        while s.next_timer() < end {
+            s.on_timer(s.next_timer(), out);
+        }
+    }
+
+    fn count_until(spec: &UdpSpec, end: SimTime) -> u64 {
+        let (mut s, mut out) = (UdpSender::new(&params(), spec), Vec::new());
+        s.start(0, &mut out);
+        send_until(&mut s, end, &mut out);
         out.len() as u64
     }
 
     #[test]
     fn cbr_sends_exactly_its_rate() {
         // 5 Mbit/s of 1200-byte payloads: 520.83 packets per second.
-        let spec = UdpSpec {
-            rate_mbps: 5.0,
-            packet_size: 1200,
-            ecn: Codepoint::NotEct,
-            on: None,
-            off: None,
-            stop: None,
-        };
-        let n = count_until(&spec, 10 * SEC);
+        let n = count_until(&cbr(5.0), 10 * SEC);
         assert_eq!(n, 5209, "{n}");
     }
 
     #[test]
     fn a_new_rate_spaces_the_packets_from_the_last_one_sent() {
-        let spec = UdpSpec {
-            rate_mbps: 5.0,
-            packet_size: 1200,
-            ecn: Codepoint::NotEct,
-            on: None,
-            off: None,
-            stop: None,
-        };
-        let (mut s, mut out) = (UdpSender::new(&params(), &spec), Vec::new());
+        let (mut s, mut out) = (UdpSender::new(&params(), &cbr(5.0)), Vec::new());
         s.start(0, &mut out);
-        while s.next_timer() < 5 * SEC {
-            s.on_timer(s.next_timer(), &mut out);
-        }
+        send_until(&mut s, 5 * SEC, &mut out);
         let last = out.last().unwrap().ts_val;
         s.set_rate(10.0, 5 * SEC);
         // 1200 bytes at 10 Mbit/s: 960 us after the last packet, not the old 1920 us.
         assert_eq!(s.next_timer(), last + 960_000);
-        while s.next_timer() < 10 * SEC {
-            s.on_timer(s.next_timer(), &mut out);
-        }
+        send_until(&mut s, 10 * SEC, &mut out);
         // 5 s at 520.83 packets/s, then 5 s at 1041.67.
         assert!((7810..=7814).contains(&out.len()), "{}", out.len());
     }
 
-    #[test]
-    fn a_new_rate_in_an_off_period_waits_for_the_next_on_period() {
-        let spec = UdpSpec {
-            rate_mbps: 1.2,
-            packet_size: 1200,
+    fn one_second_on_one_off() -> UdpSpec {
+        UdpSpec {
             ecn: Codepoint::Ect1,
             on: Some(1.0),
             off: Some(1.0),
-            stop: None,
-        };
+            ..cbr(1.2)
+        }
+    }
+
+    #[test]
+    fn a_new_rate_in_an_off_period_waits_for_the_next_on_period() {
+        let spec = one_second_on_one_off();
         let (mut s, mut out) = (UdpSender::new(&params(), &spec), Vec::new());
         s.start(0, &mut out);
-        while s.next_timer() < SEC + SEC / 2 {
-            s.on_timer(s.next_timer(), &mut out);
-        }
+        send_until(&mut s, SEC + SEC / 2, &mut out);
         s.set_rate(2.4, SEC + SEC / 2);
         assert_eq!(s.next_timer(), 2 * SEC);
     }
 
     #[test]
     fn on_off_sends_only_while_on() {
-        let spec = UdpSpec {
-            rate_mbps: 1.2,
-            packet_size: 1200,
-            ecn: Codepoint::Ect1,
-            on: Some(1.0),
-            off: Some(1.0),
-            stop: None,
-        };
         // 125 packets per on-second, five on-seconds in 10 s.
-        let n = count_until(&spec, 10 * SEC);
+        let n = count_until(&one_second_on_one_off(), 10 * SEC);
         assert!((620..=630).contains(&n), "{n}");
     }
 
     #[test]
     fn stop_ends_sending() {
         let spec = UdpSpec {
-            rate_mbps: 1.2,
-            packet_size: 1200,
             ecn: Codepoint::Ect0,
-            on: None,
-            off: None,
             stop: Some(2.0),
+            ..cbr(1.2)
         };
         assert_eq!(count_until(&spec, 10 * SEC), 250);
     }
