@@ -41,6 +41,16 @@ def test_bad_scenario_raises_before_running(minimal):
     assert ei.value.field == "topology.bottleneck.rate"
 
 
+@pytest.mark.parametrize("start", [l4sim.run, l4sim.Simulation])
+def test_an_absurd_magnitude_the_core_accepts_is_rejected_by_run_and_simulation_too(minimal, start):
+    """validate() and the CLI reject a 0.5 kbit/s bottleneck (check_scale); l4sim.run and
+    l4sim.Simulation only asked the core, which accepts it, and ran it."""
+    minimal["topology"]["bottleneck"]["rate"] = 0.0005
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        start(minimal)
+    assert ei.value.field == "topology.bottleneck.rate"
+
+
 def test_qdisc_dicts_flatten_into_prefixed_columns():
     row = _flatten_qdisc(
         {

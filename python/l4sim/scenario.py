@@ -620,9 +620,15 @@ class Scenario:
 
     # operations
 
+    def precheck(self) -> Scenario:
+        """The checks Python makes that the core does not (run before the core sees the
+        scenario, also by ``l4sim.run`` and ``l4sim.Simulation``); returns ``self``."""
+        check_scale(self.data, self.source)
+        return self
+
     def validate(self) -> Scenario:
         """Check the whole scenario with the core's validator; returns ``self``."""
-        check_scale(self.data, self.source)
+        self.precheck()
         try:
             _core.validate(self.to_json())
         except ScenarioError as e:
