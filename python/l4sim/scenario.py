@@ -522,6 +522,38 @@ def check_scale(d: Mapping[str, Any], source: str | None) -> None:
             raise bad(field, f"{v:g} ms is a base RTT of more than a minute (at most {MAX_RTT_MS:g} ms)")
 
 
+def check_routes(d: Mapping[str, Any], source: str | None) -> None:
+    """A graph's policy routes give each router one next hop per DSCP and destination (the
+    core keeps the first it is given): a path through a node twice, or a route that disagrees
+    with an earlier one for the same DSCP and destination, cannot be followed."""
+    topo = d.get("topology") if isinstance(d.get("topology"), dict) else {}
+    routes = topo.get("routes") if topo.get("kind") == "graph" else None
+    hops: dict[tuple[Any, Any, Any], tuple[Any, int]] = {}  # (dscp, dst, node) -> (next, route)
+    for i, r in enumerate(routes if isinstance(routes, list) else []):
+        path = r.get("path") if isinstance(r, dict) else None
+        if not isinstance(path, list) or len(path) < 2 or not all(isinstance(n, str) for n in path):
+            continue  # the core names what is wrong with it
+        field = f"topology.routes[{i}].path"
+        seen = set()
+        for node in path:
+            if node in seen:
+                raise scenario_error(
+                    field, f'the path goes through "{node}" twice (a router has one next hop per DSCP)', source
+                )
+            seen.add(node)
+        for node, nxt in zip(path, path[1:]):
+            key = (r.get("dscp"), path[-1], node)
+            if key in hops and hops[key][0] != nxt:
+                prev, j = hops[key]
+                raise scenario_error(
+                    field,
+                    f'sends DSCP {r.get("dscp")} toward "{path[-1]}" from "{node}" to "{nxt}", but '
+                    f'routes[{j}] sends it to "{prev}" (one next hop per router)',
+                    source,
+                )
+            hops.setdefault(key, (nxt, i))
+
+
 # --- the scenario object ---
 
 
@@ -624,6 +656,7 @@ class Scenario:
         """The checks Python makes that the core does not (run before the core sees the
         scenario, also by ``l4sim.run`` and ``l4sim.Simulation``); returns ``self``."""
         check_scale(self.data, self.source)
+        check_routes(self.data, self.source)
         return self
 
     def validate(self) -> Scenario:
