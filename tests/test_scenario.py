@@ -353,3 +353,23 @@ def test_two_policy_routes_disagreeing_on_a_next_hop_are_rejected():
     g["topology"]["routes"][1] = {"dscp": 10, "path": ["r2", "r1", "r3", "h2"]}  # agrees on r1
     Scenario.from_dict(g).validate()
 
+
+def test_a_dscp_in_two_htb_classes_is_rejected(minimal):
+    """It went to the last class naming it, silently."""
+    q = {"kind": "htb", "classes": [{"name": "a", "rate_mbps": 30, "dscp": [10, 12]},
+                                    {"name": "b", "rate_mbps": 70, "dscp": [12]}]}
+    minimal["topology"]["bottleneck"]["qdisc"] = q
+    e = _error(minimal)
+    assert e.field == "topology.bottleneck.qdisc.classes[1].dscp" and "12" in e.message, e
+
+
+def test_two_htb_classes_of_one_parent_with_one_name_are_rejected(minimal):
+    """Their rows in qdisc_classes had the same path: they could not be told apart."""
+    q = {"kind": "htb", "classes": [{"name": "a", "rate_mbps": 30, "dscp": [10]},
+                                    {"name": "a", "rate_mbps": 70}]}
+    minimal["topology"]["bottleneck"]["qdisc"] = q
+    e = _error(minimal)
+    assert e.field == "topology.bottleneck.qdisc.classes[1].name" and '"a"' in e.message, e
+    q["classes"] = [{"name": "x", "rate_mbps": 50}, {"name": "a", "parent": 0, "rate_mbps": 20},
+                    {"name": "a", "rate_mbps": 50}]  # x/a and a: different paths, fine
+    Scenario.from_dict(minimal).validate()

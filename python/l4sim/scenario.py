@@ -554,6 +554,65 @@ def check_routes(d: Mapping[str, Any], source: str | None) -> None:
             hops.setdefault(key, (nxt, i))
 
 
+def _qdisc_trees(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Every qdisc of the scenario's topology with its field path, children included."""
+    topo = d.get("topology") if isinstance(d.get("topology"), dict) else {}
+    out: list[tuple[str, Any]] = []
+
+    def walk(field: str, q: Any) -> None:
+        if not isinstance(q, dict):
+            return
+        out.append((field, q))
+        walk(f"{field}.child", q.get("child"))
+        for key in ("children", "classes"):
+            items = q.get(key)
+            for i, c in enumerate(items if isinstance(items, list) else []):
+                if key == "children":
+                    walk(f"{field}.children[{i}]", c)
+                elif isinstance(c, dict):
+                    walk(f"{field}.classes[{i}].child", c.get("child"))
+
+    def shaped(field: str, b: Any) -> None:
+        if isinstance(b, dict):
+            walk(f"{field}.qdisc", b.get("qdisc"))
+
+    shaped("topology.bottleneck", topo.get("bottleneck"))
+    for key, sides in (("bottlenecks", ("",)), ("links", (".ab", ".ba"))):
+        items = topo.get(key)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            for side in sides:
+                sub = item.get(side[1:]) if side and isinstance(item, dict) else item
+                shaped(f"topology.{key}[{i}]{side}", sub)
+    return out
+
+
+def check_htb_classes(d: Mapping[str, Any], source: str | None) -> None:
+    """An HTB tree's classes: a DSCP goes to one class (the core silently took the last class
+    naming it), and classes of one parent have distinct names (a class is named by its path)."""
+    for field, q in _qdisc_trees(d):
+        classes = q.get("classes") if q.get("kind") == "htb" else None
+        owner: dict[Any, int] = {}
+        names: dict[tuple[Any, Any], int] = {}
+        for i, c in enumerate(classes if isinstance(classes, list) else []):
+            if not isinstance(c, dict):
+                continue
+            key = (c.get("parent"), c.get("name"))
+            if isinstance(c.get("name"), str) and key in names:
+                raise scenario_error(
+                    f"{field}.classes[{i}].name",
+                    f'class {names[key]} of the same parent is already named "{c["name"]}"',
+                    source,
+                )
+            names.setdefault(key, i)
+            dscps = c.get("dscp")
+            for v in dscps if isinstance(dscps, list) else []:
+                if isinstance(v, int) and v in owner:
+                    raise scenario_error(
+                        f"{field}.classes[{i}].dscp", f"DSCP {v} already goes to class {owner[v]}", source
+                    )
+                owner.setdefault(v, i)
+
+
 # --- the scenario object ---
 
 
@@ -657,6 +716,7 @@ class Scenario:
         scenario, also by ``l4sim.run`` and ``l4sim.Simulation``); returns ``self``."""
         check_scale(self.data, self.source)
         check_routes(self.data, self.source)
+        check_htb_classes(self.data, self.source)
         return self
 
     def validate(self) -> Scenario:
