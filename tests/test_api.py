@@ -41,6 +41,16 @@ def test_bad_scenario_raises_before_running(minimal):
     assert ei.value.field == "topology.bottleneck.rate"
 
 
+@pytest.mark.parametrize("start", [l4sim.run, l4sim.Simulation])
+def test_an_absurd_magnitude_the_core_accepts_is_rejected_by_run_and_simulation_too(minimal, start):
+    """validate() and the CLI reject a 0.5 kbit/s bottleneck (check_scale); l4sim.run and
+    l4sim.Simulation only asked the core, which accepts it, and ran it."""
+    minimal["topology"]["bottleneck"]["rate"] = 0.0005
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        start(minimal)
+    assert ei.value.field == "topology.bottleneck.rate"
+
+
 def test_qdisc_dicts_flatten_into_prefixed_columns():
     row = _flatten_qdisc(
         {
@@ -284,3 +294,29 @@ def test_summary_lines_up_long_names_and_shows_udp_prague_rtt():
     assert 20 < rtt < 40
     fields = rows["call"].split()
     assert fields[4] == f"{rtt:.2f}" and fields[5] == f"{rtt - 20:.2f}"
+
+
+def test_nested_htb_classes_are_modelled_as_docs_topologies_says():
+    """docs/topologies.md described HTB class trees (an inner class's ceiling shared by its
+    leaves) and then listed "HTB hierarchies deeper than one level of leaf classes under the
+    root" as not modelled yet; they are."""
+    from pathlib import Path
+
+    udp = {"kind": "udp", "rate_mbps": 40, "packet_size": 1200}
+    sc = {"duration": 1, "topology": {
+        "kind": "graph",
+        "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"}, {"name": "r"}],
+        "links": [{"a": "h1", "b": "r", "rate": 1000},
+                  {"a": "r", "b": "h2", "rate": 1000, "ab": {"rate": 100, "qdisc": {"kind": "htb", "classes": [
+                      {"name": "x", "rate_mbps": 20, "ceil_mbps": 20},
+                      {"name": "a", "parent": 0, "rate_mbps": 5, "ceil_mbps": 100, "dscp": [10]},
+                      {"name": "b", "parent": 0, "rate_mbps": 5, "ceil_mbps": 100, "dscp": [12]},
+                      {"name": "c", "rate_mbps": 10, "ceil_mbps": 100}]}}}]},
+        "flows": [{"name": n, "from": "h1", "to": "h2", "dscp": d, "source": udp}
+                  for n, d in (("a", 10), ("b", 12), ("c", 0))]}
+    r = l4sim.run(sc)
+    got = dict(zip(r.flows.name, r.flows.goodput_mbps))
+    assert 15 < got["a"] + got["b"] < 20.5 and got["c"] > 35, got  # x's 20 Mbit/s ceiling
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "topologies.md").read_text()
+    not_yet = doc.split("## Not modelled yet", 1)[1]
+    assert "HTB hierarchies" not in not_yet

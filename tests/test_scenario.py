@@ -317,3 +317,59 @@ def test_a_whole_number_too_large_for_its_field_says_the_fields_range(minimal, v
     minimal["topology"]["bottleneck"]["qdisc"] = {"kind": "prio", "bands": value}
     e = _error(minimal)
     assert (e.field, e.message) == ("topology.bottleneck.qdisc.bands", words), e
+
+
+def _graph() -> dict:
+    """h1 - r1 - r2 - h2 and r1 - r3 - h2: two paths from h1 to h2."""
+    return {"duration": 1, "topology": {
+        "kind": "graph",
+        "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"},
+                  {"name": "r1"}, {"name": "r2"}, {"name": "r3"}],
+        "links": [{"a": "h1", "b": "r1", "rate": 1000}, {"a": "r1", "b": "r2", "rate": 1000},
+                  {"a": "r1", "b": "r3", "rate": 1000}, {"a": "r2", "b": "h2", "rate": 1000},
+                  {"a": "r3", "b": "h2", "rate": 1000}],
+        "routes": [{"dscp": 10, "path": ["h1", "r1", "r3", "h2"]}]},
+        "flows": [{"name": "a", "from": "h1", "to": "h2", "dscp": 10}]}
+
+
+def test_a_policy_route_through_a_node_twice_is_rejected():
+    """A router has one next hop per DSCP and destination, so [h1 r1 r2 r1 r3 h2] cannot be
+    followed: it was accepted, and a flow with that DSCP then failed with "no route"."""
+    g = _graph()
+    g["topology"]["routes"] = [{"dscp": 10, "path": ["h1", "r1", "r2", "r1", "r3", "h2"]}]
+    e = _error(g)
+    assert e.field == "topology.routes[0].path" and '"r1"' in e.message, e
+
+
+def test_two_policy_routes_disagreeing_on_a_next_hop_are_rejected():
+    """A second route for the same DSCP and destination that sends r1's packets elsewhere was
+    silently ignored (the first one wins)."""
+    g = _graph()
+    g["topology"]["routes"].append({"dscp": 10, "path": ["h1", "r1", "r2", "h2"]})
+    e = _error(g)
+    assert e.field == "topology.routes[1].path" and '"r1"' in e.message and "routes[0]" in e.message, e
+    g["topology"]["routes"][1]["dscp"] = 12  # another DSCP: fine
+    Scenario.from_dict(g).validate()
+    g["topology"]["routes"][1] = {"dscp": 10, "path": ["r2", "r1", "r3", "h2"]}  # agrees on r1
+    Scenario.from_dict(g).validate()
+
+
+def test_a_dscp_in_two_htb_classes_is_rejected(minimal):
+    """It went to the last class naming it, silently."""
+    q = {"kind": "htb", "classes": [{"name": "a", "rate_mbps": 30, "dscp": [10, 12]},
+                                    {"name": "b", "rate_mbps": 70, "dscp": [12]}]}
+    minimal["topology"]["bottleneck"]["qdisc"] = q
+    e = _error(minimal)
+    assert e.field == "topology.bottleneck.qdisc.classes[1].dscp" and "12" in e.message, e
+
+
+def test_two_htb_classes_of_one_parent_with_one_name_are_rejected(minimal):
+    """Their rows in qdisc_classes had the same path: they could not be told apart."""
+    q = {"kind": "htb", "classes": [{"name": "a", "rate_mbps": 30, "dscp": [10]},
+                                    {"name": "a", "rate_mbps": 70}]}
+    minimal["topology"]["bottleneck"]["qdisc"] = q
+    e = _error(minimal)
+    assert e.field == "topology.bottleneck.qdisc.classes[1].name" and '"a"' in e.message, e
+    q["classes"] = [{"name": "x", "rate_mbps": 50}, {"name": "a", "parent": 0, "rate_mbps": 20},
+                    {"name": "a", "rate_mbps": 50}]  # x/a and a: different paths, fine
+    Scenario.from_dict(minimal).validate()

@@ -464,7 +464,7 @@ def run(scenario: ScenarioLike, /, **overrides: Any) -> RunResult:
     ``__`` as separator (``topology__bottleneck__rate=50``). The GIL is released while the
     simulation runs. Bad input raises :class:`ScenarioError` before anything runs.
     """
-    sc = load(scenario).with_overrides(**overrides)
+    sc = load(scenario).with_overrides(**overrides).precheck()
     try:
         out = _core.run(sc.to_json())
     except ScenarioError:
