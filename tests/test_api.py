@@ -315,7 +315,7 @@ def test_nested_htb_classes_are_modelled_as_docs_topologies_says():
         "flows": [{"name": n, "from": "h1", "to": "h2", "dscp": d, "source": udp}
                   for n, d in (("a", 10), ("b", 12), ("c", 0))]}
     r = l4sim.run(sc)
-    got = dict(zip(r.flows.name, r.flows.goodput_mbps))
+    got = dict(zip(r.flows.name, r.flows.goodput_mbps, strict=True))
     assert 15 < got["a"] + got["b"] < 20.5 and got["c"] > 35, got  # x's 20 Mbit/s ceiling
     doc = (Path(__file__).resolve().parents[1] / "docs" / "topologies.md").read_text()
     not_yet = doc.split("## Not modelled yet", 1)[1]

@@ -522,97 +522,6 @@ def check_scale(d: Mapping[str, Any], source: str | None) -> None:
             raise bad(field, f"{v:g} ms is a base RTT of more than a minute (at most {MAX_RTT_MS:g} ms)")
 
 
-def check_routes(d: Mapping[str, Any], source: str | None) -> None:
-    """A graph's policy routes give each router one next hop per DSCP and destination (the
-    core keeps the first it is given): a path through a node twice, or a route that disagrees
-    with an earlier one for the same DSCP and destination, cannot be followed."""
-    topo = d.get("topology") if isinstance(d.get("topology"), dict) else {}
-    routes = topo.get("routes") if topo.get("kind") == "graph" else None
-    hops: dict[tuple[Any, Any, Any], tuple[Any, int]] = {}  # (dscp, dst, node) -> (next, route)
-    for i, r in enumerate(routes if isinstance(routes, list) else []):
-        path = r.get("path") if isinstance(r, dict) else None
-        if not isinstance(path, list) or len(path) < 2 or not all(isinstance(n, str) for n in path):
-            continue  # the core names what is wrong with it
-        field = f"topology.routes[{i}].path"
-        seen = set()
-        for node in path:
-            if node in seen:
-                raise scenario_error(
-                    field, f'the path goes through "{node}" twice (a router has one next hop per DSCP)', source
-                )
-            seen.add(node)
-        for node, nxt in zip(path, path[1:]):
-            key = (r.get("dscp"), path[-1], node)
-            if key in hops and hops[key][0] != nxt:
-                prev, j = hops[key]
-                raise scenario_error(
-                    field,
-                    f'sends DSCP {r.get("dscp")} toward "{path[-1]}" from "{node}" to "{nxt}", but '
-                    f'routes[{j}] sends it to "{prev}" (one next hop per router)',
-                    source,
-                )
-            hops.setdefault(key, (nxt, i))
-
-
-def _qdisc_trees(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """Every qdisc of the scenario's topology with its field path, children included."""
-    topo = d.get("topology") if isinstance(d.get("topology"), dict) else {}
-    out: list[tuple[str, Any]] = []
-
-    def walk(field: str, q: Any) -> None:
-        if not isinstance(q, dict):
-            return
-        out.append((field, q))
-        walk(f"{field}.child", q.get("child"))
-        for key in ("children", "classes"):
-            items = q.get(key)
-            for i, c in enumerate(items if isinstance(items, list) else []):
-                if key == "children":
-                    walk(f"{field}.children[{i}]", c)
-                elif isinstance(c, dict):
-                    walk(f"{field}.classes[{i}].child", c.get("child"))
-
-    def shaped(field: str, b: Any) -> None:
-        if isinstance(b, dict):
-            walk(f"{field}.qdisc", b.get("qdisc"))
-
-    shaped("topology.bottleneck", topo.get("bottleneck"))
-    for key, sides in (("bottlenecks", ("",)), ("links", (".ab", ".ba"))):
-        items = topo.get(key)
-        for i, item in enumerate(items if isinstance(items, list) else []):
-            for side in sides:
-                sub = item.get(side[1:]) if side and isinstance(item, dict) else item
-                shaped(f"topology.{key}[{i}]{side}", sub)
-    return out
-
-
-def check_htb_classes(d: Mapping[str, Any], source: str | None) -> None:
-    """An HTB tree's classes: a DSCP goes to one class (the core silently took the last class
-    naming it), and classes of one parent have distinct names (a class is named by its path)."""
-    for field, q in _qdisc_trees(d):
-        classes = q.get("classes") if q.get("kind") == "htb" else None
-        owner: dict[Any, int] = {}
-        names: dict[tuple[Any, Any], int] = {}
-        for i, c in enumerate(classes if isinstance(classes, list) else []):
-            if not isinstance(c, dict):
-                continue
-            key = (c.get("parent"), c.get("name"))
-            if isinstance(c.get("name"), str) and key in names:
-                raise scenario_error(
-                    f"{field}.classes[{i}].name",
-                    f'class {names[key]} of the same parent is already named "{c["name"]}"',
-                    source,
-                )
-            names.setdefault(key, i)
-            dscps = c.get("dscp")
-            for v in dscps if isinstance(dscps, list) else []:
-                if isinstance(v, int) and v in owner:
-                    raise scenario_error(
-                        f"{field}.classes[{i}].dscp", f"DSCP {v} already goes to class {owner[v]}", source
-                    )
-                owner.setdefault(v, i)
-
-
 # --- the scenario object ---
 
 
@@ -715,8 +624,6 @@ class Scenario:
         """The checks Python makes that the core does not (run before the core sees the
         scenario, also by ``l4sim.run`` and ``l4sim.Simulation``); returns ``self``."""
         check_scale(self.data, self.source)
-        check_routes(self.data, self.source)
-        check_htb_classes(self.data, self.source)
         return self
 
     def validate(self) -> Scenario:

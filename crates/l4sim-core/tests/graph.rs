@@ -62,6 +62,21 @@ fn bad_graphs_name_the_field() {
         diamond(json!([{"dscp": 10, "path": ["h1", "r1", "r2"]}])),
         "topology.routes[0].path",
     );
+    // A router has one next hop per DSCP and destination: no path through a node twice, no
+    // second route sending the same packets elsewhere (it would never be followed).
+    check(
+        diamond(json!([{"dscp": 10, "path": ["h1", "r1", "r2", "r1", "r3", "r4", "h2"]}])),
+        "topology.routes[0].path",
+    );
+    check(
+        diamond(json!([{"dscp": 10, "path": ["h1", "r1", "r3", "r4", "h2"]},
+                       {"dscp": 10, "path": ["h1", "r1", "r2", "r4", "h2"]}])),
+        "topology.routes[1].path",
+    );
+    let agree = json!([{"dscp": 10, "path": ["h1", "r1", "r3", "r4", "h2"]},
+                       {"dscp": 10, "path": ["r2", "r1", "r3", "r4", "h2"]},
+                       {"dscp": 12, "path": ["h1", "r1", "r2", "r4", "h2"]}]);
+    assert!(Scenario::from_json(&diamond(agree).to_string()).is_ok());
     let mut sc = diamond(json!([]));
     sc["flows"][0]["to"] = json!("r4");
     check(sc, "flows[0].to");

@@ -23,7 +23,8 @@ use crate::time::{millis, Rate, SimDuration};
 pub struct GraphSpec {
     pub nodes: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
-    /// Policy routes, applied in order (the first match at a node wins).
+    /// Policy routes: one next hop per router, DSCP and destination (routes for the same DSCP
+    /// and host agree where they meet; validated).
     #[serde(default)]
     pub routes: Vec<PolicyRoute>,
 }
@@ -245,6 +246,11 @@ impl GraphSpec {
                 }
             }
         }
+        // A router keeps one next hop per DSCP and destination: a path through a node twice
+        // cannot be followed, and a later route that sends the same packets elsewhere would
+        // never be (the first one wins).
+        let mut hops: std::collections::HashMap<(u8, &str, &str), (&str, usize)> =
+            std::collections::HashMap::new();
         for (i, r) in self.routes.iter().enumerate() {
             let p = format!("topology.routes[{i}]");
             if r.dscp > 63 {
@@ -274,6 +280,30 @@ impl GraphSpec {
                     format!("{p}.path"),
                     format!("a path ends at a host, not {last:?}"),
                 ));
+            }
+            let twice = (1..r.path.len()).find(|&k| r.path[..k].contains(&r.path[k]));
+            if let Some(n) = twice.map(|k| &r.path[k]) {
+                return Err(err(
+                    format!("{p}.path"),
+                    format!(
+                        "the path goes through {n:?} twice (a router has one next hop per DSCP)"
+                    ),
+                ));
+            }
+            for w in r.path.windows(2) {
+                let (prev, j) = *hops
+                    .entry((r.dscp, last.as_str(), w[0].as_str()))
+                    .or_insert((w[1].as_str(), i));
+                if prev != w[1] {
+                    return Err(err(
+                        format!("{p}.path"),
+                        format!(
+                            "sends DSCP {} toward {last:?} from {:?} to {:?}, but routes[{j}] sends \
+                             it to {prev:?} (one next hop per router)",
+                            r.dscp, w[0], w[1]
+                        ),
+                    ));
+                }
             }
         }
         Ok(())

@@ -107,8 +107,28 @@ impl HtbParams {
             }
         }
         super::check_nonzero("r2q", self.r2q as u64)?;
+        // A DSCP goes to one class (tc's filters would take the first match; the model took
+        // the last, silently), and a class is named by its path, so siblings differ.
+        let mut dscp_class = [None; 64];
         for (i, c) in self.classes.iter().enumerate() {
             let at = |f: &str| format!("classes[{i}].{f}");
+            if let Some(name) = &c.name {
+                let twin = self.classes[..i]
+                    .iter()
+                    .position(|o| o.parent == c.parent && o.name.as_ref() == Some(name));
+                if let Some(j) = twin {
+                    return Err((
+                        at("name"),
+                        format!("class {j} of the same parent is already named {name:?}"),
+                    ));
+                }
+            }
+            for &d in c.dscp.iter().filter(|d| **d < 64) {
+                if let Some(j) = dscp_class[d as usize] {
+                    return Err((at("dscp"), format!("DSCP {d} already goes to class {j}")));
+                }
+                dscp_class[d as usize] = Some(i);
+            }
             super::check_mbps("rate_mbps", c.rate_mbps).map_err(|(_, m)| (at("rate_mbps"), m))?;
             if let Some(ceil) = c.ceil_mbps {
                 if !(ceil.is_finite() && ceil >= c.rate_mbps) {
@@ -813,6 +833,22 @@ mod tests {
             assert_eq!(p.validate().unwrap_err().0, field);
         };
         check(serde_json::json!({"classes": []}), "classes");
+        // One class per DSCP, and one name per parent's children.
+        check(
+            serde_json::json!({"classes": [
+                {"rate_mbps": 10, "dscp": [10, 12]}, {"rate_mbps": 10, "dscp": [12]}]}),
+            "classes[1].dscp",
+        );
+        check(
+            serde_json::json!({"classes": [
+                {"name": "a", "rate_mbps": 10}, {"name": "a", "rate_mbps": 10}]}),
+            "classes[1].name",
+        );
+        let p: HtbParams = serde_json::from_value(serde_json::json!({"classes": [
+            {"name": "x", "rate_mbps": 50}, {"name": "a", "parent": 0, "rate_mbps": 20},
+            {"name": "a", "rate_mbps": 10}]}))
+        .unwrap();
+        assert!(p.validate().is_ok(), "x/a and a are different classes");
         check(
             serde_json::json!({"classes": [{"rate_mbps": 10, "ceil_mbps": 5}]}),
             "classes[0].ceil_mbps",
