@@ -886,8 +886,10 @@ impl World {
         }
         // A link without a qdisc still has its device's queue (txqueuelen 1000): a UDP source
         // faster than the link is dropped there, as Linux's default pfifo_fast drops it,
-        // instead of growing the link's backlog without end. TCP is held back by its windows
-        // (and Linux's TSQ), so its packets are never dropped there.
+        // instead of growing the link's backlog without end. TCP's packets are not dropped
+        // there: a known difference where such a link is the path's slowest (no TSQ at the
+        // host, no tail drop at a router; docs/topologies.md), not the case in the dumbbell
+        // or the tree.
         let conns = &self.conns;
         let udp = |pkt: &Packet| {
             matches!(
