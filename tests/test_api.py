@@ -51,6 +51,17 @@ def test_an_absurd_magnitude_the_core_accepts_is_rejected_by_run_and_simulation_
     assert ei.value.field == "topology.bottleneck.rate"
 
 
+def test_a_simulation_may_name_an_end_beyond_a_day(minimal):
+    """A stepped simulation (the demo's: a million seconds, "forever") is not run to its end:
+    the one-day limit of a run does not apply to it."""
+    minimal["duration"] = 1e6
+    with pytest.raises(l4sim.ScenarioError):
+        l4sim.run(minimal)
+    sim = l4sim.Simulation(minimal)
+    sim.step(0.1)
+    assert sim.now == pytest.approx(0.1)
+
+
 def test_qdisc_dicts_flatten_into_prefixed_columns():
     row = _flatten_qdisc(
         {

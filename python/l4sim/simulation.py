@@ -193,7 +193,7 @@ class Simulation:
     """
 
     def __init__(self, scenario: ScenarioLike, /, *, keep_history: bool = True, **overrides: Any) -> None:
-        self.scenario: Scenario = load(scenario).with_overrides(**overrides).precheck()
+        self.scenario: Scenario = load(scenario).with_overrides(**overrides).precheck(live=True)
         #: False: each drain also drops what it returned from the simulation's memory, so a
         #: simulation that runs indefinitely (the live demo) stays flat; :meth:`result` then
         #: has whole-run totals but only the time series since the last drain.
