@@ -191,7 +191,7 @@ class RunResult:
         """One row per flow; columns are the ``FlowResult`` fields."""
         df = _frame(self.raw.get("flows", []), _FLOW_FLOATS)
         if self.scenario is not None and not df.empty:
-            kinds = {f["name"]: (f.get("source") or {}).get("kind", "bulk") for f in self.scenario.data["flows"]}
+            kinds = self._source_kinds()
             df.insert(1, "source", df["name"].map(kinds).fillna("bulk"))
         return df
 
@@ -351,13 +351,18 @@ class RunResult:
         )
         return "\n".join(lines)
 
+    def _source_kinds(self) -> dict[str, str]:
+        """Each scenario flow's source kind ("bulk" when it gives none); needs the scenario."""
+        assert self.scenario is not None
+        return {f["name"]: (f.get("source") or {}).get("kind", "bulk") for f in self.scenario.data["flows"]}
+
     def _bulk_jain_note(self) -> str:
         """Jain's index of the bulk flows alone, when there are other sources too: a web or UDP
         source's goodput is what it asks for, so the index over every flow (the core's) reads
         two equal bulk flows beside light web traffic as unfair."""
         if self.scenario is None:
             return ""
-        kinds = {f["name"]: (f.get("source") or {}).get("kind", "bulk") for f in self.scenario.data["flows"]}
+        kinds = self._source_kinds()
         flows = self.raw.get("flows", [])
         bulk = [_num(f.get("goodput_mbps")) for f in flows if kinds.get(f.get("name"), "bulk") == "bulk"]
         if not 2 <= len(bulk) < len(flows) or sum(x * x for x in bulk) == 0:
