@@ -167,7 +167,8 @@ pub struct NetemParams {
     pub distribution: Distribution,
     /// A custom table instead (`distribution NAME` with `NAME.dist` a table of your own, e.g.
     /// made by iproute2's `maketable` from measured delays): its entries, in sigma / 8192.
-    pub dist_table: Vec<i16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dist_table: Option<Vec<i16>>,
     /// Independent loss probability (`loss random P`) and its correlation.
     pub loss: f64,
     pub loss_corr: f64,
@@ -197,7 +198,8 @@ pub struct NetemParams {
     pub slot_delay_ms: Option<f64>,
     pub slot_jitter_ms: Option<f64>,
     pub slot_distribution: Option<Distribution>,
-    pub slot_dist_table: Vec<i16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot_dist_table: Option<Vec<i16>>,
 }
 
 impl NetemParams {
@@ -287,7 +289,32 @@ impl NetemParams {
                  but no latency and jitter values)",
             );
         }
-        if !self.dist_table.is_empty() {
+        for (field, table) in [
+            ("dist_table", &self.dist_table),
+            ("slot_dist_table", &self.slot_dist_table),
+        ] {
+            match table {
+                Some(t) if t.is_empty() => {
+                    return Err((
+                        field.into(),
+                        "a table needs at least one entry (tc refuses an empty NAME.dist: \
+                         get_dist_table)"
+                            .into(),
+                    ))
+                }
+                Some(t) if t.len() > DIST_MAX => {
+                    return Err((
+                        field.into(),
+                        format!(
+                            "a table holds at most {DIST_MAX} entries (NETEM_DIST_MAX), got {}",
+                            t.len()
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if self.dist_table.is_some() {
             if self.distribution != Distribution::Uniform {
                 return bad(
                     "dist_table",
@@ -301,16 +328,6 @@ impl NetemParams {
                     "a distribution needs delay_ms and jitter_ms > 0 (tc: \
                     distribution specified but no latency and jitter values)",
                 );
-            }
-            if self.dist_table.len() > DIST_MAX {
-                return Err((
-                    "dist_table".into(),
-                    format!(
-                        "a table holds at most {DIST_MAX} \
-                    entries (NETEM_DIST_MAX), got {}",
-                        self.dist_table.len()
-                    ),
-                ));
             }
         }
         if self.reorder > 0.0 && self.delay_ms == 0.0 {
@@ -385,7 +402,7 @@ impl NetemParams {
         let dist = self.slot_delay_ms.is_some()
             || self.slot_jitter_ms.is_some()
             || self.slot_distribution.is_some()
-            || !self.slot_dist_table.is_empty();
+            || self.slot_dist_table.is_some();
         if !dist {
             return Ok(());
         }
@@ -393,7 +410,7 @@ impl NetemParams {
         if self.slot_min_ms.is_some() || self.slot_max_ms.is_some() {
             return err(
                 "slot_distribution",
-                "a slot is either slot_min_ms/slot_max_ms or a distribution                  (slot_delay_ms, slot_jitter_ms and a table), not both"
+                "a slot is either slot_min_ms/slot_max_ms or a distribution (slot_delay_ms, slot_jitter_ms and a table), not both"
                     .into(),
             );
         }
@@ -419,28 +436,21 @@ impl NetemParams {
                 )
             }
         }
-        match (self.slot_distribution, self.slot_dist_table.is_empty()) {
+        match (self.slot_distribution, self.slot_dist_table.is_none()) {
             (Some(Distribution::Uniform), _) => err(
                 "slot_distribution",
-                "a slot distribution is a table: normal, pareto or paretonormal (or                  slot_dist_table), got uniform (use slot_min_ms and slot_max_ms for uniform slots)"
+                "a slot distribution is a table: normal, pareto or paretonormal (or slot_dist_table), got uniform (use slot_min_ms and slot_max_ms for uniform slots)"
                     .into(),
             ),
             (Some(_), false) => err(
                 "slot_dist_table",
-                "slot_dist_table is a distribution of its own: give it or slot_distribution,                  not both"
+                "slot_dist_table is a distribution of its own: give it or slot_distribution, not both"
                     .into(),
             ),
             (None, true) => err(
                 "slot_distribution",
-                "a slot distribution needs a table: slot_distribution (normal, pareto,                  paretonormal) or slot_dist_table"
+                "a slot distribution needs a table: slot_distribution (normal, pareto, paretonormal) or slot_dist_table"
                     .into(),
-            ),
-            (None, false) if self.slot_dist_table.len() > DIST_MAX => err(
-                "slot_dist_table",
-                format!(
-                    "a table holds at most {DIST_MAX} entries (NETEM_DIST_MAX), got {}",
-                    self.slot_dist_table.len()
-                ),
             ),
             _ => Ok(()),
         }
@@ -672,10 +682,9 @@ impl Netem {
             slot_next: 0,
             slot_packets: 0,
             slot_bytes: 0,
-            slot_table: if p.slot_dist_table.is_empty() {
-                p.slot_distribution.map_or_else(Vec::new, dist_table)
-            } else {
-                p.slot_dist_table.clone()
+            slot_table: match &p.slot_dist_table {
+                Some(t) => t.clone(),
+                None => p.slot_distribution.map_or_else(Vec::new, dist_table),
             },
             loss: scaled(p.loss),
             duplicate: scaled(p.duplicate),
@@ -699,8 +708,8 @@ impl Netem {
         n.reorder_cor = Crandom::new(p.reorder_corr, &mut n.rng);
         n.corrupt_cor = Crandom::new(p.corrupt_corr, &mut n.rng);
         let continuous = matches!(p.distribution, Distribution::Normal) && p.delay_corr == 0.0;
-        if !p.dist_table.is_empty() {
-            n.table = p.dist_table.clone();
+        if let Some(t) = &p.dist_table {
+            n.table = t.clone();
         } else if !continuous {
             n.table = dist_table(p.distribution);
         }
@@ -772,7 +781,7 @@ impl Netem {
         if sigma == 0.0 {
             return mu as i64;
         }
-        if self.delay_cor.rho == 0 && self.p.dist_table.is_empty() {
+        if self.delay_cor.rho == 0 && self.p.dist_table.is_none() {
             match self.p.distribution {
                 Distribution::Uniform => {
                     return (mu - sigma + 2.0 * sigma * self.rng.uniform()) as i64
@@ -1082,7 +1091,7 @@ mod tests {
         let mut q = netem(NetemParams {
             delay_ms: 10.0,
             jitter_ms: 2.0,
-            dist_table: vec![-8192, 8192],
+            dist_table: Some(vec![-8192, 8192]),
             limit: Some(100_000),
             ..Default::default()
         });
@@ -1161,7 +1170,7 @@ mod tests {
         let own = slot_gaps_ms(NetemParams {
             slot_delay_ms: Some(10.0),
             slot_jitter_ms: Some(2.0),
-            slot_dist_table: vec![-8192, 8192],
+            slot_dist_table: Some(vec![-8192, 8192]),
             ..Default::default()
         });
         assert!(own.iter().all(|&g| g == 8.0 || g == 12.0), "{own:?}");
@@ -1585,6 +1594,14 @@ mod tests {
                 "dist_table",
             ),
             (r#"{"delay_ms":10,"dist_table":[1]}"#, "dist_table"),
+            (
+                r#"{"delay_ms":10,"jitter_ms":1,"dist_table":[]}"#,
+                "dist_table",
+            ),
+            (
+                r#"{"slot_delay_ms":5,"slot_jitter_ms":1,"slot_dist_table":[]}"#,
+                "slot_dist_table",
+            ),
             (r#"{"loss_state":{"p13":1.5}}"#, "loss_state.p13"),
             (r#"{"loss_state":{"p13":0.6,"p14":0.6}}"#, "loss_state.p14"),
             (
