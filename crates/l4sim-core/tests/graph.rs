@@ -211,3 +211,39 @@ fn a_datagram_larger_than_its_path_mtu_is_a_scenario_error() {
     let e = Scenario::from_json(&sc.to_string()).unwrap_err();
     assert_eq!(e.field, "topology.links[0].mtu", "{e}");
 }
+
+/// h1 - r1 - h2 with the 100 Mbit/s r1 -> h2 link unshaped (no qdisc), one CUBIC flow
+/// h1 -> h2 whose window (up to the receive buffer's 3 MB) far exceeds the path's 33-packet BDP.
+fn unshaped_bottleneck(slow: &str) -> Value {
+    let link = |a: &str, b: &str| {
+        let rate = if a == slow { 100 } else { 10_000 };
+        json!({"a": a, "b": b, "rate": rate, "delay_ms": 1})
+    };
+    json!({
+        "duration": 20.0, "seed": 1,
+        "topology": {"kind": "graph",
+            "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"},
+                      {"name": "r1"}],
+            "links": [link("h1", "r1"), link("r1", "h2")]},
+        "flows": [{"name": "f", "cc": {"name": "cubic"}, "from": "h1", "to": "h2"}],
+    })
+}
+
+#[test]
+fn a_routers_unshaped_egress_tail_drops_tcp_at_its_device_queue() {
+    // r1's device queue (txqueuelen 1000 under pfifo_fast) holds at most 1000 packets:
+    // 1000 x 121 us = 121 ms of queueing over the 4 ms base RTT, and CUBIC loses packets there.
+    let r = run(&unshaped_bottleneck("r1"));
+    assert!(r.conservation_ok);
+    let f = &r.flows[0];
+    assert!(f.pkts_dropped > 0 && f.fast_recoveries > 0, "{f:?}");
+    let max_srtt = r.rtt_samples["f"].iter().copied().fold(0.0, f64::max);
+    assert!(max_srtt > 60.0 && max_srtt < 4.0 + 122.0 + 5.0, "{max_srtt}");
+    assert!(f.goodput_mbps > 0.9 * 100.0 * 1448.0 / 1514.0, "{}", f.goodput_mbps);
+    // The sending host's own link as the bottleneck: its TCP is never dropped there (the
+    // model has no TSQ, docs/topologies.md), so the window fills the device queue beyond 1000.
+    let r = run(&unshaped_bottleneck("h1"));
+    assert_eq!(r.flows[0].pkts_dropped, 0);
+    let max_srtt = r.rtt_samples["f"].iter().copied().fold(0.0, f64::max);
+    assert!(max_srtt > 126.0, "{max_srtt}");
+}

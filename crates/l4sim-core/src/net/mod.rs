@@ -132,6 +132,7 @@ impl Network {
         let pipe = self.pipes.len() as u32;
         let mut line = Pipe::new(cfg.name.clone(), cfg.rate, cfg.delay, to);
         line.mtu = cfg.mtu;
+        line.router = self.nodes[from as usize].kind == NodeKind::Router;
         self.pipes.push(line);
         let e = match cfg.shaped {
             None => Egress::Pipe(pipe),

@@ -24,6 +24,10 @@ pub struct Pipe {
     pub to: u32,
     /// IP MTU of the link (the device's `mtu`, bytes).
     pub mtu: u32,
+    /// The device is a router's: its full device queue drops every packet. A host's drops
+    /// only UDP: Linux's TCP keeps a socket's data out of a full queue with TSQ, which the
+    /// model does not have (docs/topologies.md).
+    pub router: bool,
     busy_until: SimTime,
     /// No packet leaves before this: the last exit queued when the delay was lowered.
     exit_floor: SimTime,
@@ -45,6 +49,7 @@ impl Pipe {
             delay,
             to,
             mtu: crate::packet::hdr::MTU,
+            router: false,
             busy_until: 0,
             exit_floor: 0,
             full_wait: rate.map_or(SimDuration::MAX, |r| TXQUEUELEN * r.tx_time(42)),

@@ -884,20 +884,22 @@ impl World {
             self.arrive(to, pkt);
             return;
         }
-        // A link without a qdisc still has its device's queue (txqueuelen 1000): a UDP source
-        // faster than the link is dropped there, as Linux's default pfifo_fast drops it,
-        // instead of growing the link's backlog without end. TCP's packets are not dropped
-        // there: a known difference where such a link is the path's slowest (no TSQ at the
-        // host, no tail drop at a router; docs/topologies.md), not the case in the dumbbell
-        // or the tree.
+        // A link without a qdisc still has its device's queue (txqueuelen 1000, Linux's
+        // default pfifo_fast): a router's drops what finds it full, instead of growing the
+        // link's backlog without end. A host's drops only UDP: its TCP is not dropped there,
+        // a known difference where the host's own link is the path's slowest (Linux's TSQ
+        // would hold the data in the socket; docs/topologies.md), not the case in the
+        // dumbbell or the tree.
         let conns = &self.conns;
-        let udp = |pkt: &Packet| {
-            matches!(
-                conns[pkt.flow as usize].as_ref().map(|s| &s.conn),
-                Some(Conn::Udp(_) | Conn::UdpPrague(_))
-            )
+        let router = pipe.router;
+        let droppable = |pkt: &Packet| {
+            router
+                || matches!(
+                    conns[pkt.flow as usize].as_ref().map(|s| &s.conn),
+                    Some(Conn::Udp(_) | Conn::UdpPrague(_))
+                )
         };
-        match pipe.push_unless_full(pkt, self.now, udp) {
+        match pipe.push_unless_full(pkt, self.now, droppable) {
             Ok(Some(t)) => self.sched.schedule(t, Event::PipeExit(p)),
             Ok(None) => {}
             Err(pkt) => self.dropped(&pkt),
