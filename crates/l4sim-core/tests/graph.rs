@@ -104,6 +104,18 @@ fn bad_graphs_name_the_field() {
     let mut sc = diamond(json!([]));
     sc["topology"]["links"][0]["delay_ba_ms"] = json!(-1);
     check(sc, "topology.links[0].delay_ba_ms");
+    // Shaping above the line rate: Linux's busy driver would push the excess back into the
+    // qdisc, the model's line would queue it unmanaged.
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][1]["ab"]["rate"] = json!(1500);
+    check(sc, "topology.links[1].ab.rate");
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][1]["ba"] = sc["topology"]["links"][1]["ab"].clone();
+    sc["topology"]["links"][1]["rate_ba"] = json!(40);
+    check(sc, "topology.links[1].ba.rate");
+    let mut sc = diamond(json!([]));
+    sc["topology"]["links"][1]["ab"]["rate"] = json!(1000);
+    assert!(Scenario::from_json(&sc.to_string()).is_ok());
 }
 
 /// The dumbbell and the tree builders produce the general form: that graph, written out as a

@@ -240,9 +240,24 @@ impl GraphSpec {
                     ));
                 }
             }
-            for (dir, b) in [("ab", &l.ab), ("ba", &l.ba)] {
+            let line_ba = l.rate_ba.or(l.rate);
+            for (dir, b, line) in [("ab", &l.ab, l.rate), ("ba", &l.ba, line_ba)] {
                 if let Some(b) = b {
                     check_btl(&format!("{p}.{dir}"), b)?;
+                    // Linux keeps what an HTB class sends faster than its device in the qdisc
+                    // (the driver's full ring stops the dequeues); the model's line has no
+                    // such back-pressure, so the excess would wait unmanaged in front of it.
+                    if let Some(line) = line.filter(|&r| b.rate > r) {
+                        return Err(err(
+                            format!("{p}.{dir}.rate"),
+                            format!(
+                                "the shaping rate must not exceed the link's line rate \
+                                 ({line} Mbit/s), got {} Mbit/s (the model has no back-pressure \
+                                 from a busy line to the qdisc)",
+                                b.rate
+                            ),
+                        ));
+                    }
                 }
             }
         }
