@@ -514,8 +514,26 @@ impl Scenario {
                 ),
             ));
         }
-        let check_btl = |prefix: &str, b: &BottleneckSpec| -> Result<(), ScenarioError> {
+        // `line`: the link's line rate, Mbit/s (None: no serialization).
+        let check_btl = |prefix: &str,
+                         b: &BottleneckSpec,
+                         line: Option<f64>|
+         -> Result<(), ScenarioError> {
             rate(&format!("{prefix}.rate"), b.rate)?;
+            // Linux keeps what an HTB class sends faster than its device in the qdisc (the
+            // driver's full ring stops the dequeues); the model's line has no such
+            // back-pressure, so the excess would wait unmanaged in front of it.
+            if let Some(line) = line.filter(|&r| b.rate > r) {
+                return Err(err(
+                    format!("{prefix}.rate"),
+                    format!(
+                        "the shaping rate must not exceed the link's line rate ({line} Mbit/s), \
+                         got {} Mbit/s (the model has no back-pressure from a busy line to the \
+                         qdisc)",
+                        b.rate
+                    ),
+                ));
+            }
             b.qdisc
                 .validate()
                 .map_err(|(f, m)| err(format!("{prefix}.qdisc.{f}"), m))?;
@@ -537,7 +555,7 @@ impl Scenario {
             } => {
                 nonneg("topology.base_rtt", *base_rtt)?;
                 rate("topology.nic_rate", *nic_rate)?;
-                check_btl("topology.bottleneck", bottleneck)?;
+                check_btl("topology.bottleneck", bottleneck, Some(*nic_rate))?;
             }
             TopologySpec::Tree {
                 base_rtt,
@@ -560,7 +578,11 @@ impl Scenario {
                     ));
                 }
                 for (i, b) in bottlenecks.iter().enumerate() {
-                    check_btl(&format!("topology.bottlenecks[{i}]"), &b.spec)?;
+                    check_btl(
+                        &format!("topology.bottlenecks[{i}]"),
+                        &b.spec,
+                        Some(*nic_rate),
+                    )?;
                 }
             }
             TopologySpec::Graph(g) => {
@@ -775,6 +797,17 @@ mod tests {
         let e = Scenario::from_json(&tree(4_000_000)).unwrap_err();
         assert_eq!(e.field, "topology.pairs", "{e}");
         Scenario::from_json(&tree(MAX_TREE_PAIRS)).unwrap();
+    }
+
+    #[test]
+    fn a_bottleneck_faster_than_its_nic_is_an_error() {
+        // The dumbbell's bottleneck line runs at nic_rate (10 Gbit/s by default).
+        let bad = OK.replace("\"rate\": 100", "\"rate\": 20000");
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.rate", "{e}");
+        assert!(e.message.contains("10000 Mbit/s") && e.message.contains("20000"), "{e}");
+        let ok = OK.replace("\"rate\": 100", "\"rate\": 10000");
+        assert!(Scenario::from_json(&ok).is_ok());
     }
 
     #[test]
