@@ -523,6 +523,10 @@ fn changing_the_rate_mid_run_changes_what_the_link_carries() {
     let scn = Scenario::from_json(&sc.to_string()).unwrap();
     let mut w = World::new(&scn).unwrap();
     w.run_until(10 * SEC);
+    // Not above the line (the 10 Gbit/s NIC): the model has no back-pressure from it.
+    let e = w.set_link(None, Some(20_000.0), None).unwrap_err();
+    assert_eq!(e.field, "rate");
+    assert!(e.message.contains("(10000 Mbit/s)"), "{e}");
     w.set_link(None, Some(40.0), None).unwrap();
     w.run_until(secs(12.0));
     let _ = w.drain();

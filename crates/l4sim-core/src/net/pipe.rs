@@ -72,6 +72,11 @@ impl Pipe {
         self.delay = delay;
     }
 
+    /// The line rate (None: no serialization).
+    pub fn line_rate(&self) -> Option<Rate> {
+        self.clock.as_ref().map(TxClock::rate)
+    }
+
     pub fn is_instant(&self) -> bool {
         self.clock.is_none() && self.delay == 0
     }
