@@ -17,7 +17,6 @@ scenario and printing its summary stay free of them (start-up time of ``l4sim ru
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -324,14 +323,8 @@ class RunResult:
         )
         lines.append(header)
         lines.append("-" * len(header))
-        udp_rtt = self._udp_mean_rtt_ms()
         for f in flows:
             srtt, qdelay = _num(f.get("mean_srtt_ms")), _num(f.get("qdelay_ms"))
-            if math.isnan(srtt) and f.get("name") in udp_rtt:
-                # the core samples srtt of TCP connections only; a UDP Prague flow's RTT is in
-                # its receiver's records
-                srtt = udp_rtt[f["name"]]
-                qdelay = srtt - _num(f.get("base_rtt_ms"))
             lines.append(
                 f"{f.get('name', ''):<{wn}} {f.get('cc', ''):<{wc}} {f.get('ecn_mode', ''):<{we}} "
                 f"{_num(f.get('goodput_mbps')):>14.2f} {srtt:>9.2f} "
@@ -369,16 +362,6 @@ class RunResult:
             return ""
         jain = sum(bulk) ** 2 / (len(bulk) * sum(x * x for x in bulk))
         return f" over every flow, {jain:.3f} over the {len(bulk)} bulk flows"
-
-    def _udp_mean_rtt_ms(self) -> dict[str, float]:
-        """Per UDP Prague flow with an RTT sample: the mean of its receiver records' rtt_ms."""
-        out: dict[str, float] = {}
-        for name, recs in (self.raw.get("udp_records") or {}).items():
-            rtts = [_num(r.get("rtt_ms")) for r in recs]
-            rtts = [v for v in rtts if not math.isnan(v)]
-            if rtts:
-                out[name] = sum(rtts) / len(rtts)
-        return out
 
     def _class_lines(self) -> list[str]:
         cls = self.raw.get("classes") or []

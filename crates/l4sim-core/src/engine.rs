@@ -27,7 +27,7 @@ pub enum Event {
     Endpoint(u32),
     /// Stream `i` opens its connection.
     StreamStart(u32),
-    /// iperf3-style once-per-second srtt sample of flow `i`.
+    /// iperf3-style once-per-second srtt sample of flow `i` (TCP and UDP Prague).
     RttSample(u32),
     /// The traffic source of flow `i` starts its next transfers.
     SourceWake(u32),

@@ -195,7 +195,8 @@ pub struct RunResult {
     pub links: Vec<LinkResult>,
     /// Jain's fairness index over the flows' goodputs.
     pub jain_index: f64,
-    /// The once-per-second srtt samples (ms) of each flow's first stream, iperf3 style.
+    /// The once-per-second srtt samples (ms) of each flow's first stream, iperf3 style (a UDP
+    /// Prague flow's: its sender's `m_srtt`; other UDP and web sources have none).
     pub rtt_samples: BTreeMap<String, Vec<f64>>,
     pub series: Series,
     /// Packet conservation per stream: sent = delivered + dropped + in flight.

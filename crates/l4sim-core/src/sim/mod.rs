@@ -254,9 +254,15 @@ impl World {
                 }
                 _ => unreachable!("TCP sources are handled below"),
             };
+            let prague = matches!(conn, Conn::UdpPrague(_));
             self.insert_conn(slot, conn, fi, start);
             self.flows[fi].streams.push(slot);
             self.sched.schedule(start, Event::StreamStart(slot as u32));
+            if prague {
+                // its sender's srtt once a second, as a TCP flow's
+                self.sched
+                    .schedule(start + SEC, Event::RttSample(fi as u32));
+            }
             return;
         }
         // Bulk streams are created now and open at `start`; other sources wake when due.
@@ -458,11 +464,13 @@ impl World {
                 if f.removed_at.is_some() {
                     return;
                 }
-                if let Some(Conn::Tcp(c)) = self.conns[f.streams[0]].as_ref().map(|s| &s.conn) {
-                    let srtt = c.0.sk.srtt;
-                    if srtt > 0 {
-                        f.rtt_samples.push(srtt as f64 / 1e6);
-                    }
+                let srtt = match self.conns[f.streams[0]].as_ref().map(|s| &s.conn) {
+                    Some(Conn::Tcp(c)) => c.0.sk.srtt,
+                    Some(Conn::UdpPrague(c)) => c.0.srtt(),
+                    _ => 0,
+                };
+                if srtt > 0 {
+                    f.rtt_samples.push(srtt as f64 / 1e6);
                 }
                 self.sched.schedule(self.now + SEC, Event::RttSample(fi));
             }
