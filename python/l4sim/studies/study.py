@@ -36,7 +36,7 @@ import math
 import operator
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -399,6 +399,10 @@ class Study:
             fx[k] = VALIDATORS[k](k, v)
         # the stored design must describe what runs: regenerate the TOML (source="")
         return Study(self.name, factors, fx, list(self.constraints), self.description, "")
+
+    def renamed(self, name: str) -> Study:
+        """A copy under another name (its TOML is regenerated to say so, like an override's)."""
+        return replace(self, name=name, source="")
 
     # ---------------------------------------------------------------- expansion
     def points(self) -> list[dict[str, Any]]:
