@@ -237,10 +237,16 @@ def flows_bars(
     its flow count) with 95 % CI; dashed line = fair share capacity / (N + M).
     """
     df = cells.copy()
-    groups = list(df.groupby(list(panels), sort=False)) if panels else [((), df)]
+    groups: list[tuple[Any, pd.DataFrame]] = list(df.groupby(list(panels), sort=False)) if panels else [((), df)]
     if "aqm" in panels:
         order = {a: i for i, a in enumerate(AQMS)}
-        groups.sort(key=lambda kg: order.get(kg[0][0] if isinstance(kg[0], tuple) else kg[0], 99))
+        at = list(panels).index("aqm")  # the AQM's place in a group's key (not always the first)
+
+        def by_aqm(group: tuple[Any, pd.DataFrame]) -> int:
+            key = group[0] if isinstance(group[0], tuple) else (group[0],)
+            return order.get(key[at], 99)
+
+        groups.sort(key=by_aqm)
     n = len(groups)
     ncols = min(ncols, n)
     nrows = math.ceil(n / ncols)
