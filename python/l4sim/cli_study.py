@@ -294,16 +294,16 @@ def cmd_plan(args) -> int:
         from l4sim.studies import cost
 
         c = cost.packet_cost(study, refresh=args.measure, runs=runs)
-        e = cost.estimate((r.point for r in runs), jobs=args.jobs, cost=c)
+        est = cost.estimate((r.point for r in runs), jobs=args.jobs, cost=c)
         print(
-            f"  expected time on this machine: {cost.human(e['cpu_seconds'])} of CPU, about "
-            f"{cost.human(e['wall_seconds'])} wall on {e['jobs']} core(s) "
-            f"({e['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {e['measured']} on "
+            f"  expected time on this machine: {cost.human(est['cpu_seconds'])} of CPU, about "
+            f"{cost.human(est['wall_seconds'])} wall on {est['jobs']} core(s) "
+            f"({est['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {est['measured']} on "
             f"{len(c['reference'])} of its runs; a busy machine is slower)"
         )
         from l4sim import _core
 
-        if e["wall_seconds"] > 3600 and _core.BUILD == "release":
+        if est["wall_seconds"] > 3600 and _core.BUILD == "release":
             print(
                 "  this is the ordinary build: benchmarks/pgo_build.py (in the source tree) builds the "
                 "same engine 1.05-1.1x faster"

@@ -190,8 +190,8 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
     shape(*RECV6, RECV_ACCESS_MBPS, _dualpi2(), burst=1600)
     send, core = scaled_rates(scale)
     prio_s2 = fam == "S2" and variant == "b"
-    for a, b in SEND5:
-        shape(a, b, send, _priority(send, cap_rate(200, scale)) if prio_s2 else _bfifo(send))
+    for src, dst in SEND5:
+        shape(src, dst, send, _priority(send, cap_rate(200, scale)) if prio_s2 else _bfifo(send))
     shape(*CORE4, core, _bfifo(core))
     shape(*CORE3, core, _bfifo(core))
     shape(*PEER, core, _priority(core, cap_rate(1000, scale)) if scenario == "S4b" else _bfifo(core))

@@ -59,7 +59,7 @@ def cmd_reproduce_icnp26(args: Any) -> int:
     from l4sim.sweep.runner import _init_worker
 
     base = QUICK if args.quick else FULL
-    trials = args.trials if args.trials is not None else base["trials"]
+    trials = args.trials if args.trials is not None else int(base["trials"])  # a count (FULL, QUICK: dict[str, float])
     duration = args.duration if args.duration is not None else base["duration"]
     scale = args.scale if args.scale is not None else base["scale"]
     names = icnp26.scenario_names()
@@ -199,7 +199,7 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
     import matplotlib.pyplot as plt
 
     figdir.mkdir(parents=True, exist_ok=True)
-    first = {}
+    first: dict[str, dict[str, Any]] = {}  # scenario -> its first trial's result
     for res in results:
         first.setdefault(res["scenario"], res)
     names = list(first)

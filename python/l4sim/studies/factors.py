@@ -364,10 +364,10 @@ def scenario_from_factors(
         l4s_cc["ecn_fallback"] = ecn_fallback
     # The receiving hosts: their CC (see the module doc) and tcp_ecn 3 / 1 / 0.
     l4s_receiver: dict[str, Any] = {"cc": cc_spec(rx_l4s_cc), "tcp": {"ecn": rx_l4s_ecn}}
-    classic_receiver = {"cc": cc_spec(rx_classic_cc), "tcp": {"ecn": rx_classic_ecn}}
+    classic_receiver: dict[str, Any] = {"cc": cc_spec(rx_classic_cc), "tcp": {"ecn": rx_classic_ecn}}
     if rmem_max is not None:
-        for rx in (l4s_receiver, classic_receiver):
-            rx["tcp"]["rmem"] = [TCP_RMEM[0], TCP_RMEM[1], rmem_max]
+        for receiver in (l4s_receiver, classic_receiver):
+            receiver["tcp"]["rmem"] = [TCP_RMEM[0], TCP_RMEM[1], rmem_max]
 
     flows: list[dict[str, Any]] = []
     if n_l4s:

@@ -280,8 +280,8 @@ def _table(
     ]
     rows = []
     for pos, (idx, r) in enumerate(d.iterrows()):
-        flagged = [c for c in keep if cell_classes is not None and c in cell_classes]
-        off_row = bool(flagged) and bool(cell_classes.iloc[pos][flagged].any())
+        flagged = [c for c in keep if c in cell_classes] if cell_classes is not None else []
+        off_row = cell_classes is not None and bool(flagged) and bool(cell_classes.iloc[pos][flagged].any())
         tds = [f"<th>{html.escape(str(idx))}</th>"] if index else []
         for c in keep:
             v = r[c]

@@ -290,8 +290,8 @@ class Constraint:
             return True
         if isinstance(node, ast.IfExp):
             return ev(node.body, env) if ev(node.test, env) else ev(node.orelse, env)
-        if isinstance(node, ast.Call):
-            fn = self._FUNCS[node.func.id]  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):  # _check allows no other call
+            fn = self._FUNCS[node.func.id]
             return fn(*(ev(a, env) for a in node.args))
         raise StudyError(f"constraint {self.text!r}: cannot evaluate {type(node).__name__}")
 

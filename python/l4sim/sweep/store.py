@@ -308,6 +308,7 @@ class Store:
     def close(self) -> None:
         if getattr(self, "db", None) is not None:
             self.db.close()
+            # typed for the open store, which is all its methods see: a closed one is not used
             self.db = None  # type: ignore[assignment]
         if self._lock_fd is not None:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
