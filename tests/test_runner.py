@@ -143,6 +143,7 @@ def test_engine_panic_in_a_worker_is_recorded_not_fatal(tmp_path):
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
 def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path, processes):
     import distributed
+
     s = Study.from_toml(STUDY)
     _run(s, tmp_path / "pool", jobs=2)
     with (
@@ -227,8 +228,8 @@ def test_sigkill_of_study_run_leaves_no_process_behind(tmp_path):
     f = tmp_path / "long.toml"
     f.write_text(LONG_STUDY)
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(l4sim.studies.study.__file__).resolve().parents[2]) + os.pathsep + env.get(
-        "PYTHONPATH", ""
+    env["PYTHONPATH"] = (
+        str(Path(l4sim.studies.study.__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
     )
     cmd = [sys.executable, "-m", "l4sim", "study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "2", "--quiet"]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
@@ -307,6 +308,7 @@ duration = 2
 
 def test_real_engine_on_dask_matches_local_pool(tmp_path):
     import distributed
+
     s = Study.from_toml("""
 name = "e2e"
 [factors]

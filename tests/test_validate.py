@@ -57,10 +57,18 @@ def simulate(
     shares, ql, qc = [], [], []
     for seed in SEEDS:
         sc = scenario_from_factors(
-            aqm=aqm, n_bdp=n_bdp, btl_capacity=100, base_rtt=10, ecn_threshold=5,
-            tx_l4s_ecn="accecn", rx_l4s_ecn="accecn",
-            tx_classic_ecn="classic", rx_classic_ecn=rx_classic_ecn, cc_classic=cc_classic,
-            duration=DURATION, seed=seed,
+            aqm=aqm,
+            n_bdp=n_bdp,
+            btl_capacity=100,
+            base_rtt=10,
+            ecn_threshold=5,
+            tx_l4s_ecn="accecn",
+            rx_l4s_ecn="accecn",
+            tx_classic_ecn="classic",
+            rx_classic_ecn=rx_classic_ecn,
+            cc_classic=cc_classic,
+            duration=DURATION,
+            seed=seed,
         )
         f = l4sim.run(sc).flows.set_index("name")
         t_l, t_c = f.loc["l4s", "goodput_mbps"], f.loc["classic", "goodput_mbps"]
@@ -175,11 +183,13 @@ def test_delay_values_are_attributed_to_documented_patterns_by_cell_type():
 
 @pytest.mark.parametrize(
     "args,words",
-    [(["--reference", "{tmp}/none.csv"], "--reference: "),
-     (["--reference", "{tmp}/bad.csv"], "--reference: "),  # a CSV without the reference's columns
-     (["--reference", "{tmp}/garbled.csv"], "--reference: "),  # pandas' two-line parser error
-     (["--out", "{tmp}/file"], "--out: "),
-     (["--store", "{tmp}/file"], "--store: ")],
+    [
+        (["--reference", "{tmp}/none.csv"], "--reference: "),
+        (["--reference", "{tmp}/bad.csv"], "--reference: "),  # a CSV without the reference's columns
+        (["--reference", "{tmp}/garbled.csv"], "--reference: "),  # pandas' two-line parser error
+        (["--out", "{tmp}/file"], "--out: "),
+        (["--store", "{tmp}/file"], "--store: "),
+    ],
 )
 def test_validate_bad_input_is_one_line_before_anything_is_made(tmp_path, capsys, args, words):
     """A reference that is not one was an unprefixed (or two-line) message or a KeyError

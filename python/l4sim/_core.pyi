@@ -23,7 +23,6 @@ def registry() -> dict[str, list[str]]:
     (qdisc kinds), ``source`` (traffic source kinds), ``topology`` (topology kinds) and
     ``ecn_sysctl`` (values of net.ipv4.tcp_ecn)."""
 
-
 class Simulation:
     """A steppable simulation (core JSON in and out); ``l4sim.Simulation`` wraps it."""
 

@@ -267,7 +267,8 @@ def _norm_qdisc(value: Any, field: str) -> Any:
     if isinstance(value.get("classes"), list):  # htb: a leaf class's child
         value["classes"] = [
             {**c, "child": _norm_qdisc(c["child"], f"{field}.classes[{i}].child")}
-            if isinstance(c, dict) and c.get("child") is not None else c
+            if isinstance(c, dict) and c.get("child") is not None
+            else c
             for i, c in enumerate(value["classes"])
         ]
     return value

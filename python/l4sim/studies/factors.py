@@ -194,8 +194,9 @@ def buffer_bytes(n_bdp: float, btl_capacity: float, base_rtt: float) -> int:
     b = n_bdp * btl_capacity * 1e6 * base_rtt * 1e-3 / 8
     if not math.isfinite(b):  # int(round(inf)) was an OverflowError
         raise scenario_error(
-            "n_bdp", f"n_bdp x btl_capacity x base_rtt ({n_bdp:g} x {btl_capacity:g} Mbit/s x {base_rtt:g} ms) "
-            "is a buffer too large for a number"
+            "n_bdp",
+            f"n_bdp x btl_capacity x base_rtt ({n_bdp:g} x {btl_capacity:g} Mbit/s x {base_rtt:g} ms) "
+            "is a buffer too large for a number",
         )
     return int(round(b))
 

@@ -57,9 +57,7 @@ ECN_MODES = ("none", "classic", "accecn")
 # Factor order of the study's dictionary: also the column order of exports (the buffer and the
 # path first, then the other factors of scenario_from_factors in its order, then run parameters).
 _LEAD = ("n_bdp", "btl_capacity", "base_rtt", "aqm")
-FACTOR_ORDER: tuple[str, ...] = (
-    _LEAD + tuple(f for f in FACTOR_NAMES if f not in _LEAD) + ("trial", "duration")
-)
+FACTOR_ORDER: tuple[str, ...] = _LEAD + tuple(f for f in FACTOR_NAMES if f not in _LEAD) + ("trial", "duration")
 # Settings accepted in [fixed] besides the factors (passed through to scenario_from_factors).
 EXTRA_SETTINGS = ("sample_interval",)
 

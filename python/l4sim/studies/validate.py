@@ -115,8 +115,19 @@ _METRICS = (
 
 
 #: The reference CSV's columns ``load_reference`` reads.
-_REFERENCE_COLUMNS = ("case", "aqm", "n_bdp", "btl_mbps", "base_rtt_ms", "ecn_thr_ms", "prague_fallback",
-                      "rx_l4s_ecn", "rx_legacy_ecn", "l4s_cc", "legacy_cc")
+_REFERENCE_COLUMNS = (
+    "case",
+    "aqm",
+    "n_bdp",
+    "btl_mbps",
+    "base_rtt_ms",
+    "ecn_thr_ms",
+    "prague_fallback",
+    "rx_l4s_ecn",
+    "rx_legacy_ecn",
+    "l4s_cc",
+    "legacy_cc",
+)
 
 
 class Interrupted(Exception):
@@ -333,9 +344,7 @@ class Summary:
         return out
 
 
-def summarise(
-    cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES
-) -> Summary:
+def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES) -> Summary:
     import pandas as pd
 
     sim_ok = cmp["trials"] > 0
@@ -698,8 +707,10 @@ def cmd_validate(args: Any) -> int:
     from l4sim.studies.study import StudyError
     from l4sim.sweep.store import DesignConflictError, StoreLockedError
 
-    problem = next((f"{o}: {p}" for o, d in (("--out", args.out), ("--store", args.store))
-                    if d and (p := directory_problem(d))), None)
+    problem = next(
+        (f"{o}: {p}" for o, d in (("--out", args.out), ("--store", args.store)) if d and (p := directory_problem(d))),
+        None,
+    )
     if problem is None:
         try:
             load_reference(args.reference or REFERENCES)
