@@ -254,13 +254,21 @@ def test_summary_copes_with_missing_samples_written_as_null(fake_engine, monkeyp
 
 def test_classful_qdiscs_list_their_classes_as_tc_s_does():
     """htb leaf classes each keep their own counters: ``qdisc_classes`` and the summary."""
-    qdisc = {"kind": "htb", "classes": [
-        {"name": "gold", "rate_mbps": 30, "dscp": [10], "child": {"kind": "pfifo", "limit": 50}},
-        {"name": "rest", "rate_mbps": 70}]}
-    sc = l4sim.Scenario.from_dict({
-        "duration": 2, "seed": 1,
-        "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
-        "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}]})
+    qdisc = {
+        "kind": "htb",
+        "classes": [
+            {"name": "gold", "rate_mbps": 30, "dscp": [10], "child": {"kind": "pfifo", "limit": 50}},
+            {"name": "rest", "rate_mbps": 70},
+        ],
+    }
+    sc = l4sim.Scenario.from_dict(
+        {
+            "duration": 2,
+            "seed": 1,
+            "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
+            "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}],
+        }
+    )
     r = l4sim.run(sc)
     cls = r.qdisc_classes.set_index("name")
     assert list(cls.index) == ["bottleneck/gold", "bottleneck/rest"]
@@ -271,14 +279,22 @@ def test_classful_qdiscs_list_their_classes_as_tc_s_does():
 
 def test_htb_inner_classes_get_a_row_of_their_own_and_name_their_leaves():
     """An inner class has no queue: its row counts what passed through it, lends and borrows."""
-    qdisc = {"kind": "htb", "classes": [
-        {"name": "customer", "rate_mbps": 40, "ceil_mbps": 40},
-        {"name": "a", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [10]},
-        {"name": "rest", "rate_mbps": 60}]}
-    sc = l4sim.Scenario.from_dict({
-        "duration": 2, "seed": 1,
-        "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
-        "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}]})
+    qdisc = {
+        "kind": "htb",
+        "classes": [
+            {"name": "customer", "rate_mbps": 40, "ceil_mbps": 40},
+            {"name": "a", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [10]},
+            {"name": "rest", "rate_mbps": 60},
+        ],
+    }
+    sc = l4sim.Scenario.from_dict(
+        {
+            "duration": 2,
+            "seed": 1,
+            "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
+            "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}],
+        }
+    )
     cls = l4sim.run(sc).qdisc_classes.set_index("name")
     assert list(cls.index) == ["bottleneck/customer", "bottleneck/customer/a", "bottleneck/rest"]
     inner, leaf = cls.loc["bottleneck/customer"], cls.loc["bottleneck/customer/a"]
@@ -290,10 +306,15 @@ def test_summary_lines_up_long_names_and_shows_udp_prague_rtt():
     """A cc name longer than its column (udp_prague) or a long flow name pushed the rest of the
     row out of line; UDP Prague's srtt showed nan (the core took its once-per-second srtt
     samples from TCP connections only; since model 0.9.2 also from a UDP Prague sender)."""
-    sc = {"duration": 2, "seed": 1,
-          "topology": {"kind": "dumbbell", "base_rtt": 20, "bottleneck": {"rate": 20, "qdisc": {"kind": "dualpi2"}}},
-          "flows": [{"name": "call", "source": {"kind": "udp_prague", "max_rate_mbps": 5}},
-                    {"name": "a_rather_long_flow_name", "cc": "cubic"}]}
+    sc = {
+        "duration": 2,
+        "seed": 1,
+        "topology": {"kind": "dumbbell", "base_rtt": 20, "bottleneck": {"rate": 20, "qdisc": {"kind": "dualpi2"}}},
+        "flows": [
+            {"name": "call", "source": {"kind": "udp_prague", "max_rate_mbps": 5}},
+            {"name": "a_rather_long_flow_name", "cc": "cubic"},
+        ],
+    }
     r = l4sim.run(sc)
     lines = r.summary().splitlines()
     head = lines[1]
@@ -315,17 +336,36 @@ def test_nested_htb_classes_are_modelled_as_docs_topologies_says():
     from pathlib import Path
 
     udp = {"kind": "udp", "rate_mbps": 40, "packet_size": 1200}
-    sc = {"duration": 1, "topology": {
-        "kind": "graph",
-        "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"}, {"name": "r"}],
-        "links": [{"a": "h1", "b": "r", "rate": 1000},
-                  {"a": "r", "b": "h2", "rate": 1000, "ab": {"rate": 100, "qdisc": {"kind": "htb", "classes": [
-                      {"name": "x", "rate_mbps": 20, "ceil_mbps": 20},
-                      {"name": "a", "parent": 0, "rate_mbps": 5, "ceil_mbps": 100, "dscp": [10]},
-                      {"name": "b", "parent": 0, "rate_mbps": 5, "ceil_mbps": 100, "dscp": [12]},
-                      {"name": "c", "rate_mbps": 10, "ceil_mbps": 100}]}}}]},
-        "flows": [{"name": n, "from": "h1", "to": "h2", "dscp": d, "source": udp}
-                  for n, d in (("a", 10), ("b", 12), ("c", 0))]}
+    sc = {
+        "duration": 1,
+        "topology": {
+            "kind": "graph",
+            "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"}, {"name": "r"}],
+            "links": [
+                {"a": "h1", "b": "r", "rate": 1000},
+                {
+                    "a": "r",
+                    "b": "h2",
+                    "rate": 1000,
+                    "ab": {
+                        "rate": 100,
+                        "qdisc": {
+                            "kind": "htb",
+                            "classes": [
+                                {"name": "x", "rate_mbps": 20, "ceil_mbps": 20},
+                                {"name": "a", "parent": 0, "rate_mbps": 5, "ceil_mbps": 100, "dscp": [10]},
+                                {"name": "b", "parent": 0, "rate_mbps": 5, "ceil_mbps": 100, "dscp": [12]},
+                                {"name": "c", "rate_mbps": 10, "ceil_mbps": 100},
+                            ],
+                        },
+                    },
+                },
+            ],
+        },
+        "flows": [
+            {"name": n, "from": "h1", "to": "h2", "dscp": d, "source": udp} for n, d in (("a", 10), ("b", 12), ("c", 0))
+        ],
+    }
     r = l4sim.run(sc)
     got = dict(zip(r.flows.name, r.flows.goodput_mbps, strict=True))
     assert 15 < got["a"] + got["b"] < 20.5 and got["c"] > 35, got  # x's 20 Mbit/s ceiling

@@ -243,8 +243,9 @@ def test_bad_option_values_are_one_line_before_anything_runs(tmp_path: Path, cap
 
 @pytest.mark.parametrize("address", ["bogus://x", "tcp://127.0.0.1:1"])
 @pytest.mark.parametrize("cmd", [["study", "run", "anrw24", "--store"], ["reproduce", "anrw24", "--out"]])
-def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_before_a_store(tmp_path, capsys, monkeypatch,
-                                                                              cmd, address):
+def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_before_a_store(
+    tmp_path, capsys, monkeypatch, cmd, address
+):
     """An unknown scheme or a scheduler nobody listens at was a traceback from distributed (after
     its 30 s connect timeout), with the store already made and the design written into it."""
     from l4sim import cli_study
@@ -323,9 +324,7 @@ def test_several_runs_with_the_same_or_no_name_keep_their_own_outputs(tmp_path: 
     assert main(argv) == 0, capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["minimal", "one", "one-2"]
     assert all((tmp_path / "s" / n / "result.json").exists() for n in ("minimal", "one", "one-2"))
-    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == [
-        "minimal.flent.gz", "one-2.flent.gz", "one.flent.gz"
-    ]
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == ["minimal.flent.gz", "one-2.flent.gz", "one.flent.gz"]
 
 
 STUDY_POINT = """name = "unbuildable"
@@ -345,9 +344,11 @@ duration = 2
 
 @pytest.mark.parametrize(
     "replace,words",
-    [(("n_l4s = 1", "n_l4s = 0"), "n_classic are both 0"),  # n_classic = 0 too
-     (("base_rtt = 10", "base_rtt = 1e308"), "base_rtt: 1e+308 ms is a base RTT of more than a minute"),
-     (("n_bdp = 2", "n_bdp = 1e308"), "n_bdp: ")],
+    [
+        (("n_l4s = 1", "n_l4s = 0"), "n_classic are both 0"),  # n_classic = 0 too
+        (("base_rtt = 10", "base_rtt = 1e308"), "base_rtt: 1e+308 ms is a base RTT of more than a minute"),
+        (("n_bdp = 2", "n_bdp = 1e308"), "n_bdp: "),
+    ],
 )
 def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: Path, capsys, replace, words):
     """The store was made before the design's points were built (an empty store left behind),

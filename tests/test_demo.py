@@ -209,8 +209,12 @@ def test_a_preset_or_speed_that_is_not_a_name_is_a_notice_not_an_internal_error(
 
     async def body(ws, until) -> None:
         await until("hello")
-        for msg in ({"type": "preset", "name": ["x"]}, {"type": "preset", "name": {"a": 1}},
-                    {"type": "speed", "value": ["x"]}, {"type": ["set"]}):
+        for msg in (
+            {"type": "preset", "name": ["x"]},
+            {"type": "preset", "name": {"a": 1}},
+            {"type": "speed", "value": ["x"]},
+            {"type": ["set"]},
+        ):
             await ws.send_json(msg)
             text = (await until("notice"))["text"]
             assert "internal error" not in text and text.startswith(("preset: ", "speed: ", "message: ")), text
@@ -305,9 +309,11 @@ def test_page_in_headless_chromium(browser_page):
     choose("A.cc", "prague")
     choose("link.aqm", "pie10")
     until(
-        lambda d: (f := frame())["settings"]["link"]["aqm"] == "pie10"
-        and f["settings"]["A"]["cc"] == "prague"
-        and f["settings"]["B"]["web"] == 0,
+        lambda d: (
+            (f := frame())["settings"]["link"]["aqm"] == "pie10"
+            and f["settings"]["A"]["cc"] == "prague"
+            and f["settings"]["B"]["web"] == 0
+        ),
         "frame with PIE 10 ms and Prague",
     )
     # PIE lets a burst through, then its queue empties after the swap and settles near 10 ms
@@ -316,8 +322,10 @@ def test_page_in_headless_chromium(browser_page):
     driver.save_screenshot(str(out / "2-pie.png"))
     choose("link.aqm", "dualpi2")
     until(
-        lambda d: (f := frame())["settings"]["link"]["aqm"] == "dualpi2"
-        and (f["delay"]["A"] or {}).get("mean_ms", pie) < pie / 3,
+        lambda d: (
+            (f := frame())["settings"]["link"]["aqm"] == "dualpi2"
+            and (f["delay"]["A"] or {}).get("mean_ms", pie) < pie / 3
+        ),
         "drop of A's delay under DualPI2",
     )
     driver.save_screenshot(str(out / "3-dualpi2.png"))

@@ -312,8 +312,16 @@ def test_every_classic_cc_scenario_passes_the_core_validator(cc):
 
 
 def test_rmem_max_raises_both_receivers_buffers_and_lets_a_long_fat_flow_fill_the_link():
-    base = dict(aqm="FIFO", n_bdp=1, btl_capacity=1000, base_rtt=100, cc_l4s="cubic", tx_l4s_ecn="none",
-                rx_l4s_ecn="none", duration=8)
+    base = dict(
+        aqm="FIFO",
+        n_bdp=1,
+        btl_capacity=1000,
+        base_rtt=100,
+        cc_l4s="cubic",
+        tx_l4s_ecn="none",
+        rx_l4s_ecn="none",
+        duration=8,
+    )
     raised = scenario_from_factors(**base, rmem_max=64 << 20)
     assert [f["receiver"]["tcp"]["rmem"] for f in raised["flows"]] == [[4096, 131072, 64 << 20]] * 2
     assert "rmem" not in scenario_from_factors(**base)["flows"][0]["receiver"]["tcp"]

@@ -58,8 +58,13 @@ def test_run_flent_of_a_run_too_short_to_sample_is_one_line_before_running(tmp_p
 def test_the_python_default_sample_interval_is_the_cores():
     import l4sim
 
-    sc = l4sim.Scenario.from_dict({"duration": 1, "topology": {"base_rtt": 10, "bottleneck": {"rate": 10,
-                                   "qdisc": "fq_codel"}}, "flows": [{"name": "a"}]})
+    sc = l4sim.Scenario.from_dict(
+        {
+            "duration": 1,
+            "topology": {"base_rtt": 10, "bottleneck": {"rate": 10, "qdisc": "fq_codel"}},
+            "flows": [{"name": "a"}],
+        }
+    )
     assert len(l4sim.run(sc).series_flows()["t"].unique()) == round(1 / sc.sample_interval)
 
 

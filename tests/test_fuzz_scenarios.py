@@ -144,8 +144,11 @@ def rescaled(draw) -> dict:
         for k in path[:-1]:
             parent = parent[k]
         old = parent[path[-1]]
-        new = draw(st.one_of(st.sampled_from([0, 1, 2]),
-                             st.sampled_from([1e-6, 1e-3, 0.1, 10, 1e3, 1e6]).map(lambda f, x=old: x * f)))
+        new = draw(
+            st.one_of(
+                st.sampled_from([0, 1, 2]), st.sampled_from([1e-6, 1e-3, 0.1, 10, 1e3, 1e6]).map(lambda f, x=old: x * f)
+            )
+        )
         parent[path[-1]] = round(new) if isinstance(old, int) and abs(new) < 2**63 else new
     return doc
 
@@ -276,7 +279,7 @@ def test_a_value_of_the_wrong_type_anywhere_in_an_example_is_reported_at_its_own
             value = _copy_at(doc, path)[1][path[-1]]
             if isinstance(value, (dict, list)):
                 continue
-            for odd in (["zzz"] if not isinstance(value, str) else [7, ["x"]]):
+            for odd in ["zzz"] if not isinstance(value, str) else [7, ["x"]]:
                 bad, node = _copy_at(doc, path)
                 node[path[-1]] = odd
                 with pytest.raises(ScenarioError) as e:

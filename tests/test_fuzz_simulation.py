@@ -50,22 +50,38 @@ SOURCES = [
 
 # Every qdisc kind with parameters it accepts, a few bad ones, and tc's names.
 QDISCS = [
-    "pfifo", "fq_codel", "dualpi2", "pie", "codel", "fq", "red",
+    "pfifo",
+    "fq_codel",
+    "dualpi2",
+    "pie",
+    "codel",
+    "fq",
+    "red",
     {"kind": "bfifo", "limit": 30000},
     {"kind": "pfifo", "limit": 5},
     {"kind": "pie", "target_ms": 5, "ecn": True, "bytemode": True},
     {"kind": "red", "limit": 400000, "min": 30000, "max": 90000, "probability": 0.1, "ecn": True},
     {"kind": "tbf", "rate_mbps": 10, "burst": 12800, "limit": 100000},
-    {"kind": "netem", "delay_ms": 2, "jitter_ms": 1, "loss": 0.01, "duplicate": 0.01, "slot_min_ms": 0.1,
-     "slot_max_ms": 0.5},
+    {
+        "kind": "netem",
+        "delay_ms": 2,
+        "jitter_ms": 1,
+        "loss": 0.01,
+        "duplicate": 0.01,
+        "slot_min_ms": 0.1,
+        "slot_max_ms": 0.5,
+    },
     {"kind": "wifi", "phy_rate_mbps": 30, "child": "fq_codel"},
     {"kind": "prio", "filters": [{"dscp": 10, "band": 0}], "children": ["dualpi2", "pfifo", "codel"]},
-    {"kind": "htb", "classes": [{"name": "x", "rate_mbps": 10, "dscp": [10], "child": "pie"},
-                                {"name": "y", "rate_mbps": 30}]},
+    {
+        "kind": "htb",
+        "classes": [{"name": "x", "rate_mbps": 10, "dscp": [10], "child": "pie"}, {"name": "y", "rate_mbps": 30}],
+    },
     {"kind": "bfifo", "limit": 10},  # bad: below one MTU
     {"kind": "pie", "target_ms": -1},  # bad
     "sfq",  # bad
 ]
+
 
 def no_panic(call):
     """``call()``, with a core panic (pyo3's PanicException, a BaseException Hypothesis would
@@ -129,8 +145,9 @@ class SimulationMachine(RuleBasedStateMachine):
         assert not self._refused_or_taken(lambda: self.sim.remove_flow("no such flow"))
 
     @precondition(lambda self: self.names)
-    @rule(which=st.data(), rate=RATES, cc=st.sampled_from([None, *CC_NAMES]),
-          base_rtt=st.sampled_from([None, 1, 50, -5]))
+    @rule(
+        which=st.data(), rate=RATES, cc=st.sampled_from([None, *CC_NAMES]), base_rtt=st.sampled_from([None, 1, 50, -5])
+    )
     def set_flow(self, which, rate, cc, base_rtt) -> None:
         name = which.draw(st.sampled_from(self.names))
         changes = {k: v for k, v in {"rate": rate, "cc": cc, "base_rtt": base_rtt}.items() if v is not None}
@@ -174,9 +191,16 @@ class DemoSessionMachine(RuleBasedStateMachine):
     def start(self, preset) -> None:
         self.session = Session(PRESETS[preset][1] if preset else None)
 
-    @rule(key=st.sampled_from([f"{g}.{k}" for g, ks in DEMO_DEFAULT.items() for k in ks] + ["link.nope", "C.cc"]),
-          value=st.one_of(st.sampled_from([*AQMS, *CCS]), st.sampled_from([0, 1, 3, 10, 100, 1e6, -5]),
-                          st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4), st.none()))
+    @rule(
+        key=st.sampled_from([f"{g}.{k}" for g, ks in DEMO_DEFAULT.items() for k in ks] + ["link.nope", "C.cc"]),
+        value=st.one_of(
+            st.sampled_from([*AQMS, *CCS]),
+            st.sampled_from([0, 1, 3, 10, 100, 1e6, -5]),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.text(max_size=4),
+            st.none(),
+        ),
+    )
     def set(self, key, value) -> None:
         try:
             note = no_panic(lambda: self.session.set(key, value))

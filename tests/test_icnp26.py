@@ -41,13 +41,15 @@ def _capped(name: str, src: str, dst: str, egress: str) -> None:
     link = send if name == "S2b" else core
     cap = icnp26.cap_rate(200 if name == "S2b" else 1000, scale)
     assert cap < link
-    prague = {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}, "dscp": 10,
-              "receiver": {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}}}
+    prague = {
+        "cc": {"name": "prague"},
+        "tcp": {"ecn": "accecn"},
+        "dscp": 10,
+        "receiver": {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}},
+    }
     flows = [{"name": f"l4s{i}", "from": src.format(i=i), "to": dst, **prague} for i in range(3)]
-    flows += [{"name": f"cubic{i}", "from": src.format(i=i), "to": dst, "cc": {"name": "cubic"}}
-              for i in range(2)]
-    r = l4sim.run({"duration": 8.0, "seed": 1, "topology": icnp26.topology(name, scale=scale),
-                   "flows": flows})
+    flows += [{"name": f"cubic{i}", "from": src.format(i=i), "to": dst, "cc": {"name": "cubic"}} for i in range(2)]
+    r = l4sim.run({"duration": 8.0, "seed": 1, "topology": icnp26.topology(name, scale=scale), "flows": flows})
     f = r.flows.set_index("name")
     l4s = f.loc[["l4s0", "l4s1", "l4s2"], "goodput_mbps"].sum()
     classic = f.loc[["cubic0", "cubic1"], "goodput_mbps"].sum()
@@ -104,10 +106,15 @@ def test_s3a_shares_the_core_bottleneck(s3):
 
 @pytest.mark.parametrize(
     "args,msg",
-    [(["--scenarios", "S9"], "--scenarios: unknown scenario S9"), (["--scale", "2"], "--scale: "),
-     (["--heavy-load", "3"], "--heavy-load: "), (["--scenarios", ""], "--scenarios: "),
-     (["--scenarios", " , "], "--scenarios: "),
-     (["--trials", "0"], "--trials"), (["--duration", "-1"], "--duration")],
+    [
+        (["--scenarios", "S9"], "--scenarios: unknown scenario S9"),
+        (["--scale", "2"], "--scale: "),
+        (["--heavy-load", "3"], "--heavy-load: "),
+        (["--scenarios", ""], "--scenarios: "),
+        (["--scenarios", " , "], "--scenarios: "),
+        (["--trials", "0"], "--trials"),
+        (["--duration", "-1"], "--duration"),
+    ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys, args, msg):
     """An empty --scenarios ran every scenario; the range errors lacked the OPTION: form."""
@@ -150,8 +157,12 @@ def test_no_background_bursts_at_all_is_a_valid_scenario(kw):
 
 def test_reproduce_quick_writes_its_report(tmp_path: Path):
     out = tmp_path / "icnp"
-    p = subprocess.run([sys.executable, "-m", "l4sim", "reproduce", "icnp26", "--quick", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "l4sim", "reproduce", "icnp26", "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     rep = (out / "report.md").read_text()
     for n in icnp26.scenario_names():
@@ -193,8 +204,23 @@ def test_sigterm_of_reproduce_icnp26_leaves_no_worker_behind(tmp_path):
     -9); they end with it, as study run's do."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(icnp26.__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "l4sim", "reproduce", "icnp26", "--out", str(tmp_path / "o"),
-           "--scenarios", "S3a", "--trials", "2", "--duration", "60", "-j", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "l4sim",
+        "reproduce",
+        "icnp26",
+        "--out",
+        str(tmp_path / "o"),
+        "--scenarios",
+        "S3a",
+        "--trials",
+        "2",
+        "--duration",
+        "60",
+        "-j",
+        "2",
+    ]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL)
     kids = busy_children(proc.pid, 2)
     assert len(kids) >= 2, kids

@@ -34,10 +34,14 @@ def test_normal_samples_give_the_normal_quantiles():
 def test_the_parameters_make_a_valid_netem():
     x = np.random.default_rng(2).gamma(2.0, 2.0, 20_000) + 5.0
     netem = {"kind": "netem", "limit": 10_000, **delay_from_samples(x)}
-    sc = l4sim.Scenario.from_dict({
-        "duration": 2, "seed": 1,
-        "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": netem}},
-        "flows": [{"name": "a", "cc": "cubic"}]})
+    sc = l4sim.Scenario.from_dict(
+        {
+            "duration": 2,
+            "seed": 1,
+            "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": netem}},
+            "flows": [{"name": "a", "cc": "cubic"}],
+        }
+    )
     r = l4sim.run(sc)
     # The bottleneck netem adds about the samples' mean (9 ms) to the 10 ms base RTT.
     assert 10 + 0.8 * x.mean() < r.flows.loc[0, "mean_srtt_ms"] < 10 + 3 * x.mean()
@@ -58,9 +62,14 @@ def test_measured_slot_gaps_make_a_slot_distribution():
     flows = [{"name": "a", "cc": "cubic"}]
 
     def run(qdisc):
-        sc = l4sim.Scenario.from_dict({
-            "duration": 3, "seed": 1, "flows": flows,
-            "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 20, "qdisc": qdisc}}})
+        sc = l4sim.Scenario.from_dict(
+            {
+                "duration": 3,
+                "seed": 1,
+                "flows": flows,
+                "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 20, "qdisc": qdisc}},
+            }
+        )
         return l4sim.run(sc).flows.loc[0]
 
     plain = run({"kind": "netem", "limit": 1000})

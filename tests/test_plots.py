@@ -72,6 +72,32 @@ def test_flow_bars_render_with_fair_share(tmp_path):
     assert out["Per-flow throughput"].exists()
 
 
+def test_flow_bars_order_panels_by_aqm_wherever_it_is_among_the_panel_factors():
+    """The panels were sorted by the first panel factor's value looked up as an AQM: with
+    ``panels=("cc_classic", "aqm")`` they kept the data's order (mypy found the lookup)."""
+    rows = [
+        {
+            "aqm": a,
+            "cc_classic": cc,
+            "n_l4s": n,
+            "n_classic": 1,
+            "btl_capacity": 100,
+            "trial": 1,
+            "l4s_tput_mbps": 50.0,
+            "classic_tput_mbps": 45.0,
+            "l4s_qdelay_ms": 1.0,
+            "classic_qdelay_ms": 5.0,
+        }
+        for a in ("DualPI2", "FIFO")
+        for cc in ("cubic", "bbr")
+        for n in (1, 2)
+    ]
+    c = cells(pd.DataFrame(rows)).iloc[::-1]  # cells() orders them by AQM: a table in another order
+    fig = plots.flows_bars(c, panels=("cc_classic", "aqm"))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles == ["vs bbr, aqm = FIFO", "vs cubic, aqm = FIFO", "vs bbr, aqm = DualPI2", "vs cubic, aqm = DualPI2"]
+
+
 def test_timeseries_renders(tmp_path):
     n = 20
     s = pd.DataFrame(

@@ -143,6 +143,7 @@ def test_engine_panic_in_a_worker_is_recorded_not_fatal(tmp_path):
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
 def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path, processes):
     import distributed
+
     s = Study.from_toml(STUDY)
     _run(s, tmp_path / "pool", jobs=2)
     with (
@@ -227,8 +228,8 @@ def test_sigkill_of_study_run_leaves_no_process_behind(tmp_path):
     f = tmp_path / "long.toml"
     f.write_text(LONG_STUDY)
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(l4sim.studies.study.__file__).resolve().parents[2]) + os.pathsep + env.get(
-        "PYTHONPATH", ""
+    env["PYTHONPATH"] = (
+        str(Path(l4sim.studies.study.__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
     )
     cmd = [sys.executable, "-m", "l4sim", "study", "run", str(f), "--store", str(tmp_path / "st"), "-j", "2", "--quiet"]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
@@ -307,6 +308,7 @@ duration = 2
 
 def test_real_engine_on_dask_matches_local_pool(tmp_path):
     import distributed
+
     s = Study.from_toml("""
 name = "e2e"
 [factors]
@@ -349,6 +351,99 @@ def test_cli_study_run_status_and_limit(tmp_path, fake_engine, capsys):
     assert main(["study", "status", str(tmp_path / "st")]) == 0
     out = capsys.readouterr().out
     assert "t " in out and "12" in out and "8" in out  # total 12, missing 8
+
+
+def _store_state(path):
+    """What a refused run must leave as it was: the index's bytes and the series files."""
+    return (path / "index.sqlite").read_bytes(), sorted(p.name for p in (path / "series").iterdir())
+
+
+@pytest.mark.parametrize(
+    "change,differs",
+    [
+        (["--trials", "3"], "trial"),
+        (["--duration", "5"], "duration"),
+        ('aqm = ["FIFO", "DualPI2"]', "aqm"),  # the study file edited
+    ],
+)
+def test_cli_study_run_of_another_design_under_a_stored_name_is_refused_and_the_store_untouched(
+    tmp_path, fake_engine, capsys, change, differs
+):
+    """A store holding design 't' was silently redefined by another study file (or --trials,
+    --duration) of the same name: its plan replaced, its status and report about another design
+    than its runs. Now one line naming the design, what differs and how to go on; status 2."""
+    from l4sim.cli_study import main
+
+    f, store = tmp_path / "s.toml", tmp_path / "st"
+    f.write_text(STUDY)
+    assert main(["study", "run", str(f), "--store", str(store), "-j", "1", "--quiet"]) == 0
+    before = _store_state(store)
+    capsys.readouterr()
+    argv = ["study", "run", str(f), "--store", str(store), "-j", "1", "--quiet"]
+    if isinstance(change, str):
+        f.write_text(STUDY.replace('aqm = ["FIFO", "Codel", "DualPI2"]', change))
+    else:
+        argv += change
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith("error: --store: ") and "design 't'" in err and differs in err, err
+    assert "--name" in err and "another --store" in err, err
+    assert _store_state(store) == before
+    assert Store(store).designs()[0]["content"] == STUDY
+
+
+def test_cli_study_run_of_the_same_design_resumes_even_if_its_file_was_reworded(tmp_path, fake_engine, capsys):
+    """The same runs are the same design: a comment or a description added to the study file,
+    or `trials = 2` written as a trial list, resumes instead of being refused."""
+    from l4sim.cli_study import main
+
+    f, store = tmp_path / "s.toml", tmp_path / "st"
+    f.write_text(STUDY)
+    argv = ["study", "run", str(f), "--store", str(store), "-j", "1", "--quiet"]
+    assert main([*argv, "--limit", "5"]) == 0
+    reworded = STUDY.replace("trials = 2", '# two trials\ndescription = "as before"\n[factors]\ntrial = [1, 2]')
+    f.write_text(reworded.replace("[factors]\naqm", "aqm", 1))
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "7 runs done now, 5 already in the store" in capsys.readouterr().out
+    st = Store(store)
+    assert st.status() == [{"design": "t", "total": 12, "done": 12, "errors": 0, "missing": 0}]
+    assert "as before" in st.designs()[0]["content"]  # the store documents the file as it is now
+
+
+def test_cli_study_run_with_name_keeps_both_designs_and_shares_their_common_runs(tmp_path, fake_engine, capsys):
+    """--name runs the other design beside the first: the runs they have in common (the same
+    scenario and seed) are not done again, and each design keeps its own status."""
+    from l4sim.cli_study import main
+
+    f, store = tmp_path / "s.toml", tmp_path / "st"
+    f.write_text(STUDY)
+    argv = ["study", "run", str(f), "--store", str(store), "-j", "1", "--quiet"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main([*argv, "--trials", "3", "--name", "t3"]) == 0
+    assert "t3: 6 runs done now, 12 already in the store" in capsys.readouterr().out
+    st = Store(store)
+    assert {r["design"]: r["total"] for r in st.status()} == {"t": 12, "t3": 18}
+    assert 'name = "t3"' in {d["name"]: d["content"] for d in st.designs()}["t3"]
+    assert len(st.runs(design="t")) == 12 and len(st.runs(design="t3")) == 18
+    assert main([*argv, "--trials", "3", "--name", ""]) == 2
+    assert capsys.readouterr().err.startswith("error: --name: ")
+
+
+def test_run_study_of_another_design_under_a_stored_name_raises_and_changes_nothing(tmp_path):
+    """The library call is guarded too (the CLI checks first, to say it in its options)."""
+    from l4sim.sweep.store import DesignConflictError
+
+    s = Study.from_toml(STUDY)
+    _run(s, tmp_path, jobs=1, limit=3)
+    with pytest.raises(DesignConflictError, match="'t'") as e:
+        _run(s.with_overrides(duration=5), tmp_path, jobs=1)
+    assert e.value.name == "t" and e.value.differs == ["duration"]
+    st = Store(tmp_path)
+    assert st.status() == [{"design": "t", "total": 12, "done": 3, "errors": 0, "missing": 9}]
+    assert st.designs()[0]["content"] == STUDY and len(st.runs(status=None)) == 3
 
 
 def test_cli_malformed_study_file_is_a_clear_error(tmp_path, capsys):

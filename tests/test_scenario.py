@@ -239,24 +239,36 @@ def test_an_unknown_factor_in_a_scenario_file_names_it(tmp_path):
     assert "factors.bogus" in str(e.value)
 
 
-_HTB = {"kind": "htb", "classes": [
-    {"name": "gold", "rate_mbps": 30, "dscp": [10], "child": {"kind": "codel", "target_ms": 5}},
-    {"name": "rest", "rate_mbps": 70}]}
+_HTB = {
+    "kind": "htb",
+    "classes": [
+        {"name": "gold", "rate_mbps": 30, "dscp": [10], "child": {"kind": "codel", "target_ms": 5}},
+        {"name": "rest", "rate_mbps": 70},
+    ],
+}
 
 
-@pytest.mark.parametrize(("where", "value", "field"), [
-    (("topology", "bottleneck", "qdisc", "limit"), "big", "topology.bottleneck.qdisc.limit"),
-    (("flows", 0, "source"), {"kind": "chunks", "rate_mbps": 5, "request": "yes"},
-     "flows[0].source.request"),
-    (("flows", 0, "source"), {"kind": "udp", "rate_mbps": "fast"}, "flows[0].source.rate_mbps"),
-    (("topology", "bottleneck", "qdisc"),
-     {**_HTB, "classes": [_HTB["classes"][0] | {"child": {"kind": "codel", "target_ms": "5ms"}},
-                          _HTB["classes"][1]]},
-     "topology.bottleneck.qdisc.classes[0].child.target_ms"),
-    (("topology", "bottleneck", "qdisc"),
-     {**_HTB, "classes": [_HTB["classes"][0], _HTB["classes"][1] | {"rate_mbps": "x"}]},
-     "topology.bottleneck.qdisc.classes[1].rate_mbps"),
-])
+@pytest.mark.parametrize(
+    ("where", "value", "field"),
+    [
+        (("topology", "bottleneck", "qdisc", "limit"), "big", "topology.bottleneck.qdisc.limit"),
+        (("flows", 0, "source"), {"kind": "chunks", "rate_mbps": 5, "request": "yes"}, "flows[0].source.request"),
+        (("flows", 0, "source"), {"kind": "udp", "rate_mbps": "fast"}, "flows[0].source.rate_mbps"),
+        (
+            ("topology", "bottleneck", "qdisc"),
+            {
+                **_HTB,
+                "classes": [_HTB["classes"][0] | {"child": {"kind": "codel", "target_ms": "5ms"}}, _HTB["classes"][1]],
+            },
+            "topology.bottleneck.qdisc.classes[0].child.target_ms",
+        ),
+        (
+            ("topology", "bottleneck", "qdisc"),
+            {**_HTB, "classes": [_HTB["classes"][0], _HTB["classes"][1] | {"rate_mbps": "x"}]},
+            "topology.bottleneck.qdisc.classes[1].rate_mbps",
+        ),
+    ],
+)
 def test_a_bad_value_inside_a_kind_tagged_spec_names_its_key(minimal, where, value, field):
     """Qdiscs, sources and topologies are tagged by ``kind``; an error deep inside one still
     names the key that holds the bad value, not just where the spec starts."""
@@ -268,13 +280,19 @@ def test_a_bad_value_inside_a_kind_tagged_spec_names_its_key(minimal, where, val
     assert e.field == field, e
 
 
-@pytest.mark.parametrize(("qdisc", "field"), [
-    ({"kind": "htb", "classes": [_HTB["classes"][0] | {"child": {"kind": "bfifo"}},
-                                 _HTB["classes"][1]]},
-     "topology.bottleneck.qdisc.classes[0].child"),
-    ({"kind": "prio", "bands": 2, "children": [{"kind": "pfifo", "limit": 5}, {"kind": "bfifo"}]},
-     "topology.bottleneck.qdisc.children[1]"),
-])
+@pytest.mark.parametrize(
+    ("qdisc", "field"),
+    [
+        (
+            {"kind": "htb", "classes": [_HTB["classes"][0] | {"child": {"kind": "bfifo"}}, _HTB["classes"][1]]},
+            "topology.bottleneck.qdisc.classes[0].child",
+        ),
+        (
+            {"kind": "prio", "bands": 2, "children": [{"kind": "pfifo", "limit": 5}, {"kind": "bfifo"}]},
+            "topology.bottleneck.qdisc.children[1]",
+        ),
+    ],
+)
 def test_a_missing_parameter_of_a_child_qdisc_names_the_child(minimal, qdisc, field):
     minimal["topology"]["bottleneck"]["qdisc"] = qdisc
     e = _error(minimal)
@@ -284,8 +302,10 @@ def test_a_missing_parameter_of_a_child_qdisc_names_the_child(minimal, qdisc, fi
 def test_an_htb_class_child_may_be_named_like_any_other_child_qdisc(minimal):
     """``child = "fq_codel"`` in an HTB class, as in a tbf or a prio band; a kind that is not
     a name is an error there too (the core would read a number as the n-th kind)."""
-    minimal["topology"]["bottleneck"]["qdisc"] = {**_HTB, "classes": [
-        _HTB["classes"][0] | {"child": "fq_codel"}, _HTB["classes"][1]]}
+    minimal["topology"]["bottleneck"]["qdisc"] = {
+        **_HTB,
+        "classes": [_HTB["classes"][0] | {"child": "fq_codel"}, _HTB["classes"][1]],
+    }
     sc = l4sim.Scenario.from_dict(minimal).validate()
     assert sc.data["topology"]["bottleneck"]["qdisc"]["classes"][0]["child"] == {"kind": "fq_codel"}
     minimal["topology"]["bottleneck"]["qdisc"]["classes"][0]["child"] = {"kind": 0, "limit": 100000}
@@ -309,8 +329,10 @@ def test_a_bad_entry_deep_in_a_long_trace_is_named_by_its_index(minimal):
     assert e.field == "flows[0].source.trace[41234][1]", e
 
 
-@pytest.mark.parametrize(("value", "words"), [(300, "got 300, expected a whole number from 0 to 255"),
-                                              (-1, "got -1, expected a whole number from 0 to 255")])
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [(300, "got 300, expected a whole number from 0 to 255"), (-1, "got -1, expected a whole number from 0 to 255")],
+)
 def test_a_whole_number_too_large_for_its_field_says_the_fields_range(minimal, value, words):
     """prio bands = 300 said "got 300, expected a whole number (0 or more)": 300 is one; the
     field (serde's u8) holds 0-255."""
@@ -321,15 +343,28 @@ def test_a_whole_number_too_large_for_its_field_says_the_fields_range(minimal, v
 
 def _graph() -> dict:
     """h1 - r1 - r2 - h2 and r1 - r3 - h2: two paths from h1 to h2."""
-    return {"duration": 1, "topology": {
-        "kind": "graph",
-        "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"},
-                  {"name": "r1"}, {"name": "r2"}, {"name": "r3"}],
-        "links": [{"a": "h1", "b": "r1", "rate": 1000}, {"a": "r1", "b": "r2", "rate": 1000},
-                  {"a": "r1", "b": "r3", "rate": 1000}, {"a": "r2", "b": "h2", "rate": 1000},
-                  {"a": "r3", "b": "h2", "rate": 1000}],
-        "routes": [{"dscp": 10, "path": ["h1", "r1", "r3", "h2"]}]},
-        "flows": [{"name": "a", "from": "h1", "to": "h2", "dscp": 10}]}
+    return {
+        "duration": 1,
+        "topology": {
+            "kind": "graph",
+            "nodes": [
+                {"name": "h1", "kind": "host"},
+                {"name": "h2", "kind": "host"},
+                {"name": "r1"},
+                {"name": "r2"},
+                {"name": "r3"},
+            ],
+            "links": [
+                {"a": "h1", "b": "r1", "rate": 1000},
+                {"a": "r1", "b": "r2", "rate": 1000},
+                {"a": "r1", "b": "r3", "rate": 1000},
+                {"a": "r2", "b": "h2", "rate": 1000},
+                {"a": "r3", "b": "h2", "rate": 1000},
+            ],
+            "routes": [{"dscp": 10, "path": ["h1", "r1", "r3", "h2"]}],
+        },
+        "flows": [{"name": "a", "from": "h1", "to": "h2", "dscp": 10}],
+    }
 
 
 def test_a_policy_route_through_a_node_twice_is_rejected():
@@ -356,8 +391,10 @@ def test_two_policy_routes_disagreeing_on_a_next_hop_are_rejected():
 
 def test_a_dscp_in_two_htb_classes_is_rejected(minimal):
     """It went to the last class naming it, silently."""
-    q = {"kind": "htb", "classes": [{"name": "a", "rate_mbps": 30, "dscp": [10, 12]},
-                                    {"name": "b", "rate_mbps": 70, "dscp": [12]}]}
+    q = {
+        "kind": "htb",
+        "classes": [{"name": "a", "rate_mbps": 30, "dscp": [10, 12]}, {"name": "b", "rate_mbps": 70, "dscp": [12]}],
+    }
     minimal["topology"]["bottleneck"]["qdisc"] = q
     e = _error(minimal)
     assert e.field == "topology.bottleneck.qdisc.classes[1].dscp" and "12" in e.message, e
@@ -365,11 +402,13 @@ def test_a_dscp_in_two_htb_classes_is_rejected(minimal):
 
 def test_two_htb_classes_of_one_parent_with_one_name_are_rejected(minimal):
     """Their rows in qdisc_classes had the same path: they could not be told apart."""
-    q = {"kind": "htb", "classes": [{"name": "a", "rate_mbps": 30, "dscp": [10]},
-                                    {"name": "a", "rate_mbps": 70}]}
+    q = {"kind": "htb", "classes": [{"name": "a", "rate_mbps": 30, "dscp": [10]}, {"name": "a", "rate_mbps": 70}]}
     minimal["topology"]["bottleneck"]["qdisc"] = q
     e = _error(minimal)
     assert e.field == "topology.bottleneck.qdisc.classes[1].name" and '"a"' in e.message, e
-    q["classes"] = [{"name": "x", "rate_mbps": 50}, {"name": "a", "parent": 0, "rate_mbps": 20},
-                    {"name": "a", "rate_mbps": 50}]  # x/a and a: different paths, fine
+    q["classes"] = [
+        {"name": "x", "rate_mbps": 50},
+        {"name": "a", "parent": 0, "rate_mbps": 20},
+        {"name": "a", "rate_mbps": 50},
+    ]  # x/a and a: different paths, fine
     Scenario.from_dict(minimal).validate()

@@ -83,6 +83,30 @@ def test_record_commits_run_flows_and_series(tmp_path):
     assert st.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_another_design_under_a_stored_name_is_refused_and_the_same_one_recorded_anew(tmp_path):
+    """A design is its runs (factors and seeds): other runs under a stored name raise and
+    change nothing; the same runs, reworded or with the keys of another model version, replace
+    the text and the plan (so the store documents the design as it is now)."""
+    from l4sim.sweep.store import DesignConflictError
+
+    plan = [("k1", {"aqm": "FIFO", "trial": 1}, 7), ("k2", {"aqm": "FIFO", "trial": 2}, 8)]
+    with Store(tmp_path, write=True) as st:
+        st.add_design("d", "name='d'", plan)
+        other = [("k3", {"aqm": "FIFO", "trial": 1}, 7), ("k4", {"aqm": "Codel", "trial": 1}, 9)]
+        with pytest.raises(DesignConflictError) as e:
+            st.add_design("d", "name='d' # other", other)
+        assert e.value.differs == ["aqm", "trial"] and (e.value.stored_runs, e.value.new_runs) == (2, 2)
+        assert "'d'" in str(e.value) and "it differs in aqm, trial; 2 runs there, 2 runs in this one" in str(e.value)
+        assert st.designs()[0]["content"] == "name='d'" and st.status()[0]["total"] == 2
+        assert st.design_conflict("e", [({"aqm": "Codel"}, 1)]) is None  # a name the store does not hold
+        new_keys = [("n" + k, {**f, "trial": float(f["trial"])}, s) for k, f, s in plan]  # 2.0 is 2
+        assert st.design_conflict("d", [(f, s) for _, f, s in reversed(new_keys)]) is None
+        st.add_design("d", "name='d'  # reworded", new_keys)
+        assert st.designs()[0]["content"] == "name='d'  # reworded"
+        keys = {r[0] for r in st.db.execute("SELECT key FROM plan WHERE design = 'd'")}
+        assert keys == {"nk1", "nk2"}
+
+
 def test_error_runs_are_recorded_but_not_done(tmp_path):
     with Store(tmp_path, write=True) as st:
         st.add_design("d", "", [("k", {"aqm": "FIFO"}, 1)])

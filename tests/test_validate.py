@@ -57,10 +57,18 @@ def simulate(
     shares, ql, qc = [], [], []
     for seed in SEEDS:
         sc = scenario_from_factors(
-            aqm=aqm, n_bdp=n_bdp, btl_capacity=100, base_rtt=10, ecn_threshold=5,
-            tx_l4s_ecn="accecn", rx_l4s_ecn="accecn",
-            tx_classic_ecn="classic", rx_classic_ecn=rx_classic_ecn, cc_classic=cc_classic,
-            duration=DURATION, seed=seed,
+            aqm=aqm,
+            n_bdp=n_bdp,
+            btl_capacity=100,
+            base_rtt=10,
+            ecn_threshold=5,
+            tx_l4s_ecn="accecn",
+            rx_l4s_ecn="accecn",
+            tx_classic_ecn="classic",
+            rx_classic_ecn=rx_classic_ecn,
+            cc_classic=cc_classic,
+            duration=DURATION,
+            seed=seed,
         )
         f = l4sim.run(sc).flows.set_index("name")
         t_l, t_c = f.loc["l4s", "goodput_mbps"], f.loc["classic", "goodput_mbps"]
@@ -175,11 +183,13 @@ def test_delay_values_are_attributed_to_documented_patterns_by_cell_type():
 
 @pytest.mark.parametrize(
     "args,words",
-    [(["--reference", "{tmp}/none.csv"], "--reference: "),
-     (["--reference", "{tmp}/bad.csv"], "--reference: "),  # a CSV without the reference's columns
-     (["--reference", "{tmp}/garbled.csv"], "--reference: "),  # pandas' two-line parser error
-     (["--out", "{tmp}/file"], "--out: "),
-     (["--store", "{tmp}/file"], "--store: ")],
+    [
+        (["--reference", "{tmp}/none.csv"], "--reference: "),
+        (["--reference", "{tmp}/bad.csv"], "--reference: "),  # a CSV without the reference's columns
+        (["--reference", "{tmp}/garbled.csv"], "--reference: "),  # pandas' two-line parser error
+        (["--out", "{tmp}/file"], "--out: "),
+        (["--store", "{tmp}/file"], "--store: "),
+    ],
 )
 def test_validate_bad_input_is_one_line_before_anything_is_made(tmp_path, capsys, args, words):
     """A reference that is not one was an unprefixed (or two-line) message or a KeyError
@@ -208,3 +218,41 @@ def test_an_interrupted_validation_writes_no_comparison_from_a_partial_grid(tmp_
     err = capsys.readouterr().err
     assert "interrupted" in err and "153 of 315" in err, err
     assert not any((tmp_path / "out" / f).exists() for f in ("summary.md", "validation.csv", "report.html"))
+
+
+def test_a_validation_against_other_references_is_its_own_design_and_an_edited_one_is_refused(tmp_path, capsys):
+    """Validations of the same length shared one design name whatever their reference: the
+    second replaced the first in the store. A validation against other references is now
+    another design (the runs they share are not done again); a reference file edited since
+    its validation is refused in one line, the store as it was."""
+    import pandas as pd
+
+    from l4sim.cli import main
+    from l4sim.studies.validate import REFERENCE
+    from l4sim.sweep.store import Store
+
+    rows = pd.read_csv(REFERENCE)
+    cell = (rows["aqm"] == "DualPI2") & (rows["n_bdp"] == 2.0)
+    mine = tmp_path / "mine.csv"
+    rows[cell & (rows["case"] == "cubic_ecn")].to_csv(mine, index=False)
+    out = tmp_path / "out"
+    argv = ["validate", "--quiet", "--trials", "1", "--duration", "1", "-j", "1", "--out", str(out)]
+    assert main([*argv, "--reference", str(mine)]) == 0
+    both = tmp_path / "both.csv"
+    rows[cell & rows["case"].isin(["cubic_ecn", "cubic_noecn"])].to_csv(both, index=False)
+    capsys.readouterr()
+    assert main([*argv, "--reference", str(both)]) == 0
+    with Store(out / "store") as st:
+        assert {r["design"]: (r["total"], r["done"]) for r in st.status()} == {
+            "validate-1x1s-mine": (1, 1),
+            "validate-1x1s-both": (2, 2),
+        }
+        assert len(st.runs()) == 2  # the cell both designs have was run once
+    before = (out / "store" / "index.sqlite").read_bytes()
+    rows[cell & (rows["case"] == "cubic_noecn")].to_csv(mine, index=False)
+    capsys.readouterr()
+    assert main([*argv, "--reference", str(mine)]) == 2
+    out_text, err = capsys.readouterr()
+    assert err.startswith("error: --out: ") and err.count("\n") == 1, err
+    assert "'validate-1x1s-mine'" in err and "another --out" in err, err
+    assert (out / "store" / "index.sqlite").read_bytes() == before

@@ -18,6 +18,10 @@ def run(scenario_json: str) -> str:
 def validate(scenario_json: str) -> None:
     """Parse and validate a scenario (core JSON form); raises ScenarioError."""
 
+def registry() -> dict[str, list[str]]:
+    """The names the core accepts, from its enums: ``cc`` (congestion controls), ``qdisc``
+    (qdisc kinds), ``source`` (traffic source kinds), ``topology`` (topology kinds) and
+    ``ecn_sysctl`` (values of net.ipv4.tcp_ecn)."""
 
 class Simulation:
     """A steppable simulation (core JSON in and out); ``l4sim.Simulation`` wraps it."""

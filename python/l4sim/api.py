@@ -32,10 +32,22 @@ __all__ = ["SIZE_BINS", "RunResult", "connections_frame", "run", "run_scenario_j
 
 #: Transfer-size bins of the completion-time summaries (bytes; lower bound inclusive), as in
 #: the IETF L4S evaluations' FCT plots.
-SIZE_BINS = ((0, 10_000, "<10 KB"), (10_000, 100_000, "10-100 KB"), (100_000, 1_000_000, "100 KB-1 MB"),
-             (1_000_000, float("inf"), ">=1 MB"))
+SIZE_BINS = (
+    (0, 10_000, "<10 KB"),
+    (10_000, 100_000, "10-100 KB"),
+    (100_000, 1_000_000, "100 KB-1 MB"),
+    (1_000_000, float("inf"), ">=1 MB"),
+)
 _CONN_COLUMNS = (
-    "flow", "id", "size", "start_s", "fct_s", "fct_no_handshake_s", "retrans", "new_connection", "requested"
+    "flow",
+    "id",
+    "size",
+    "start_s",
+    "fct_s",
+    "fct_no_handshake_s",
+    "retrans",
+    "new_connection",
+    "requested",
 )
 
 
@@ -46,8 +58,18 @@ def connections_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(records, columns=list(_CONN_COLUMNS))
     # Results of models before 0.4.0 have no ``requested``: none was.
     df["requested"] = df["requested"].astype("boolean").fillna(False)
-    return df.astype({"size": "int64", "id": "int64", "retrans": "int64", "start_s": float, "fct_s": float,
-                      "fct_no_handshake_s": float, "new_connection": bool, "requested": bool})
+    return df.astype(
+        {
+            "size": "int64",
+            "id": "int64",
+            "retrans": "int64",
+            "start_s": float,
+            "fct_s": float,
+            "fct_no_handshake_s": float,
+            "new_connection": bool,
+            "requested": bool,
+        }
+    )
 
 
 def _size_bin(size: pd.Series) -> pd.Series:
@@ -56,6 +78,7 @@ def _size_bin(size: pd.Series) -> pd.Series:
     labels = [b[2] for b in SIZE_BINS]
     edges = [b[0] for b in SIZE_BINS] + [float("inf")]
     return pd.cut(size, bins=edges, labels=labels, right=False)
+
 
 _QDISC_DICTS = (("drops_by_reason", "drops"), ("drops_by_ecn", "drops"), ("marks_by_ecn", "marks"))
 _FLOW_SERIES = ("tput_mbps", "cwnd", "srtt_ms", "pacing_mbps", "ce_fed_back")
@@ -315,8 +338,9 @@ class RunResult:
         lines = [f"{self.name or 'run'} (seed {self.seed}, model {self.model_version})"]
         flows = self.raw.get("flows", [])
         # the text columns as wide as their longest entry (udp_prague, a long flow name)
-        wn, wc, we = (_width([str(f.get(k, "")) for f in flows], w)
-                      for k, w in (("name", 12), ("cc", 8), ("ecn_mode", 10)))
+        wn, wc, we = (
+            _width([str(f.get(k, "")) for f in flows], w) for k, w in (("name", 12), ("cc", 8), ("ecn_mode", 10))
+        )
         header = (
             f"{'flow':<{wn}} {'cc':<{wc}} {'ecn mode':<{we}} {'goodput Mbit/s':>14} {'srtt ms':>9} "
             f"{'qdelay ms':>9} {'retrans':>8}"

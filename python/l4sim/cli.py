@@ -21,16 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from l4sim import __version__, demo
+from l4sim import __version__, cli_study, demo
 from l4sim._core import ScenarioError
 from l4sim.argtypes import Parser, directory_problem, figure_format_problem, seconds, seed
 from l4sim.scenario import CC_NAMES, Scenario, one_line
 from l4sim.studies.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
-
-try:
-    from l4sim import cli_study  # type: ignore[attr-defined,unused-ignore]
-except ImportError:
-    cli_study = None
 
 EXIT_USAGE = 2
 
@@ -329,8 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_validate)
 
     demo.register(subparsers)
-    if cli_study is not None:
-        cli_study.register(subparsers)
+    cli_study.register(subparsers)
     return parser
 
 
@@ -341,7 +335,7 @@ def _one_line_warning(message: Any, category: type, *args: Any, **kwargs: Any) -
 def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
-    warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
+    warnings.formatwarning = _one_line_warning
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

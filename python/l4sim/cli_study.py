@@ -10,11 +10,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from l4sim.argtypes import Parser, count, directory_problem, figure_format_problem, seconds
 from l4sim.scenario import one_line
 from l4sim.studies.study import StudyError
 from l4sim.sweep.designs import DesignError
+
+if TYPE_CHECKING:
+    from l4sim.sweep.designs import Design
+    from l4sim.sweep.store import DesignConflictError
 
 ANRW24_DEFAULT_TRIALS = 10
 ANRW24_DEFAULT_DURATION = 60.0
@@ -37,6 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=count, metavar="N", help="do at most N runs")
     p.add_argument("--trials", type=count, help="override the number of trials")
     p.add_argument("--duration", type=seconds, help="override the run duration, s")
+    p.add_argument(
+        "--name",
+        help="the design's name in the store (default: the study's); a store refuses another design "
+        "under a name it holds",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run)
 
@@ -171,6 +181,28 @@ def _design_problem(store: str | Path, design: str | None) -> str | None:
     return f"--design: no design {design!r} in {store}; it holds {', '.join(map(repr, names)) or 'none'}"
 
 
+def _stored_design_conflict(store: Path, study: Design) -> DesignConflictError | None:
+    """The store's :class:`DesignConflictError` if it holds another design under ``study``'s
+    name (read-only, before anything runs), else None."""
+    from l4sim.sweep.store import Store, StoreError
+
+    if not (store / "index.sqlite").exists():
+        return None
+    try:
+        with Store(store) as st:
+            return st.design_conflict(study.name, ((r.point, r.seed) for r in study.runs()))
+    except StoreError:
+        return None  # running says what is wrong with the store
+
+
+def _conflict_for_run(e: DesignConflictError) -> str:
+    """``study run``'s line for a store holding another design of the study's name."""
+    return (
+        f"--store: {e.path} holds a design {e.name!r} that is not this one ({e.difference()}): "
+        "run this one under another --name or into another --store (the same design resumes)"
+    )
+
+
 def _connect_dask(args) -> str | None:
     """Connect to the --dask scheduler before a store or output directory is made: one line if
     it cannot be reached (it was distributed's traceback, the design already in the store).
@@ -196,13 +228,13 @@ def _load(spec: str):
 
 def _run_and_report(study, store: Path, args, outcome: list | None = None) -> int:
     from l4sim.sweep.runner import run_study
-    from l4sim.sweep.store import StoreLockedError
+    from l4sim.sweep.store import DesignConflictError, StoreLockedError
 
     try:
         out = run_study(
             study, store, jobs=args.jobs, dask=args.dask, limit=args.limit, progress=not getattr(args, "quiet", False)
         )
-    except (StoreLockedError, DesignError) as e:
+    except (StoreLockedError, DesignConflictError, DesignError) as e:
         return _err(str(e))
     finally:
         if args.dask is not None and not isinstance(args.dask, str):
@@ -233,7 +265,14 @@ def cmd_run(args) -> int:
             study = study.with_overrides(**ov)
     except StudyError as e:
         return _err(str(e))
-    problem = _output_problem("--store", args.store) or _connect_dask(args)
+    if args.name is not None:
+        if not args.name.strip():
+            return _err(f"--name: {args.name!r} is empty; a design needs a name")
+        study = study.renamed(args.name)
+    problem = _output_problem("--store", args.store)
+    if problem is None and (conflict := _stored_design_conflict(Path(args.store), study)) is not None:
+        problem = _conflict_for_run(conflict)
+    problem = problem or _connect_dask(args)
     if problem:
         return _err(problem)
     return _run_and_report(study, Path(args.store), args)
@@ -255,16 +294,16 @@ def cmd_plan(args) -> int:
         from l4sim.studies import cost
 
         c = cost.packet_cost(study, refresh=args.measure, runs=runs)
-        e = cost.estimate((r.point for r in runs), jobs=args.jobs, cost=c)
+        est = cost.estimate((r.point for r in runs), jobs=args.jobs, cost=c)
         print(
-            f"  expected time on this machine: {cost.human(e['cpu_seconds'])} of CPU, about "
-            f"{cost.human(e['wall_seconds'])} wall on {e['jobs']} core(s) "
-            f"({e['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {e['measured']} on "
+            f"  expected time on this machine: {cost.human(est['cpu_seconds'])} of CPU, about "
+            f"{cost.human(est['wall_seconds'])} wall on {est['jobs']} core(s) "
+            f"({est['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {est['measured']} on "
             f"{len(c['reference'])} of its runs; a busy machine is slower)"
         )
         from l4sim import _core
 
-        if e["wall_seconds"] > 3600 and _core.BUILD == "release":
+        if est["wall_seconds"] > 3600 and _core.BUILD == "release":
             print(
                 "  this is the ordinary build: benchmarks/pgo_build.py (in the source tree) builds the "
                 "same engine 1.05-1.1x faster"
@@ -494,17 +533,12 @@ def _design_clash(store: Path, study) -> str | None:
     trials or duration): reusing it would silently redefine what the store's results mean."""
     import tomllib
 
-    from l4sim.sweep.store import Store, StoreError
+    from l4sim.sweep.store import Store
 
-    if not (store / "index.sqlite").exists():
+    if _stored_design_conflict(store, study) is None:
         return None
-    try:
-        with Store(store) as st:
-            old = {d["name"]: d["content"] for d in st.designs()}.get(study.name)
-    except StoreError:
-        return None
-    if old is None or old == study.to_toml():
-        return None
+    with Store(store) as st:
+        old = {d["name"]: d["content"] for d in st.designs()}[study.name]
 
     def shape(text: str) -> str:
         try:

@@ -68,23 +68,70 @@ BOTTLENECK = {"S1": RECV6, "S2": SEND5[0], "S3": CORE4, "S4": PEER}
 HEAVY_PAIR = {"S2": "eps_to_k", "S3": "s_to_m", "S4": "f_to_g"}
 
 # Shared path (no separation) and the two separated paths, router by router.
-_SHARED = ["lan-5", "r-access-5", "r-core1-5", "r-5-4", "r-4-5", "r-core2-4", "r-4-3", "r-3-4",
-           "r-core2-3", "r-3-2", "r-2-3", "r-core2-2", "r-2-6", "r-6-2", "r-core2-6",
-           "r-access-6", "lan-6"]
-_L4S_SEP = ["lan-5", "r-access-5", "r-core1-5", "r-5-4", "r-4-5", "r-core1-4", "r-4-1", "r-1-4",
-            "r-core1-1", "r-1-2", "r-2-1", "r-core1-2", "r-2-6", "r-6-2", "r-core1-6",
-            "r-access-6", "lan-6"]
-_CLASSIC_SEP = ["lan-5", "r-access-5", "r-core2-5", "r-5-4", "r-4-5", "r-core2-4", "r-4-3", "r-3-4",
-                "r-core2-3", "r-3-2", "r-2-3", "r-core2-2", "r-2-6", "r-6-2", "r-core2-6",
-                "r-access-6", "lan-6"]
+_SHARED = [
+    "lan-5",
+    "r-access-5",
+    "r-core1-5",
+    "r-5-4",
+    "r-4-5",
+    "r-core2-4",
+    "r-4-3",
+    "r-3-4",
+    "r-core2-3",
+    "r-3-2",
+    "r-2-3",
+    "r-core2-2",
+    "r-2-6",
+    "r-6-2",
+    "r-core2-6",
+    "r-access-6",
+    "lan-6",
+]
+_L4S_SEP = [
+    "lan-5",
+    "r-access-5",
+    "r-core1-5",
+    "r-5-4",
+    "r-4-5",
+    "r-core1-4",
+    "r-4-1",
+    "r-1-4",
+    "r-core1-1",
+    "r-1-2",
+    "r-2-1",
+    "r-core1-2",
+    "r-2-6",
+    "r-6-2",
+    "r-core1-6",
+    "r-access-6",
+    "lan-6",
+]
+_CLASSIC_SEP = [
+    "lan-5",
+    "r-access-5",
+    "r-core2-5",
+    "r-5-4",
+    "r-4-5",
+    "r-core2-4",
+    "r-4-3",
+    "r-3-4",
+    "r-core2-3",
+    "r-3-2",
+    "r-2-3",
+    "r-core2-2",
+    "r-2-6",
+    "r-6-2",
+    "r-core2-6",
+    "r-access-6",
+    "lan-6",
+]
 _BG_PATHS = {
     "eps_to_k": ["r-access-5", "r-core1-5", "node_k"],
     "s_to_m": ["node_s", "r-4-5", "r-core2-4", "r-4-3", "node_m"],
     "m_to_f": ["node_m", "r-4-3", "r-3-4", "r-core2-3", "r-3-2", "r-2-3", "node_f"],
     "f_to_g": ["node_f", "r-2-3", "r-core2-2", "r-2-6", "r-6-2", "node_g"],
 }
-BG_HOSTS = {"node_k": "r-core1-5", "node_s": "r-4-5", "node_m": "r-4-3",
-            "node_f": "r-2-3", "node_g": "r-6-2"}
+BG_HOSTS = {"node_k": "r-core1-5", "node_s": "r-4-5", "node_m": "r-4-3", "node_f": "r-2-3", "node_g": "r-6-2"}
 
 MSG = 65000  # MGEN message size, bytes
 # Offered load of the background at the scenario's bottleneck, as a fraction of its rate: the
@@ -103,18 +150,33 @@ def _bfifo(mbps: float) -> dict[str, Any]:
 
 def _priority(mbps: float, cap_mbps: float) -> dict[str, Any]:
     """The study's "priority capped" tree: prio, DSCP 10 -> tbf cap -> PIE 1 ms; rest PIE 15 ms."""
-    pie_l = {"kind": "pie", "limit": 20000, "target_ms": 1, "tupdate_ms": 16, "alpha": 2,
-             "beta": 20, "ecn": True, "bytemode": True}
+    pie_l = {
+        "kind": "pie",
+        "limit": 20000,
+        "target_ms": 1,
+        "tupdate_ms": 16,
+        "alpha": 2,
+        "beta": 20,
+        "ecn": True,
+        "bytemode": True,
+    }
     pie_c = {"kind": "pie", "limit": 20000, "target_ms": 15, "ecn": True, "bytemode": True}
-    tbf = {"kind": "tbf", "rate_mbps": cap_mbps, "burst": 102400, "limit": 10_000_000,
-           "child": pie_l}
-    return {"kind": "prio", "bands": 3, "filters": [{"dscp": L4S_DSCP, "band": 0}],
-            "children": [tbf, pie_c]}
+    tbf = {"kind": "tbf", "rate_mbps": cap_mbps, "burst": 102400, "limit": 10_000_000, "child": pie_l}
+    return {"kind": "prio", "bands": 3, "filters": [{"dscp": L4S_DSCP, "band": 0}], "children": [tbf, pie_c]}
 
 
 def _dualpi2() -> dict[str, Any]:
-    return {"kind": "dualpi2", "limit": 1000, "target_ms": 15, "tupdate_ms": 16, "alpha": 0.16,
-            "beta": 3.2, "step_thresh_ms": 1, "coupling_factor": 2, "c_protection": 10}
+    return {
+        "kind": "dualpi2",
+        "limit": 1000,
+        "target_ms": 15,
+        "tupdate_ms": 16,
+        "alpha": 0.16,
+        "beta": 3.2,
+        "step_thresh_ms": 1,
+        "coupling_factor": 2,
+        "c_protection": 10,
+    }
 
 
 MIN_SCALED_MBPS = 2.5 * RECV_ACCESS_MBPS
@@ -190,8 +252,8 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
     shape(*RECV6, RECV_ACCESS_MBPS, _dualpi2(), burst=1600)
     send, core = scaled_rates(scale)
     prio_s2 = fam == "S2" and variant == "b"
-    for a, b in SEND5:
-        shape(a, b, send, _priority(send, cap_rate(200, scale)) if prio_s2 else _bfifo(send))
+    for src, dst in SEND5:
+        shape(src, dst, send, _priority(send, cap_rate(200, scale)) if prio_s2 else _bfifo(send))
     shape(*CORE4, core, _bfifo(core))
     shape(*CORE3, core, _bfifo(core))
     shape(*PEER, core, _priority(core, cap_rate(1000, scale)) if scenario == "S4b" else _bfifo(core))
@@ -217,8 +279,13 @@ def check_scenario(name: str) -> None:
 
 
 def _prague(**kw: Any) -> dict[str, Any]:
-    return {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}, "dscp": L4S_DSCP,
-            "receiver": {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}}, **kw}
+    return {
+        "cc": {"name": "prague"},
+        "tcp": {"ecn": "accecn"},
+        "dscp": L4S_DSCP,
+        "receiver": {"cc": {"name": "prague"}, "tcp": {"ecn": "accecn"}},
+        **kw,
+    }
 
 
 def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
@@ -227,28 +294,62 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
     t = lambda s: round(s * k, 4)  # noqa: E731
     flows: list[dict[str, Any]] = []
     for j, start in enumerate((10, 25, 40)):  # streaming: 10 Mbit/s in 2 s chunks
-        flows.append(_prague(name=f"l4s_stream_{j}", **{"from": f"e-{j}-5", "to": f"e-{j}-6"},
-                             start=t(start),
-                             source={"kind": "chunks", "rate_mbps": 10.0, "period": 2.0}))
+        flows.append(
+            _prague(
+                name=f"l4s_stream_{j}",
+                **{"from": f"e-{j}-5", "to": f"e-{j}-6"},
+                start=t(start),
+                source={"kind": "chunks", "rate_mbps": 10.0, "period": 2.0},
+            )
+        )
     for j, (start, stop) in enumerate(((10, 70), (25, 85), (40, 100), (50, 110))):  # calls
-        flows.append({"name": f"l4s_call_{j}", "from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6",
-                      "dscp": L4S_DSCP, "start": t(start),
-                      "source": {"kind": "udp_prague", "max_rate_mbps": 5.0,
-                                 "packet_size": 1200, "stop": t(stop)}})
+        flows.append(
+            {
+                "name": f"l4s_call_{j}",
+                "from": f"e-{j % 3}-5",
+                "to": f"e-{j % 3}-6",
+                "dscp": L4S_DSCP,
+                "start": t(start),
+                "source": {"kind": "udp_prague", "max_rate_mbps": 5.0, "packet_size": 1200, "stop": t(stop)},
+            }
+        )
     for j in range(5):  # L4S transfers: 10 MiB from 25 s, one every 10 s
-        flows.append(_prague(name=f"l4s_xfer_{j}", **{"from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6"},
-                             start=t(25 + 10 * j), size=10 * 2**20))
+        flows.append(
+            _prague(
+                name=f"l4s_xfer_{j}",
+                **{"from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6"},
+                start=t(25 + 10 * j),
+                size=10 * 2**20,
+            )
+        )
     for j, start in enumerate((5, 15, 25)):  # classic long CUBIC flows, to 115 s
-        flows.append({"name": f"classic_long_{j}", "from": f"e-{j}-5", "to": f"e-{j}-6",
-                      "cc": {"name": "cubic"}, "start": t(start), "stop": t(115)})
+        flows.append(
+            {
+                "name": f"classic_long_{j}",
+                "from": f"e-{j}-5",
+                "to": f"e-{j}-6",
+                "cc": {"name": "cubic"},
+                "start": t(start),
+                "stop": t(115),
+            }
+        )
     for j in range(5):  # classic transfers: 5 MiB at random starts in 20-90 s
-        flows.append({"name": f"classic_xfer_{j}", "from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6",
-                      "cc": {"name": "cubic"}, "start": t(rng.uniform(20, 90)), "size": 5 * 2**20})
+        flows.append(
+            {
+                "name": f"classic_xfer_{j}",
+                "from": f"e-{j % 3}-5",
+                "to": f"e-{j % 3}-6",
+                "cc": {"name": "cubic"},
+                "start": t(rng.uniform(20, 90)),
+                "size": 5 * 2**20,
+            }
+        )
     return flows
 
 
-def background_flows(scenario: str, duration: float, *, scale: float = 1.0,
-                     heavy_load: float = HEAVY_LOAD) -> list[dict[str, Any]]:
+def background_flows(
+    scenario: str, duration: float, *, scale: float = 1.0, heavy_load: float = HEAVY_LOAD
+) -> list[dict[str, Any]]:
     """The MGEN background of the four pairs: per pair 4 long flows of 58 x 65,000 B/s
     (30 Mbit/s) and Poisson batches of 1..10 messages of 65,000 B on new connections (10
     batches/s, 28.6 Mbit/s); at the scenario's bottleneck the batches are made heavy (offered
@@ -258,14 +359,32 @@ def background_flows(scenario: str, duration: float, *, scale: float = 1.0,
     out: list[dict[str, Any]] = []
     mean_batch_bits = 5.5 * MSG * 8
     for pair in ("eps_to_k", "s_to_m", "m_to_f", "f_to_g"):
-        src, dst = {"eps_to_k": ("e-{i}-5", "node_k"), "s_to_m": ("node_s", "node_m"),
-                    "m_to_f": ("node_m", "node_f"), "f_to_g": ("node_f", "node_g")}[pair]
+        src, dst = {
+            "eps_to_k": ("e-{i}-5", "node_k"),
+            "s_to_m": ("node_s", "node_m"),
+            "m_to_f": ("node_m", "node_f"),
+            "f_to_g": ("node_f", "node_g"),
+        }[pair]
         for j in range(4):
-            out.append({"name": f"bg_{pair}_long_{j}", "from": src.format(i=j % 3), "to": dst,
-                        "cc": {"name": "cubic"}, "start": 0.5 * j,
-                        "source": {"kind": "messages", "rate": 58 * scale, "poisson": False,
-                                   "batch_min": 1, "batch_max": 1, "message_size": MSG,
-                                   "persistent": True, "stop": stop}})
+            out.append(
+                {
+                    "name": f"bg_{pair}_long_{j}",
+                    "from": src.format(i=j % 3),
+                    "to": dst,
+                    "cc": {"name": "cubic"},
+                    "start": 0.5 * j,
+                    "source": {
+                        "kind": "messages",
+                        "rate": 58 * scale,
+                        "poisson": False,
+                        "batch_min": 1,
+                        "batch_max": 1,
+                        "message_size": MSG,
+                        "persistent": True,
+                        "stop": stop,
+                    },
+                }
+            )
         if pair == heavy:
             send, core = scaled_rates(scale)
             bott = send if pair == "eps_to_k" else core
@@ -275,11 +394,24 @@ def background_flows(scenario: str, duration: float, *, scale: float = 1.0,
             rate = 10.0 * scale
         if round(rate, 3) == 0:  # nothing left to offer (heavy_load 0, a tiny scale): no source
             continue
-        out.append({"name": f"bg_{pair}_bursts", "from": src.format(i=0), "to": dst,
-                    "cc": {"name": "cubic"}, "start": 5.0 * duration / 120,
-                    "source": {"kind": "messages", "rate": round(rate, 3), "poisson": True,
-                               "batch_min": 1, "batch_max": 10, "message_size": MSG,
-                               "stop": stop}})
+        out.append(
+            {
+                "name": f"bg_{pair}_bursts",
+                "from": src.format(i=0),
+                "to": dst,
+                "cc": {"name": "cubic"},
+                "start": 5.0 * duration / 120,
+                "source": {
+                    "kind": "messages",
+                    "rate": round(rate, 3),
+                    "poisson": True,
+                    "batch_min": 1,
+                    "batch_max": 10,
+                    "message_size": MSG,
+                    "stop": stop,
+                },
+            }
+        )
     return out
 
 
@@ -287,9 +419,16 @@ FULL = {"duration": 120.0, "scale": 0.1}
 QUICK = {"duration": 20.0, "scale": 0.05}
 
 
-def scenario(name: str, *, trial: int = 1, duration: float | None = None, scale: float | None = None,
-             quick: bool = False, heavy_load: float = HEAVY_LOAD,
-             sample_interval: float = 0.5) -> dict[str, Any]:
+def scenario(
+    name: str,
+    *,
+    trial: int = 1,
+    duration: float | None = None,
+    scale: float | None = None,
+    quick: bool = False,
+    heavy_load: float = HEAVY_LOAD,
+    sample_interval: float = 0.5,
+) -> dict[str, Any]:
     """One scenario's run as a scenario dict for ``l4sim.run`` (seeded by ``trial``); ``quick``:
     20 s at scale 0.05 instead of the study's 120 s at scale 0.1, unless given."""
     check_scenario(name)
@@ -301,11 +440,15 @@ def scenario(name: str, *, trial: int = 1, duration: float | None = None, scale:
     if duration <= 0:
         raise ValueError(f"duration must be > 0, got {duration}")
     rng = random.Random(f"icnp26-{trial}")
-    flows = study_flows(duration, rng) + background_flows(name, duration, scale=scale,
-                                                          heavy_load=heavy_load)
-    return {"name": f"icnp26_{name}_t{trial}", "duration": duration, "seed": trial,
-            "sample_interval": sample_interval,
-            "topology": topology(name, scale=scale), "flows": flows}
+    flows = study_flows(duration, rng) + background_flows(name, duration, scale=scale, heavy_load=heavy_load)
+    return {
+        "name": f"icnp26_{name}_t{trial}",
+        "duration": duration,
+        "seed": trial,
+        "sample_interval": sample_interval,
+        "topology": topology(name, scale=scale),
+        "flows": flows,
+    }
 
 
 def bottleneck_egresses(name: str) -> list[str]:

@@ -41,8 +41,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--trials", type=count, help=f"trials per scenario (default {FULL['trials']})")
     p.add_argument("--duration", type=seconds, help="run length, s (the study: 120)")
     p.add_argument("--scale", type=float, help="core/peering/sender-access rate factor, (0, 1]")
-    p.add_argument("--heavy-load", type=float, default=icnp26.HEAVY_LOAD,
-                   help="background offered at the bottleneck, fraction of its rate (default %(default)g)")
+    p.add_argument(
+        "--heavy-load",
+        type=float,
+        default=icnp26.HEAVY_LOAD,
+        help="background offered at the bottleneck, fraction of its rate (default %(default)g)",
+    )
     p.add_argument("--scenarios", help="comma-separated subset, e.g. S1,S3a,S3b")
     p.add_argument("-j", "--jobs", type=count, default=None, help="worker processes (default: all cores)")
     p.set_defaults(func=cmd_reproduce_icnp26)
@@ -59,7 +63,7 @@ def cmd_reproduce_icnp26(args: Any) -> int:
     from l4sim.sweep.runner import _init_worker
 
     base = QUICK if args.quick else FULL
-    trials = args.trials if args.trials is not None else base["trials"]
+    trials = args.trials if args.trials is not None else int(base["trials"])  # a count (FULL, QUICK: dict[str, float])
     duration = args.duration if args.duration is not None else base["duration"]
     scale = args.scale if args.scale is not None else base["scale"]
     names = icnp26.scenario_names()
@@ -68,8 +72,10 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         given = [s.strip() for s in args.scenarios.split(",") if s.strip()]
         bad = [s for s in given if s.lower() not in known]
         if bad or not given:
-            return _err(f"--scenarios: unknown scenario {', '.join(bad) or '(none given)'}; "
-                        f"one of {', '.join(icnp26.SCENARIOS)}")
+            return _err(
+                f"--scenarios: unknown scenario {', '.join(bad) or '(none given)'}; "
+                f"one of {', '.join(icnp26.SCENARIOS)}"
+            )
         names = list(dict.fromkeys(known[s.lower()] for s in given))  # S1,s1: S1 once
     if len(names) * trials > MAX_RUNS:
         return _err(f"--trials: {trials} x {len(names)} scenarios is more than the {MAX_RUNS:,} runs one study holds")
@@ -96,11 +102,15 @@ def cmd_reproduce_icnp26(args: Any) -> int:
                 results.append(res)
                 print(f"  {res['scenario']} trial {res['trial']}: {res['wall_s']:.1f} s wall")
     except KeyboardInterrupt:  # Ctrl-C: the workers ignore it, the pending runs are cancelled
-        print(f"interrupted: {len(results)} of {len(jobs)} runs done; no report from a part of the runs "
-              "(they are not kept: run the command again)", file=sys.stderr)
+        print(
+            f"interrupted: {len(results)} of {len(jobs)} runs done; no report from a part of the runs "
+            "(they are not kept: run the command again)",
+            file=sys.stderr,
+        )
         return 130
-    rep = write_report(results, out, duration=duration, scale=scale, heavy_load=args.heavy_load,
-                       wall_s=time.time() - t0)
+    rep = write_report(
+        results, out, duration=duration, scale=scale, heavy_load=args.heavy_load, wall_s=time.time() - t0
+    )
     print(f"wrote {rep}")
     return 0
 
@@ -140,15 +150,28 @@ def run_one(job: tuple[str, int, float, float, float]) -> dict[str, Any]:
     sq = r.series_qdiscs()
     conns = r.connections
     return {
-        "scenario": name, "trial": trial, "wall_s": time.time() - t0,
+        "scenario": name,
+        "trial": trial,
+        "wall_s": time.time() - t0,
         "flows": r.flows[["name", "goodput_mbps", "bytes_delivered", "start_s", "completion_s"]],
         "udp": r.udp,
         "chunks": conns[conns["flow"].str.startswith("l4s_stream")][["flow", "size", "start_s", "fct_s"]],
         "classic_rtt": _series(r, ("classic_long",), "srtt_ms"),
         "classic_tput": _series(r, ("classic_long",), "tput_mbps"),
         "stream_rtt": _series(r, ("l4s_stream",), "srtt_ms"),
-        "qdiscs": q[q["name"].isin(bott)][["name", "kind", "enq_pkts", "deq_pkts", "drops", "marks",
-                                           "sojourn_mean_ms", "sojourn_p99_ms", "max_backlog_bytes"]],
+        "qdiscs": q[q["name"].isin(bott)][
+            [
+                "name",
+                "kind",
+                "enq_pkts",
+                "deq_pkts",
+                "drops",
+                "marks",
+                "sojourn_mean_ms",
+                "sojourn_p99_ms",
+                "max_backlog_bytes",
+            ]
+        ],
         "classes": cl[cl["qdisc"].isin(bott)].drop(columns=["cdf_ms"], errors="ignore"),
         "qseries": sq[sq["name"].isin(bott) & (sq["variable"] == "sojourn_ms")][["t", "name", "value"]],
     }
@@ -171,7 +194,8 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
         rest = bq[~bq["name"].str.startswith("r-access-6")]
         main = rest.sort_values("sojourn_mean_ms").iloc[-1] if len(rest) else main
     return {
-        "scenario": res["scenario"], "trial": res["trial"],
+        "scenario": res["scenario"],
+        "trial": res["trial"],
         "call_rtt_p50_ms": udp["rtt_ms"].median() if len(udp) else float("nan"),
         "call_rtt_p95_ms": udp["rtt_ms"].quantile(0.95) if len(udp) else float("nan"),
         "call_rate_mbps": udp["rate_mbps"].mean() if len(udp) else float("nan"),
@@ -179,7 +203,8 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
         "stream_goodput_mbps": f.loc[f.index.str.startswith("l4s_stream"), "goodput_mbps"].mean(),
         "stream_rtt_p50_ms": srtt.median() if len(srtt) else float("nan"),
         "chunk_fct_p95_s": ch["fct_s"].quantile(0.95) if len(ch) else float("nan"),
-        "l4s_xfers_done": len(l4x), "l4s_xfer_fct_s": l4x["fct_s"].mean() if len(l4x) else float("nan"),
+        "l4s_xfers_done": len(l4x),
+        "l4s_xfer_fct_s": l4x["fct_s"].mean() if len(l4x) else float("nan"),
         "classic_xfers_done": len(clx),
         "classic_xfer_fct_s": clx["fct_s"].mean() if len(clx) else float("nan"),
         "classic_long_goodput_mbps": f.loc[f.index.str.startswith("classic_long"), "goodput_mbps"].sum(),
@@ -199,7 +224,7 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
     import matplotlib.pyplot as plt
 
     figdir.mkdir(parents=True, exist_ok=True)
-    first = {}
+    first: dict[str, dict[str, Any]] = {}  # scenario -> its first trial's result
     for res in results:
         first.setdefault(res["scenario"], res)
     names = list(first)
@@ -227,12 +252,14 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
         def draw(ax: Any, res: dict[str, Any]) -> None:
             for flow, g in res["udp"].groupby("flow"):
                 ax.plot(g["t"], g[col], lw=0.7, label=flow)
+
         return draw
 
     def series_plot(key: str):
         def draw(ax: Any, res: dict[str, Any]) -> None:
             for flow, g in res[key].groupby("name"):
                 ax.plot(g["t"], g["value"], lw=0.7, label=flow)
+
         return draw
 
     grid("UDP Prague calls: RTT", "calls_rtt", udp_plot("rtt_ms"), "RTT (ms)")
@@ -243,9 +270,14 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
 
     # Side by side: one bar per scenario (mean over trials).
     m = summ.groupby("scenario", sort=False).mean(numeric_only=True).reindex(names)
-    cols = [("call_rtt_p95_ms", "call RTT P95 (ms)"), ("stream_goodput_mbps", "stream goodput (Mbit/s)"),
-            ("l4s_xfer_fct_s", "L4S 10 MiB transfer (s)"), ("classic_long_goodput_mbps", "classic long, sum (Mbit/s)"),
-            ("classic_rtt_p50_ms", "classic RTT P50 (ms)"), ("btl_sojourn_p99_ms", "bottleneck sojourn P99 (ms)")]
+    cols = [
+        ("call_rtt_p95_ms", "call RTT P95 (ms)"),
+        ("stream_goodput_mbps", "stream goodput (Mbit/s)"),
+        ("l4s_xfer_fct_s", "L4S 10 MiB transfer (s)"),
+        ("classic_long_goodput_mbps", "classic long, sum (Mbit/s)"),
+        ("classic_rtt_p50_ms", "classic RTT P50 (ms)"),
+        ("btl_sojourn_p99_ms", "bottleneck sojourn P99 (ms)"),
+    ]
     fig, axes = plt.subplots(2, 3, figsize=(12, 6))
     for ax, (c, label) in zip(axes.flat, cols, strict=True):
         colors = ["tab:gray" if n == "S1" else "tab:red" if n.endswith("a") else "tab:green" for n in names]
@@ -273,8 +305,15 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_report(results: list[dict[str, Any]], out: Path, *, duration: float, scale: float,
-                 heavy_load: float = icnp26.HEAVY_LOAD, wall_s: float = 0.0) -> Path:
+def write_report(
+    results: list[dict[str, Any]],
+    out: Path,
+    *,
+    duration: float,
+    scale: float,
+    heavy_load: float = icnp26.HEAVY_LOAD,
+    wall_s: float = 0.0,
+) -> Path:
     """Write OUT/summary.csv, OUT/queues.csv, OUT/figures/*.png and OUT/report.md."""
     import pandas as pd
 
@@ -284,34 +323,79 @@ def write_report(results: list[dict[str, Any]], out: Path, *, duration: float, s
     for r in results:
         c = r["classes"]
         for _, row in c[c["kind"] == "class"].iterrows():
-            qrows.append({"scenario": r["scenario"], "trial": r["trial"], "egress": row["qdisc"],
-                          "class": row["name"], "pkts": row["deq_pkts"], "drops": row["drops"],
-                          "marks": row["marks"], "sojourn_mean_ms": row["sojourn_mean_ms"],
-                          "sojourn_p99_ms": row["sojourn_p99_ms"]})
+            qrows.append(
+                {
+                    "scenario": r["scenario"],
+                    "trial": r["trial"],
+                    "egress": row["qdisc"],
+                    "class": row["name"],
+                    "pkts": row["deq_pkts"],
+                    "drops": row["drops"],
+                    "marks": row["marks"],
+                    "sojourn_mean_ms": row["sojourn_mean_ms"],
+                    "sojourn_p99_ms": row["sojourn_p99_ms"],
+                }
+            )
     queues = pd.DataFrame(qrows)
     queues.to_csv(out / "queues.csv", index=False)
     figs = _figures(results, summ, out / "figures")
     trials = summ["trial"].nunique()
     mean = summ.groupby("scenario", sort=False).mean(numeric_only=True).drop(columns=["trial"]).reset_index()
-    show = ["scenario", "call_rtt_p50_ms", "call_rtt_p95_ms", "call_rate_mbps", "call_loss_frac",
-            "stream_goodput_mbps", "chunk_fct_p95_s", "l4s_xfers_done", "l4s_xfer_fct_s",
-            "classic_xfers_done", "classic_xfer_fct_s", "classic_long_goodput_mbps",
-            "classic_rtt_p50_ms", "btl_sojourn_mean_ms", "btl_sojourn_p99_ms", "btl_drops", "btl_marks"]
+    show = [
+        "scenario",
+        "call_rtt_p50_ms",
+        "call_rtt_p95_ms",
+        "call_rate_mbps",
+        "call_loss_frac",
+        "stream_goodput_mbps",
+        "chunk_fct_p95_s",
+        "l4s_xfers_done",
+        "l4s_xfer_fct_s",
+        "classic_xfers_done",
+        "classic_xfer_fct_s",
+        "classic_long_goodput_mbps",
+        "classic_rtt_p50_ms",
+        "btl_sojourn_mean_ms",
+        "btl_sojourn_p99_ms",
+        "btl_drops",
+        "btl_marks",
+    ]
     btl = summ.groupby("scenario", sort=False)["bottleneck"].first().reset_index()
-    qmean = (queues.groupby(["scenario", "egress", "class"], sort=False)
-             .mean(numeric_only=True).drop(columns=["trial"]).reset_index()) if len(queues) else queues
+    qmean = (
+        (
+            queues.groupby(["scenario", "egress", "class"], sort=False)
+            .mean(numeric_only=True)
+            .drop(columns=["trial"])
+            .reset_index()
+        )
+        if len(queues)
+        else queues
+    )
     lines = [
-        "# l4sim: the multi-AS study (ICNP 2026)", "",
+        "# l4sim: the multi-AS study (ICNP 2026)",
+        "",
         f"{len(summ)} runs: {summ['scenario'].nunique()} scenarios x {trials} trials x {duration:g} s, "
         f"core/peering/sender-access rates x {scale:g}, background at the bottleneck "
-        f"{heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.", "",
-        "Scenarios: " + "; ".join(f"**{n}** {icnp26.SCENARIOS[n]}" for n in summ['scenario'].unique()), "",
-        "## Side by side (mean over trials)", "", _md_table(mean[show]), "",
-        "![side by side](figures/side_by_side.png)", "",
-        "## The bottleneck each scenario's row reports", "", _md_table(btl), "",
-        "## Queue counters per class at the shaped egresses (mean over trials)", "",
-        _md_table(qmean) if len(qmean) else "(none)", "",
-        "## Over time (trial 1)", "",
+        f"{heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.",
+        "",
+        "Scenarios: " + "; ".join(f"**{n}** {icnp26.SCENARIOS[n]}" for n in summ["scenario"].unique()),
+        "",
+        "## Side by side (mean over trials)",
+        "",
+        _md_table(mean[show]),
+        "",
+        "![side by side](figures/side_by_side.png)",
+        "",
+        "## The bottleneck each scenario's row reports",
+        "",
+        _md_table(btl),
+        "",
+        "## Queue counters per class at the shaped egresses (mean over trials)",
+        "",
+        _md_table(qmean) if len(qmean) else "(none)",
+        "",
+        "## Over time (trial 1)",
+        "",
     ]
     for k in ("calls_rtt", "calls_rate", "classic_tput", "classic_rtt", "queues"):
         lines += [f"![{k}](figures/{figs[k].name})", ""]

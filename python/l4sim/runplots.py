@@ -101,8 +101,13 @@ def run_figure(r: RunResult, *, title: str | None = None) -> plt.Figure:
         ax = axes[0, 2]
         for name, g in conns.groupby("flow"):
             ax.scatter(g["size"], 1e3 * g["fct_s"], s=3, alpha=0.4, label=name)
-        ax.set(xscale="log", yscale="log", xlabel="size, bytes", ylabel="completion time, ms",
-               title="web transfers: completion time")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="size, bytes",
+            ylabel="completion time, ms",
+            title="web transfers: completion time",
+        )
         ax.legend(fontsize=7, markerscale=3)
         ax = axes[1, 2]
         summ = r.fct_summary()
@@ -123,8 +128,9 @@ def compare_figure(results: Sequence[RunResult], *, title: str | None = None) ->
     transfers, each source's median and P99 completion time."""
     names = [r.name for r in results]
     has_fct = any(not r.connections.empty for r in results)
-    fig, axes = plt.subplots(1, 2 if has_fct else 1, figsize=(11 if has_fct else 6, 4), constrained_layout=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, 2 if has_fct else 1, figsize=(11 if has_fct else 6, 4), constrained_layout=True, squeeze=False
+    )
     ax = axes[0, 0]
     x = np.arange(len(results))
     w = 0.2

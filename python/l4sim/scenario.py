@@ -267,7 +267,8 @@ def _norm_qdisc(value: Any, field: str) -> Any:
     if isinstance(value.get("classes"), list):  # htb: a leaf class's child
         value["classes"] = [
             {**c, "child": _norm_qdisc(c["child"], f"{field}.classes[{i}].child")}
-            if isinstance(c, dict) and c.get("child") is not None else c
+            if isinstance(c, dict) and c.get("child") is not None
+            else c
             for i, c in enumerate(value["classes"])
         ]
     return value
@@ -310,13 +311,13 @@ def _read_cdf(path: Path, field: str) -> list[list[float]]:
         raise scenario_error(field, f"cannot read CDF file {str(path)!r}: {e.strerror or e}") from None
     points = []
     for n, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].replace(",", " ").split()
-        if not line:
+        cols = line.split("#", 1)[0].replace(",", " ").split()
+        if not cols:
             continue
         try:
-            size, prob = float(line[0]), float(line[1])
+            size, prob = float(cols[0]), float(cols[1])
         except (ValueError, IndexError):
-            raise scenario_error(field, f"{path}:{n}: expected 'bytes probability', got {' '.join(line)!r}") from None
+            raise scenario_error(field, f"{path}:{n}: expected 'bytes probability', got {' '.join(cols)!r}") from None
         points.append([size, prob])
     if points and points[-1][1] > 1.0:
         points = [[b, p / 100.0] for b, p in points]
@@ -499,7 +500,9 @@ def check_scale(d: Mapping[str, Any], source: str | None, *, live: bool = False)
     # A live simulation (stepped, as the demo's) may name a far end; it is not run to it.
     if not live and isinstance(dur, (int, float)) and dur > MAX_DURATION_S:
         raise bad("duration", f"{dur:g} s is more than a day of simulated time (at most {MAX_DURATION_S:g} s)")
-    topo = d.get("topology") if isinstance(d.get("topology"), dict) else {}
+    topo = d.get("topology")
+    if not isinstance(topo, dict):
+        topo = {}
     rates = [("topology.nic_rate", topo.get("nic_rate"))]
     if isinstance(topo.get("bottleneck"), dict):
         rates.append(("topology.bottleneck.rate", topo["bottleneck"].get("rate")))

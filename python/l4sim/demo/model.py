@@ -308,8 +308,9 @@ class Session:
                 self.sim.remove_flow(f)
             self.long[group] = []
             self._resize_long(group)
-            if self.web[group]:
-                self.sim.set_flow(self.web[group], **CCS[v][1])
+            web = self.web[group]
+            if web:
+                self.sim.set_flow(web, **CCS[v][1])
         elif name == "web":
             web = self.web[group]
             if v == 0 and web:

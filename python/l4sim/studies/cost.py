@@ -21,7 +21,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ MSS = 1448
 #: The largest window of a receiver with Linux's default ``tcp_rmem`` (half of 6 MB).
 MAX_WINDOW_BYTES = 3_145_728
 #: The point whose per-packet cost is measured when there is no design to draw from.
-REFERENCE = {"aqm": "DualPI2", "n_bdp": 2, "btl_capacity": 100, "base_rtt": 10, "duration": 30}
+REFERENCE: dict[str, Any] = {"aqm": "DualPI2", "n_bdp": 2, "btl_capacity": 100, "base_rtt": 10, "duration": 30}
 #: Runs of a design that calibrate its per-packet cost, and their longest duration, s.
 CALIBRATION_RUNS = 8
 CALIBRATION_DURATION = 20.0
@@ -71,6 +71,7 @@ def packet_cost(study: Any = None, *, refresh: bool = False, runs: list[Any] | N
     from l4sim.scenario import Scenario
     from l4sim.studies.factors import scenario_from_factors
 
+    todo: Sequence[tuple[dict[str, Any], int | None]]  # seed None: the reference run, not a design's
     if study is None:
         todo = [(dict(REFERENCE), None)]
         design = ""

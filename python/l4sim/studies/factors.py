@@ -194,8 +194,9 @@ def buffer_bytes(n_bdp: float, btl_capacity: float, base_rtt: float) -> int:
     b = n_bdp * btl_capacity * 1e6 * base_rtt * 1e-3 / 8
     if not math.isfinite(b):  # int(round(inf)) was an OverflowError
         raise scenario_error(
-            "n_bdp", f"n_bdp x btl_capacity x base_rtt ({n_bdp:g} x {btl_capacity:g} Mbit/s x {base_rtt:g} ms) "
-            "is a buffer too large for a number"
+            "n_bdp",
+            f"n_bdp x btl_capacity x base_rtt ({n_bdp:g} x {btl_capacity:g} Mbit/s x {base_rtt:g} ms) "
+            "is a buffer too large for a number",
         )
     return int(round(b))
 
@@ -364,10 +365,10 @@ def scenario_from_factors(
         l4s_cc["ecn_fallback"] = ecn_fallback
     # The receiving hosts: their CC (see the module doc) and tcp_ecn 3 / 1 / 0.
     l4s_receiver: dict[str, Any] = {"cc": cc_spec(rx_l4s_cc), "tcp": {"ecn": rx_l4s_ecn}}
-    classic_receiver = {"cc": cc_spec(rx_classic_cc), "tcp": {"ecn": rx_classic_ecn}}
+    classic_receiver: dict[str, Any] = {"cc": cc_spec(rx_classic_cc), "tcp": {"ecn": rx_classic_ecn}}
     if rmem_max is not None:
-        for rx in (l4s_receiver, classic_receiver):
-            rx["tcp"]["rmem"] = [TCP_RMEM[0], TCP_RMEM[1], rmem_max]
+        for receiver in (l4s_receiver, classic_receiver):
+            receiver["tcp"]["rmem"] = [TCP_RMEM[0], TCP_RMEM[1], rmem_max]
 
     flows: list[dict[str, Any]] = []
     if n_l4s:

@@ -237,10 +237,16 @@ def flows_bars(
     its flow count) with 95 % CI; dashed line = fair share capacity / (N + M).
     """
     df = cells.copy()
-    groups = list(df.groupby(list(panels), sort=False)) if panels else [((), df)]
+    groups: list[tuple[Any, pd.DataFrame]] = list(df.groupby(list(panels), sort=False)) if panels else [((), df)]
     if "aqm" in panels:
         order = {a: i for i, a in enumerate(AQMS)}
-        groups.sort(key=lambda kg: order.get(kg[0][0] if isinstance(kg[0], tuple) else kg[0], 99))
+        at = list(panels).index("aqm")  # the AQM's place in a group's key (not always the first)
+
+        def by_aqm(group: tuple[Any, pd.DataFrame]) -> int:
+            key = group[0] if isinstance(group[0], tuple) else (group[0],)
+            return order.get(key[at], 99)
+
+        groups.sort(key=by_aqm)
     n = len(groups)
     ncols = min(ncols, n)
     nrows = math.ceil(n / ncols)
@@ -355,7 +361,7 @@ def _slug(keys: Sequence[str], values: Sequence[Any]) -> str:
 
 
 def _trials(cells: pd.DataFrame) -> str:
-    """"10 trials" or "1-3 trials": the trials per cell of a cells table."""
+    """ "10 trials" or "1-3 trials": the trials per cell of a cells table."""
     n = sorted({int(x) for x in cells["n"].dropna()}) if "n" in cells else []
     if not n:
         return "? trials"
@@ -554,11 +560,23 @@ def compare_figure(
                 ax.set_title(heads[side] + (f"\n{sub}" if sub else ""))
         value_axes = [ax for side in sides if side != "diff" for ax in _side_axes(axes, sides, side, column)]
         if value_axes:
-            fig.colorbar(ims[next(s for s in sides if s != "diff")], ax=value_axes, label=var["math"], shrink=0.9,
-                         pad=0.01, aspect=30)
+            fig.colorbar(
+                ims[next(s for s in sides if s != "diff")],
+                ax=value_axes,
+                label=var["math"],
+                shrink=0.9,
+                pad=0.01,
+                aspect=30,
+            )
         if "diff" in sides:
-            fig.colorbar(ims["diff"], ax=_side_axes(axes, sides, "diff", column),
-                         label=var["dmath"], shrink=0.9, pad=0.01, aspect=30)
+            fig.colorbar(
+                ims["diff"],
+                ax=_side_axes(axes, sides, "diff", column),
+                label=var["dmath"],
+                shrink=0.9,
+                pad=0.01,
+                aspect=30,
+            )
         if title is None:
             title = var["name"]
             if n_sim is not None and n_tb is not None:

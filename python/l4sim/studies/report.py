@@ -217,7 +217,7 @@ _SIDE_NAMES = {"sim": "sim", "tb": "testbed", "diff": "difference", "err": "diff
 
 
 def _heading(what: str, *notes: str) -> str:
-    """"L4S throughput (sim, Mbit/s)": the quantity, then its side and unit if any."""
+    """ "L4S throughput (sim, Mbit/s)": the quantity, then its side and unit if any."""
     notes = tuple(n for n in notes if n)
     return f"{what} ({', '.join(notes)})" if notes else what
 
@@ -264,12 +264,11 @@ HEADINGS: dict[str, str] = {
 _AS_WRITTEN = set(FACTOR_ORDER)
 
 
-def _table(
-    df: pd.DataFrame, index: bool = False, *, cell_classes: pd.DataFrame | None = None, css: str = "t"
-) -> str:
+def _table(df: pd.DataFrame, index: bool = False, *, cell_classes: pd.DataFrame | None = None, css: str = "t") -> str:
     """An HTML table in a horizontally scrolling wrapper, headed by :data:`HEADINGS`; columns
     with no value at all (every entry missing or "n/a") are left out; ``cell_classes``:
     booleans, True adds class "off"."""
+
     def empty(v: Any) -> bool:
         return v is None or (isinstance(v, str) and v == "n/a") or (isinstance(v, float) and not math.isfinite(v))
 
@@ -280,8 +279,8 @@ def _table(
     ]
     rows = []
     for pos, (idx, r) in enumerate(d.iterrows()):
-        flagged = [c for c in keep if cell_classes is not None and c in cell_classes]
-        off_row = bool(flagged) and bool(cell_classes.iloc[pos][flagged].any())
+        flagged = [c for c in keep if c in cell_classes] if cell_classes is not None else []
+        off_row = cell_classes is not None and bool(flagged) and bool(cell_classes.iloc[pos][flagged].any())
         tds = [f"<th>{html.escape(str(idx))}</th>"] if index else []
         for c in keep:
             v = r[c]
@@ -337,12 +336,12 @@ VALIDATION_DOC = _DOC.as_uri() if _DOC.exists() else "docs/validation.md"
 
 
 def _per_cell(n: str) -> str:
-    """"1 trial per cell", "10 trials per cell"."""
+    """ "1 trial per cell", "10 trials per cell"."""
     return f"{n} trial{'' if n == '1' else 's'} per cell"
 
 
 def _trials_text(n: pd.Series | Any) -> str:
-    """"10" or "1-3": the number of trials per cell."""
+    """ "10" or "1-3": the number of trials per cell."""
     vals = sorted({int(x) for x in pd.Series(n).dropna()}) if n is not None else []
     if not vals:
         return "?"
@@ -539,8 +538,7 @@ def render_report(
             f"than {SHARE_TOLERANCE:g} (flagged NO). Highlighted: a share difference beyond "
             f"{SHARE_TOLERANCE:g}, or a simulated queueing delay outside max(1 ms, 25 %) of the testbed's. "
             "Delays in ms. How close the model is, metric by metric: "
-            f"<a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>"
-            + _table(ref, cell_classes=off)
+            f"<a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>" + _table(ref, cell_classes=off)
         )
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:

@@ -36,7 +36,7 @@ import math
 import operator
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +57,7 @@ ECN_MODES = ("none", "classic", "accecn")
 # Factor order of the study's dictionary: also the column order of exports (the buffer and the
 # path first, then the other factors of scenario_from_factors in its order, then run parameters).
 _LEAD = ("n_bdp", "btl_capacity", "base_rtt", "aqm")
-FACTOR_ORDER: tuple[str, ...] = (
-    _LEAD + tuple(f for f in FACTOR_NAMES if f not in _LEAD) + ("trial", "duration")
-)
+FACTOR_ORDER: tuple[str, ...] = _LEAD + tuple(f for f in FACTOR_NAMES if f not in _LEAD) + ("trial", "duration")
 # Settings accepted in [fixed] besides the factors (passed through to scenario_from_factors).
 EXTRA_SETTINGS = ("sample_interval",)
 
@@ -290,8 +288,8 @@ class Constraint:
             return True
         if isinstance(node, ast.IfExp):
             return ev(node.body, env) if ev(node.test, env) else ev(node.orelse, env)
-        if isinstance(node, ast.Call):
-            fn = self._FUNCS[node.func.id]  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):  # _check allows no other call
+            fn = self._FUNCS[node.func.id]
             return fn(*(ev(a, env) for a in node.args))
         raise StudyError(f"constraint {self.text!r}: cannot evaluate {type(node).__name__}")
 
@@ -399,6 +397,10 @@ class Study:
             fx[k] = VALIDATORS[k](k, v)
         # the stored design must describe what runs: regenerate the TOML (source="")
         return Study(self.name, factors, fx, list(self.constraints), self.description, "")
+
+    def renamed(self, name: str) -> Study:
+        """A copy under another name (its TOML is regenerated to say so, like an override's)."""
+        return replace(self, name=name, source="")
 
     # ---------------------------------------------------------------- expansion
     def points(self) -> list[dict[str, Any]]:

@@ -115,8 +115,19 @@ _METRICS = (
 
 
 #: The reference CSV's columns ``load_reference`` reads.
-_REFERENCE_COLUMNS = ("case", "aqm", "n_bdp", "btl_mbps", "base_rtt_ms", "ecn_thr_ms", "prague_fallback",
-                      "rx_l4s_ecn", "rx_legacy_ecn", "l4s_cc", "legacy_cc")
+_REFERENCE_COLUMNS = (
+    "case",
+    "aqm",
+    "n_bdp",
+    "btl_mbps",
+    "base_rtt_ms",
+    "ecn_thr_ms",
+    "prague_fallback",
+    "rx_l4s_ecn",
+    "rx_legacy_ecn",
+    "l4s_cc",
+    "legacy_cc",
+)
 
 
 class Interrupted(Exception):
@@ -333,9 +344,7 @@ class Summary:
         return out
 
 
-def summarise(
-    cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES
-) -> Summary:
+def summarise(cmp: pd.DataFrame, runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES) -> Summary:
     import pandas as pd
 
     sim_ok = cmp["trials"] > 0
@@ -623,7 +632,6 @@ def validate(
     trials = trials or (QUICK_TRIALS if quick else FULL_TRIALS)
     duration = duration or (QUICK_DURATION if quick else FULL_DURATION)
     ref = load_reference(reference)  # a bad reference: before --out is made
-    out.mkdir(parents=True, exist_ok=True)
     if cells_filter is not None:
         want = {(c[0], float(c[1]), c[2], c[3] if len(c) > 3 else None) for c in cells_filter}
         keep = [
@@ -631,15 +639,21 @@ def validate(
             for a, b, e, c in zip(ref["aqm"], ref["n_bdp"], ref["rx_classic_ecn"], ref["cc_classic"], strict=True)
         ]
         ref = ref[keep].reset_index(drop=True)
-    name = f"validate-{trials}x{duration:g}s" + ("" if cells_filter is None else f"-{len(ref)}cells")
+    # The design's name says what it validates against: a store refuses another design under
+    # a name it holds, and a validation against other references is another design.
+    refs = [Path(reference)] if isinstance(reference, (str, Path)) else [Path(r) for r in reference]
+    shipped = [r.resolve() for r in refs] == [r.resolve() for r in REFERENCES]
+    against = "" if shipped else "-" + "+".join(r.stem for r in refs)
+    name = f"validate-{trials}x{duration:g}s{against}" + ("" if cells_filter is None else f"-{len(ref)}cells")
     study = reference_study(ref, trials=trials, duration=duration, name=name)
     store_dir = Path(store) if store is not None else out / "store"
-    outcome = run_study(study, store_dir, jobs=jobs, progress=progress)
+    outcome = run_study(study, store_dir, jobs=jobs, progress=progress)  # DesignConflictError: nothing made
     if outcome.interrupted:  # the missing cells would count as off
         raise Interrupted(
             f"interrupted: {outcome.already_done + outcome.done} of {outcome.planned} runs are in {store_dir}; "
             "no comparison from a partial grid (run the same command again to complete it)"
         )
+    out.mkdir(parents=True, exist_ok=True)
     with Store(store_dir) as st:
         runs = st.runs(design=study.name)
     runs = runs[runs["status"] == "done"] if "status" in runs.columns else runs
@@ -691,10 +705,12 @@ def cmd_validate(args: Any) -> int:
     from l4sim.argtypes import directory_problem
     from l4sim.scenario import one_line
     from l4sim.studies.study import StudyError
-    from l4sim.sweep.store import StoreLockedError
+    from l4sim.sweep.store import DesignConflictError, StoreLockedError
 
-    problem = next((f"{o}: {p}" for o, d in (("--out", args.out), ("--store", args.store))
-                    if d and (p := directory_problem(d))), None)
+    problem = next(
+        (f"{o}: {p}" for o, d in (("--out", args.out), ("--store", args.store)) if d and (p := directory_problem(d))),
+        None,
+    )
     if problem is None:
         try:
             load_reference(args.reference or REFERENCES)
@@ -714,6 +730,14 @@ def cmd_validate(args: Any) -> int:
             reference=args.reference or REFERENCES,
             progress=not args.quiet,
         )
+    except DesignConflictError as e:  # the same --trials/--duration/--reference, another reference file
+        option = "--store" if args.store else "--out"
+        print(
+            f"error: {option}: {e.path} holds a validation {e.name!r} that is not this one ({e.difference()}): "
+            "use another --out (or --store) for this one",
+            file=sys.stderr,
+        )
+        return 2
     except (StoreLockedError, StudyError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

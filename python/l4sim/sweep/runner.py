@@ -22,10 +22,11 @@ import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from l4sim.sweep.designs import Design, DesignError, RunSpec
-from l4sim.sweep.store import Store, run_key
+from l4sim.sweep.store import Store, planned_runs, run_key
 
 RunFn = Callable[[str], str]
 Builder = Callable[[Mapping[str, Any], int], dict]
@@ -117,7 +118,17 @@ def run_study(
     # every point built before the store is opened: one that cannot be leaves no store behind
     planned = plan(study, builder=builder, model_version=model_version)
     own_store = not isinstance(store, Store)
-    st: Store = store if isinstance(store, Store) else Store(store, write=True)
+    if isinstance(store, Store):
+        st = store
+    else:
+        if (Path(store) / "index.sqlite").exists():
+            # another design under a name the store holds: refused before it is opened for writing
+            with Store(Path(store)) as ro:
+                runs = planned_runs((p.key, p.spec.point, p.spec.seed) for p in planned)
+                conflict = ro.design_conflict(study.name, runs)
+            if conflict is not None:
+                raise conflict
+        st = Store(Path(store), write=True)
     out = Outcome()
     try:
         st.add_design(study.name, study.to_toml(), [(p.key, p.spec.point, p.spec.seed) for p in planned])

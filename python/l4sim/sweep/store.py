@@ -133,6 +133,54 @@ class StoreLockedError(StoreError):
         )
 
 
+class DesignConflictError(StoreError):
+    """The store holds another design under this name (other runs planned): recording this one
+    would redefine what the name's status, runs and report are about."""
+
+    def __init__(self, path: Path, name: str, differs: list[str], stored_runs: int, new_runs: int):
+        self.path, self.name, self.differs = path, name, differs
+        self.stored_runs, self.new_runs = stored_runs, new_runs
+        super().__init__(
+            f"results store {str(path)!r} holds another design named {name!r} ({self.difference()}): "
+            "give this one another name or use another store (the same design resumes)"
+        )
+
+    def difference(self) -> str:
+        """How the two designs differ, in their factor names, and their run counts."""
+        what = f"it differs in {', '.join(self.differs)}" if self.differs else "it has other runs"
+        return f"{what}; {_runs(self.stored_runs)} there, {_runs(self.new_runs)} in this one"
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' * (n != 1)}"
+
+
+def planned_runs(plan: Iterable[tuple[str, Mapping[str, Any], int]]) -> list[tuple[Mapping[str, Any], int]]:
+    """The (factors, seed) of a plan of (key, factors, seed) as the store keeps it: one per key."""
+    runs: dict[str, tuple[Mapping[str, Any], int]] = {}
+    for k, f, s in plan:
+        runs.setdefault(k, (f, s))
+    return list(runs.values())
+
+
+def _plan_points(plan: Iterable[tuple[Mapping[str, Any], int]]) -> set[tuple[str, int]]:
+    """A design's runs as (canonical factors, seed): what makes two designs the same one,
+    whatever their text and the model version their runs' keys include."""
+    return {(canonical_json(f), int(s)) for f, s in plan}
+
+
+def _differing_factors(a: set[tuple[str, int]], b: set[tuple[str, int]]) -> list[str]:
+    """The factors whose values differ between two designs' runs (or that only one has)."""
+    va: dict[str, set[str]] = {}
+    vb: dict[str, set[str]] = {}
+    for points, values in ((a, va), (b, vb)):
+        for f, _ in points:
+            for k, v in json.loads(f).items():
+                values.setdefault(k, set()).add(canonical_json(v))
+    order = list(dict.fromkeys([*_factor_order, *sorted(va.keys() | vb.keys())]))
+    return [k for k in order if (k in va or k in vb) and va.get(k) != vb.get(k)]
+
+
 def run_key(scenario: Mapping[str, Any], seed: int, model_version: str) -> str:
     """sha256 of the canonical scenario JSON, the seed and the model version."""
     h = hashlib.sha256()
@@ -260,6 +308,7 @@ class Store:
     def close(self) -> None:
         if getattr(self, "db", None) is not None:
             self.db.close()
+            # typed for the open store, which is all its methods see: a closed one is not used
             self.db = None  # type: ignore[assignment]
         if self._lock_fd is not None:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
@@ -285,9 +334,16 @@ class Store:
 
     # ---------------------------------------------------------------- writing
     def add_design(self, name: str, content: str, plan: Iterable[tuple[str, dict, int]]) -> None:
-        """Record a design (its study file text) and its planned runs (key, factors, seed)."""
+        """Record a design (its study file text) and its planned runs (key, factors, seed).
+
+        The same design again (the same runs: factors and seeds) is recorded anew (its text may
+        have been reworded, its runs' keys changed with the model version); another design under
+        a stored name raises :class:`DesignConflictError` and changes nothing."""
         plan = list(plan)
         with self._tx():
+            conflict = self.design_conflict(name, planned_runs(plan))
+            if conflict is not None:
+                raise conflict
             self.db.execute(
                 "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?)",
                 (name, content, len(plan), time.time()),
@@ -417,6 +473,20 @@ class Store:
     # ---------------------------------------------------------------- reading
     def designs(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute("SELECT * FROM designs ORDER BY updated")]
+
+    def design_conflict(self, name: str, plan: Iterable[tuple[Mapping[str, Any], int]]) -> DesignConflictError | None:
+        """The error recording design ``name`` with these runs (factors, seed) would raise: None
+        if the store has no design of that name or the same runs under it (a read-only check)."""
+        if self.db.execute("SELECT 1 FROM designs WHERE name = ?", (name,)).fetchone() is None:
+            return None
+        stored = _plan_points(
+            (json.loads(r["factors"]), r["seed"])
+            for r in self.db.execute("SELECT factors, seed FROM plan WHERE design = ?", (name,))
+        )
+        new = _plan_points(plan)
+        if stored == new:
+            return None
+        return DesignConflictError(self.path, name, _differing_factors(stored, new), len(stored), len(new))
 
     def status(self) -> list[dict[str, Any]]:
         """done / error / missing / total per design."""
