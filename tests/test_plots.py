@@ -177,3 +177,26 @@ def test_delay_heatmap_colours_tell_1_ms_from_10_ms_when_100_ms_is_present():
     assert isinstance(im.norm, matplotlib.colors.LogNorm)
     n1, n10, n100 = (float(im.norm(v)) for v in (1.0, 10.0, 100.0))
     assert abs((n10 - n1) - (n100 - n10)) < 1e-9 and n10 - n1 > 0.4  # a decade is half the scale
+
+
+def test_flows_bars_titles_aqm_only_panels_by_the_aqm_given_as_a_list():
+    """study_figures passes its panel factors as a list: ["aqm"] titled the panels "aqm = FIFO"
+    where ("aqm",) gave "FIFO"."""
+    rows = [
+        {
+            "aqm": a,
+            "cc_classic": "cubic",
+            "n_l4s": 1,
+            "n_classic": 1,
+            "btl_capacity": 100,
+            "trial": 1,
+            "l4s_tput_mbps": 50.0,
+            "classic_tput_mbps": 45.0,
+            "l4s_qdelay_ms": 1.0,
+            "classic_qdelay_ms": 5.0,
+        }
+        for a in ("DualPI2", "FIFO")
+    ]
+    for panels in (["aqm"], ("aqm",)):
+        fig = plots.flows_bars(cells(pd.DataFrame(rows)), panels=panels)
+        assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == ["FIFO", "DualPI2"]  # the AQM order

@@ -273,7 +273,8 @@ def flows_bars(
         ax.set_xlabel("N L4S vs M classic flows")
         ax.set_ylabel("throughput per flow, Mbit/s")
         ax.set_title(
-            panel_title(list(panels), key) if panels and panels != ("aqm",) else str(key[0]) if key else "", fontsize=9
+            panel_title(list(panels), key) if panels and tuple(panels) != ("aqm",) else str(key[0]) if key else "",
+            fontsize=9,
         )
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
