@@ -502,6 +502,24 @@ def test_reproduce_into_an_out_with_another_design_refuses_in_one_line(tmp_path,
     assert main([*args, "--trials", "1"]) == 0  # the same design resumes
 
 
+def test_reproduce_into_an_out_whose_anrw24_has_other_points_says_so(tmp_path, fake_engine, capsys):
+    """Same trials and duration, other points (a store from another l4sim's preset): the message
+    read "with 1 trial x 2 s, not 1 trial x 2 s"."""
+    import sqlite3
+
+    from l4sim.cli_study import main
+
+    out = tmp_path / "out"
+    args = ["reproduce", "anrw24", "--out", str(out), "-j", "1", "--quiet", "--duration", "2", "--trials", "1"]
+    assert main([*args, "--limit", "1"]) == 0
+    with sqlite3.connect(out / "store" / "index.sqlite") as db:
+        db.execute("UPDATE plan SET factors = replace(factors, '\"FIFO\"', '\"PIE\"') WHERE design = 'anrw24'")
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "other runs (it differs in aqm" in err and "not 1 trial" not in err, err
+
+
 def test_reproduce_with_limit_says_partial_and_gives_no_verdicts(tmp_path, fake_engine, capsys):
     from l4sim.cli_study import main
     from l4sim.studies.report import write_report

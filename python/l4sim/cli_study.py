@@ -535,7 +535,8 @@ def _design_clash(store: Path, study) -> str | None:
 
     from l4sim.sweep.store import Store
 
-    if _stored_design_conflict(store, study) is None:
+    conflict = _stored_design_conflict(store, study)
+    if conflict is None:
         return None
     with Store(store) as st:
         old = {d["name"]: d["content"] for d in st.designs()}[study.name]
@@ -550,8 +551,12 @@ def _design_clash(store: Path, study) -> str | None:
         n = f"{trials} trial{'s' * (trials != 1)}"
         return f"{n} x {dur:g} s" if isinstance(dur, (int, float)) else n
 
+    was, now = shape(old), shape(study.to_toml())
+    if was == now:
+        # same trials and duration: the grid itself differs (a store from another l4sim)
+        return f"{store} holds a {study.name} design with other runs ({conflict.difference()}): use another --out"
     return (
-        f"{store} holds the {study.name} design with {shape(old)}, not {shape(study.to_toml())}: "
+        f"{store} holds the {study.name} design with {was}, not {now}: "
         "use another --out, or the same --trials/--duration to resume it"
     )
 
