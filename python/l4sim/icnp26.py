@@ -68,63 +68,18 @@ BOTTLENECK = {"S1": RECV6, "S2": SEND5[0], "S3": CORE4, "S4": PEER}
 HEAVY_PAIR = {"S2": "eps_to_k", "S3": "s_to_m", "S4": "f_to_g"}
 
 # Shared path (no separation) and the two separated paths, router by router.
-_SHARED = [
-    "lan-5",
-    "r-access-5",
-    "r-core1-5",
-    "r-5-4",
-    "r-4-5",
-    "r-core2-4",
-    "r-4-3",
-    "r-3-4",
-    "r-core2-3",
-    "r-3-2",
-    "r-2-3",
-    "r-core2-2",
-    "r-2-6",
-    "r-6-2",
-    "r-core2-6",
-    "r-access-6",
-    "lan-6",
-]
-_L4S_SEP = [
-    "lan-5",
-    "r-access-5",
-    "r-core1-5",
-    "r-5-4",
-    "r-4-5",
-    "r-core1-4",
-    "r-4-1",
-    "r-1-4",
-    "r-core1-1",
-    "r-1-2",
-    "r-2-1",
-    "r-core1-2",
-    "r-2-6",
-    "r-6-2",
-    "r-core1-6",
-    "r-access-6",
-    "lan-6",
-]
-_CLASSIC_SEP = [
-    "lan-5",
-    "r-access-5",
-    "r-core2-5",
-    "r-5-4",
-    "r-4-5",
-    "r-core2-4",
-    "r-4-3",
-    "r-3-4",
-    "r-core2-3",
-    "r-3-2",
-    "r-2-3",
-    "r-core2-2",
-    "r-2-6",
-    "r-6-2",
-    "r-core2-6",
-    "r-access-6",
-    "lan-6",
-]
+_SHARED = (
+    "lan-5 r-access-5 r-core1-5 r-5-4 r-4-5 r-core2-4 r-4-3 r-3-4 r-core2-3 "
+    "r-3-2 r-2-3 r-core2-2 r-2-6 r-6-2 r-core2-6 r-access-6 lan-6"
+).split()
+_L4S_SEP = (
+    "lan-5 r-access-5 r-core1-5 r-5-4 r-4-5 r-core1-4 r-4-1 r-1-4 r-core1-1 "
+    "r-1-2 r-2-1 r-core1-2 r-2-6 r-6-2 r-core1-6 r-access-6 lan-6"
+).split()
+_CLASSIC_SEP = (
+    "lan-5 r-access-5 r-core2-5 r-5-4 r-4-5 r-core2-4 r-4-3 r-3-4 r-core2-3 "
+    "r-3-2 r-2-3 r-core2-2 r-2-6 r-6-2 r-core2-6 r-access-6 lan-6"
+).split()
 _BG_PATHS = {
     "eps_to_k": ["r-access-5", "r-core1-5", "node_k"],
     "s_to_m": ["node_s", "r-4-5", "r-core2-4", "r-4-3", "node_m"],
