@@ -72,10 +72,9 @@ def test_flow_bars_render_with_fair_share(tmp_path):
     assert out["Per-flow throughput"].exists()
 
 
-def test_flow_bars_order_panels_by_aqm_wherever_it_is_among_the_panel_factors():
-    """The panels were sorted by the first panel factor's value looked up as an AQM: with
-    ``panels=("cc_classic", "aqm")`` they kept the data's order (mypy found the lookup)."""
-    rows = [
+def _bar_rows(ccs=("cubic",), ns=(1,)) -> list[dict]:
+    """Cells of flows_bars' table for DualPI2 and FIFO, each classic CC and number of L4S flows."""
+    return [
         {
             "aqm": a,
             "cc_classic": cc,
@@ -89,13 +88,27 @@ def test_flow_bars_order_panels_by_aqm_wherever_it_is_among_the_panel_factors():
             "classic_qdelay_ms": 5.0,
         }
         for a in ("DualPI2", "FIFO")
-        for cc in ("cubic", "bbr")
-        for n in (1, 2)
+        for cc in ccs
+        for n in ns
     ]
+
+
+def test_flow_bars_order_panels_by_aqm_wherever_it_is_among_the_panel_factors():
+    """The panels were sorted by the first panel factor's value looked up as an AQM: with
+    ``panels=("cc_classic", "aqm")`` they kept the data's order (mypy found the lookup)."""
+    rows = _bar_rows(ccs=("cubic", "bbr"), ns=(1, 2))
     c = cells(pd.DataFrame(rows)).iloc[::-1]  # cells() orders them by AQM: a table in another order
     fig = plots.flows_bars(c, panels=("cc_classic", "aqm"))
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
     assert titles == ["vs bbr, aqm = FIFO", "vs cubic, aqm = FIFO", "vs bbr, aqm = DualPI2", "vs cubic, aqm = DualPI2"]
+
+
+def test_flows_bars_titles_aqm_only_panels_by_the_aqm_given_as_a_list():
+    """study_figures passes its panel factors as a list: ["aqm"] titled the panels "aqm = FIFO"
+    where ("aqm",) gave "FIFO"."""
+    for panels in (["aqm"], ("aqm",)):
+        fig = plots.flows_bars(cells(pd.DataFrame(_bar_rows())), panels=panels)
+        assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == ["FIFO", "DualPI2"]  # the AQM order
 
 
 def test_timeseries_renders(tmp_path):
@@ -177,26 +190,3 @@ def test_delay_heatmap_colours_tell_1_ms_from_10_ms_when_100_ms_is_present():
     assert isinstance(im.norm, matplotlib.colors.LogNorm)
     n1, n10, n100 = (float(im.norm(v)) for v in (1.0, 10.0, 100.0))
     assert abs((n10 - n1) - (n100 - n10)) < 1e-9 and n10 - n1 > 0.4  # a decade is half the scale
-
-
-def test_flows_bars_titles_aqm_only_panels_by_the_aqm_given_as_a_list():
-    """study_figures passes its panel factors as a list: ["aqm"] titled the panels "aqm = FIFO"
-    where ("aqm",) gave "FIFO"."""
-    rows = [
-        {
-            "aqm": a,
-            "cc_classic": "cubic",
-            "n_l4s": 1,
-            "n_classic": 1,
-            "btl_capacity": 100,
-            "trial": 1,
-            "l4s_tput_mbps": 50.0,
-            "classic_tput_mbps": 45.0,
-            "l4s_qdelay_ms": 1.0,
-            "classic_qdelay_ms": 5.0,
-        }
-        for a in ("DualPI2", "FIFO")
-    ]
-    for panels in (["aqm"], ("aqm",)):
-        fig = plots.flows_bars(cells(pd.DataFrame(rows)), panels=panels)
-        assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == ["FIFO", "DualPI2"]  # the AQM order
