@@ -515,38 +515,36 @@ impl Scenario {
             ));
         }
         // `line`: the link's line rate, Mbit/s (None: no serialization).
-        let check_btl = |prefix: &str,
-                         b: &BottleneckSpec,
-                         line: Option<f64>|
-         -> Result<(), ScenarioError> {
-            rate(&format!("{prefix}.rate"), b.rate)?;
-            // Linux keeps what an HTB class sends faster than its device in the qdisc (the
-            // driver's full ring stops the dequeues); the model's line has no such
-            // back-pressure, so the excess would wait unmanaged in front of it.
-            if let Some(line) = line.filter(|&r| b.rate > r) {
-                return Err(err(
-                    format!("{prefix}.rate"),
-                    format!(
+        let check_btl =
+            |prefix: &str, b: &BottleneckSpec, line: Option<f64>| -> Result<(), ScenarioError> {
+                rate(&format!("{prefix}.rate"), b.rate)?;
+                // Linux keeps what an HTB class sends faster than its device in the qdisc (the
+                // driver's full ring stops the dequeues); the model's line has no such
+                // back-pressure, so the excess would wait unmanaged in front of it.
+                if let Some(line) = line.filter(|&r| b.rate > r) {
+                    return Err(err(
+                        format!("{prefix}.rate"),
+                        format!(
                         "the shaping rate must not exceed the link's line rate ({line} Mbit/s), \
                          got {} Mbit/s (the model has no back-pressure from a busy line to the \
                          qdisc)",
                         b.rate
                     ),
-                ));
-            }
-            b.qdisc
-                .validate()
-                .map_err(|(f, m)| err(format!("{prefix}.qdisc.{f}"), m))?;
-            if let Some(burst) = b.burst {
-                if burst < crate::packet::hdr::PSCHED_MTU {
-                    return Err(err(
-                        format!("{prefix}.burst"),
-                        format!("HTB burst {burst} bytes is below one MTU (1514 bytes)"),
                     ));
                 }
-            }
-            Ok(())
-        };
+                b.qdisc
+                    .validate()
+                    .map_err(|(f, m)| err(format!("{prefix}.qdisc.{f}"), m))?;
+                if let Some(burst) = b.burst {
+                    if burst < crate::packet::hdr::PSCHED_MTU {
+                        return Err(err(
+                            format!("{prefix}.burst"),
+                            format!("HTB burst {burst} bytes is below one MTU (1514 bytes)"),
+                        ));
+                    }
+                }
+                Ok(())
+            };
         match &self.topology {
             TopologySpec::Dumbbell {
                 base_rtt,
@@ -805,7 +803,10 @@ mod tests {
         let bad = OK.replace("\"rate\": 100", "\"rate\": 20000");
         let e = Scenario::from_json(&bad).unwrap_err();
         assert_eq!(e.field, "topology.bottleneck.rate", "{e}");
-        assert!(e.message.contains("10000 Mbit/s") && e.message.contains("20000"), "{e}");
+        assert!(
+            e.message.contains("10000 Mbit/s") && e.message.contains("20000"),
+            "{e}"
+        );
         let ok = OK.replace("\"rate\": 100", "\"rate\": 10000");
         assert!(Scenario::from_json(&ok).is_ok());
     }
