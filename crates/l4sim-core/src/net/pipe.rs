@@ -72,6 +72,11 @@ impl Pipe {
         self.delay = delay;
     }
 
+    /// When the line would have serialized a packet of `len` bytes accepted at `now`.
+    pub fn sent_by(&self, len: u32, now: SimTime) -> SimTime {
+        now.max(self.busy_until) + self.clock.as_ref().map_or(0, |c| c.tx_time(len))
+    }
+
     /// The line rate (None: no serialization).
     pub fn line_rate(&self) -> Option<Rate> {
         self.clock.as_ref().map(TxClock::rate)

@@ -348,7 +348,16 @@ impl World {
         let rcv_cc_spec = f.spec.receiver.cc.clone().unwrap_or_default();
         let cc = cc::build(&f.spec.cc, Rng::new(seed, stream::CC + 2 * id));
         let rcc = cc::build(&rcv_cc_spec, Rng::new(seed, stream::CC + 2 * id + 1));
-        let sender = TcpSender::new(&params, &f.spec.tcp, cc);
+        let mut sender = TcpSender::new(&params, &f.spec.tcp, cc);
+        // TSQ where the host's egress is a plain device queue: emit reports each data
+        // segment's transmit completion.
+        sender.tsq.pipe = match self
+            .net
+            .next_hop(params.sender, params.receiver, params.dscp)
+        {
+            Some(Egress::Pipe(p)) if !self.net.pipes[p as usize].is_instant() => Some(p),
+            _ => None,
+        };
         let receiver = TcpReceiver::new(
             &params,
             &f.spec.receiver.tcp,
@@ -732,7 +741,16 @@ impl World {
             if pkt.dir == Dir::Fwd {
                 self.data_sent_net += pkt.is_data() as u64;
             }
-            self.conns[pkt.flow as usize].as_mut().unwrap().in_net += 1;
+            let st = self.conns[pkt.flow as usize].as_mut().unwrap();
+            st.in_net += 1;
+            // A TCP data segment onto its host's plain device queue (the first hop, where TCP
+            // is never dropped): TSQ frees it when the line has serialized it.
+            if let Conn::Tcp(c) = &mut st.conn {
+                if let (Some(p), true) = (c.0.tsq.pipe, pkt.payload > 0 && pkt.dir == Dir::Fwd) {
+                    let done = self.net.pipes[p as usize].sent_by(pkt.len, self.now);
+                    c.0.tsq_queued(done, pkt.payload);
+                }
+            }
             self.forward(pkt.src, pkt);
         }
     }

@@ -9,11 +9,12 @@
 //! `rtt.rs` (tcp_rtt_estimator, win_minmax), `sack.rs` (SACKed range set), `rack.rs`
 //! (RACK state, reo_wnd), `rate.rs` (tcp_rate.c), `ecn.rs` (negotiation, ACE codec),
 //! `prr.rs` (tcp_cwnd_reduction), `rcvbuf.rs` (receive buffer autotuning and
-//! the advertised window). Behaviour tests with a bottleneck harness: `tests.rs`.
+//! the advertised window), `tsq.rs` (TCP Small Queues). Behaviour tests with a bottleneck
+//! harness: `tests.rs`.
 //!
 //! Modelling choices (Linux behaviour unless stated): sequence numbers count segments, one
-//! segment per packet (no TSO/GSO/GRO, no TSQ); SACK + timestamps on; RACK-TLP loss detection;
-//! PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
+//! segment per packet (a GSO skb leaves as a burst of segments; no GRO); TSQ where the host's
+//! egress is a plain device queue; SACK + timestamps on; RACK-TLP loss detection; PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
 //! of the RACK window from DSACKs; AccECN feedback through the ACE field only (no AccECN
 //! option); the handshake's third ACK is folded into the first data segment; the receive
 //! window counts whole segments at the sender; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK
@@ -37,6 +38,7 @@ pub mod sack;
 mod sender;
 #[cfg(test)]
 mod tests;
+pub mod tsq;
 
 pub use ecn::AccEcnAccept;
 pub use receiver::TcpReceiver;

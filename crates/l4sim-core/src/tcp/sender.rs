@@ -34,7 +34,8 @@
 //! segments.
 //!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
-//! of the RACK reordering window and of `tp->reordering`, TSQ and GRO, timer-wheel slack
+//! of the RACK reordering window and of `tp->reordering`, TSQ behind a qdisc on the host's own
+//! egress (at its plain device queue it is modelled, `tsq.rs`), GRO, timer-wheel slack
 //! (durations are rounded to jiffies, expiries are exact), the receive window (never
 //! limiting).
 
@@ -46,6 +47,7 @@ use super::rack::{sent_after, Rack};
 use super::rate::{RateSampler, TxInfo};
 use super::rtt::{MinMax, RttEstimator};
 use super::sack::SackedRanges;
+use super::tsq::{self, Tsq};
 use super::{ConnParams, SenderStats, TcpSpec, MIN_RTT_WIN, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
 use crate::cc::{
     AckSample, AnyCc, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock,
@@ -56,7 +58,7 @@ use crate::time::{Divisor, SimDuration, SimTime, MS, NEVER, SEC, US};
 const NIL: u32 = u32::MAX;
 
 /// `sk_pacing_shift` default: TSO autosizing aims at about 1 ms (2^-10 s) of data.
-const SK_PACING_SHIFT: u32 = 10;
+pub(super) const SK_PACING_SHIFT: u32 = 10;
 /// `sysctl_tcp_min_tso_segs`.
 const TCP_MIN_TSO_SEGS: u32 = 2;
 /// Largest GSO skb payload: `GSO_MAX_SIZE` (64 KB) - 1 - `MAX_TCP_HEADER` (320).
@@ -166,6 +168,8 @@ pub struct TcpSender {
     /// EDT departure stamp (`tcp_wstamp_ns`) and the pending pacing wakeup.
     wstamp: SimTime,
     pace_at: SimTime,
+    /// TCP Small Queues: the socket's data below TCP (the simulator reports completions).
+    pub tsq: Tsq,
     data_segs_out: u64,
     queue_cwr: bool,
     prr: Prr,
@@ -236,6 +240,7 @@ impl TcpSender {
             timer: None,
             wstamp: 0,
             pace_at: NEVER,
+            tsq: Tsq::default(),
             data_segs_out: 0,
             queue_cwr: false,
             prr: Prr::default(),
@@ -616,6 +621,7 @@ impl TcpSender {
         p.retrans = retrans;
         self.ecn_for(&mut p, retrans);
         out.push(p);
+        self.tsq.charge(tsq::truesize(payload));
         // tcp_event_data_sent: first transmission with nothing in flight, then the time of
         // the last data sent (CUBIC's TxStart shifts its epoch by the idle time since).
         if self.sk.packets_in_flight() == 0 {
@@ -738,6 +744,39 @@ impl TcpSender {
         now.saturating_sub(head.tx_time) >= self.sk.srtt / 2
     }
 
+    /// `tcp_small_queue_check` for an skb of the `n` segments from `seq` (`factor` 1 for a
+    /// retransmission): over the limit, try again at the transmit completion that brings the
+    /// socket under it (`tcp_wfree` -> `tcp_tsq_handler`).
+    #[cold]
+    fn tsq_throttled(&mut self, now: SimTime, seq: u32, n: u32, factor: u32) -> bool {
+        let payload: u64 = if seq + n < self.total_segs && self.partial.is_empty() {
+            n as u64 * self.mss_now as u64 // full segments (payload_of's common case)
+        } else {
+            (seq..seq + n).map(|s| self.payload_of(s) as u64).sum()
+        };
+        let skb = tsq::SKB_HEAD_TRUESIZE + payload;
+        let rtx_empty = self.sk.snd_una == self.sk.snd_nxt;
+        let paced = self.paced();
+        match self
+            .tsq
+            .throttle(now, skb, self.sk.pacing_rate, paced, factor, rtx_empty)
+        {
+            Some(at) => {
+                self.pace_at = self.pace_at.min(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The simulator put one of this socket's segments on its host's device, which transmits
+    /// it by `done`; a throttled socket learns when to try again once all are there.
+    pub fn tsq_queued(&mut self, done: SimTime, payload: u32) {
+        if let Some(at) = self.tsq.queued(done, tsq::truesize(payload)) {
+            self.pace_at = self.pace_at.min(at);
+        }
+    }
+
     /// Paced when the host has fq (EDT) or the CC asked for pacing (SK_PACING_NEEDED).
     fn paced(&self) -> bool {
         self.spec.fq_pacing || self.sk.pacing_needed
@@ -795,6 +834,11 @@ impl TcpSender {
             }
             // tcp_mss_split_point: whole segments within the window.
             let n = quota.min(max_segs).min(remaining).min(wnd_left);
+            if self.tsq.may_throttle(self.sk.pacing_rate, self.paced())
+                && self.tsq_throttled(now, self.sk.snd_nxt, n, 0)
+            {
+                break;
+            }
             let mut payload = 0;
             for _ in 0..n {
                 let seq = self.sk.snd_nxt;
@@ -871,6 +915,11 @@ impl TcpSender {
                 break;
             }
             if self.sk.packets_in_flight() >= self.sk.snd_cwnd {
+                break;
+            }
+            if self.tsq.may_throttle(self.sk.pacing_rate, self.paced())
+                && self.tsq_throttled(now, seq, 1, 1)
+            {
                 break;
             }
             self.lost_q.pop_front();
