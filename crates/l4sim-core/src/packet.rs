@@ -157,12 +157,23 @@ pub struct Packet {
     pub group: u16,
     /// DSCP (the upper six bits of the IP TOS byte), set by the sender from its flow's `dscp`.
     pub dscp: u8,
+    /// What the sk_buff carries beyond the headers (see [`skb`]).
+    pub skb: u8,
+}
+
+/// Flags of the sk_buff around a packet, in [`Packet::skb`].
+pub mod skb {
     /// A copy made by netem's `duplicate` on its way to the root qdisc: the netem that made
     /// it does not duplicate it again (Linux zeroes that netem's `q->duplicate` around the
     /// root enqueue). That netem clears the flag when the copy reaches it.
-    pub netem_dup: bool,
+    pub const NETEM_DUP: u8 = 1;
     /// A bit flipped by netem's `corrupt`: the destination host's checksum discards it.
-    pub corrupt: bool,
+    pub const CORRUPT: u8 = 2;
+    /// A TCP data segment still charged to its socket's `sk_wmem_alloc` (its destructor is
+    /// `tcp_wfree`, TCP Small Queues) while it waits in a qdisc on its host's own egress:
+    /// freed when the line has sent it, when it is dropped, or when a delaying netem orphans
+    /// it (`skb_orphan_partial`). Copies (`skb_clone`) are not charged.
+    pub const WFREE: u8 = 4;
 }
 
 impl Packet {
@@ -196,8 +207,7 @@ impl Packet {
             retrans: false,
             group: 0,
             dscp: 0,
-            netem_dup: false,
-            corrupt: false,
+            skb: 0,
         }
     }
     /// A full-size data segment of flow 0 from node 0 to node 1 (for tests).

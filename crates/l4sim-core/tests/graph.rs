@@ -280,3 +280,72 @@ fn a_sending_hosts_own_slow_nic_holds_tcp_in_the_socket() {
     let max_srtt = r.rtt_samples["f"].iter().copied().fold(0.0, f64::max);
     assert!(max_srtt < 10.0, "{max_srtt}");
 }
+
+/// h1 - r1 - h2 (10 ms base RTT), h1's egress shaped to 100 Mbit/s with `qdisc`: the qdisc on
+/// the sending host's own egress.
+fn qdisc_at_the_sender(qdisc: Value) -> Value {
+    json!({
+        "duration": 20.0, "seed": 1,
+        "topology": {"kind": "graph",
+            "nodes": [{"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"},
+                      {"name": "r1"}],
+            "links": [{"a": "h1", "b": "r1", "rate": 1000, "delay_ms": 2.5,
+                       "ab": {"rate": 100, "qdisc": qdisc}},
+                      {"a": "r1", "b": "h2", "rate": 1000, "delay_ms": 2.5}]},
+        "flows": [{"name": "f", "cc": {"name": "cubic"}, "from": "h1", "to": "h2"}],
+    })
+}
+
+#[test]
+fn a_qdisc_on_the_senders_own_egress_holds_tcp_in_the_socket() {
+    // TSQ counts a segment until the line has sent it, qdisc or not (tcp_wfree): the
+    // 10,000-packet pfifo holds about 1 ms of the pacing rate, not CUBIC's window.
+    let r = run(&qdisc_at_the_sender(
+        json!({"kind": "pfifo", "limit": 10000}),
+    ));
+    assert!(r.conservation_ok);
+    let f = &r.flows[0];
+    assert_eq!(f.pkts_dropped, 0);
+    assert!(
+        f.goodput_mbps > 0.9 * 100.0 * 1448.0 / 1514.0,
+        "{}",
+        f.goodput_mbps
+    );
+    let q = r.qdiscs.iter().find(|q| q.name == "h1->r1").unwrap();
+    // 1 ms at CUBIC's pacing rate (1.2 x cwnd / srtt in congestion avoidance, 2 x in slow
+    // start): tens of packets at most, where the window is hundreds.
+    assert!(q.max_backlog_pkts < 60, "{}", q.max_backlog_pkts);
+    let max_srtt = r.rtt_samples["f"].iter().copied().fold(0.0, f64::max);
+    assert!(max_srtt < 13.0, "{max_srtt}");
+}
+
+#[test]
+fn a_delaying_netem_on_the_senders_egress_frees_the_socket_at_once() {
+    // netem orphans what it delays (skb_orphan_partial, "as if already TX completed"), so TSQ
+    // does not hold the socket to 1 ms of data in a 20 ms delay line: the flow fills the
+    // 100 Mbit/s class over the 30 ms path.
+    let r = run(&qdisc_at_the_sender(
+        json!({"kind": "netem", "delay_ms": 20, "limit": 100000}),
+    ));
+    assert!(r.conservation_ok);
+    let f = &r.flows[0];
+    assert!(
+        f.goodput_mbps > 0.9 * 100.0 * 1448.0 / 1514.0,
+        "{}",
+        f.goodput_mbps
+    );
+    let min_srtt = r.rtt_samples["f"].iter().copied().fold(f64::MAX, f64::min);
+    assert!(min_srtt >= 30.0, "{min_srtt}");
+}
+
+#[test]
+fn drops_at_the_senders_own_qdisc_free_the_socket() {
+    // A 3-packet pfifo is shorter than what TSQ lets through: it drops, and each drop frees
+    // its charge (kfree_skb runs tcp_wfree). Charges never freed would leave the socket over
+    // its limit for good, sending only when nothing is unacknowledged: one skb per RTT.
+    let r = run(&qdisc_at_the_sender(json!({"kind": "pfifo", "limit": 3})));
+    assert!(r.conservation_ok);
+    let f = &r.flows[0];
+    assert!(f.pkts_dropped > 0, "{f:?}");
+    assert!(f.goodput_mbps > 10.0, "{}", f.goodput_mbps);
+}

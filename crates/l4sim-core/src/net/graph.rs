@@ -148,6 +148,10 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
     }
 }
 
+/// Checks a shaped egress (the field's path, its spec) against its line rate (Mbit/s).
+pub type LineRateCheck<'a> =
+    &'a dyn Fn(&str, &BottleneckSpec, Option<f64>) -> Result<(), ScenarioError>;
+
 impl GraphSpec {
     fn node(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.name == name)
@@ -155,10 +159,7 @@ impl GraphSpec {
 
     /// Names, links and routes refer to what exists; `check_btl` checks a shaped egress against
     /// its line rate.
-    pub fn validate(
-        &self,
-        check_btl: &dyn Fn(&str, &BottleneckSpec, Option<f64>) -> Result<(), ScenarioError>,
-    ) -> Result<(), ScenarioError> {
+    pub fn validate(&self, check_btl: LineRateCheck) -> Result<(), ScenarioError> {
         let mut seen = std::collections::HashSet::new();
         for (i, n) in self.nodes.iter().enumerate() {
             if n.name.is_empty() || n.name.contains("->") {

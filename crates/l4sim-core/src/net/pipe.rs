@@ -125,6 +125,16 @@ impl Pipe {
         Ok(was_empty.then_some(exit))
     }
 
+    /// When the line is done with what it was given (the last packet's serialization end).
+    pub fn busy_until(&self) -> SimTime {
+        self.busy_until
+    }
+
+    /// The packet pushed last, while it is in the pipe.
+    pub fn last_mut(&mut self) -> Option<&mut Packet> {
+        self.q.back_mut().map(|(_, p)| p)
+    }
+
     /// Remove the head packet if it has arrived by `now`.
     pub fn pop_due(&mut self, now: SimTime) -> Option<Packet> {
         match self.q.front() {

@@ -92,6 +92,15 @@ pub struct Drop {
     pub reason: DropReason,
 }
 
+/// A TCP segment a qdisc freed from its socket's `sk_wmem_alloc` before sending it (netem's
+/// `skb_orphan_partial`): the simulator tells the socket (TCP Small Queues).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Orphan {
+    /// The packet's connection (`Packet::flow`) and payload bytes.
+    pub flow: u32,
+    pub payload: u32,
+}
+
 /// The Linux qdisc interface.
 pub trait QueueDisc {
     /// Linux's qdisc name ("fq_codel", "dualpi2", ...).
@@ -157,6 +166,17 @@ pub trait QueueDisc {
     fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
         for c in self.children_mut() {
             c.take_duplicates(out);
+        }
+    }
+    /// Whether this qdisc (or one below it) may orphan socket-charged packets on entry: a
+    /// netem that delays.
+    fn may_orphan(&self) -> bool {
+        self.classes().iter().any(|(_, c)| c.may_orphan())
+    }
+    /// Move the packets the last enqueue orphaned to `out`.
+    fn take_orphans(&mut self, out: &mut Vec<Orphan>) {
+        for c in self.children_mut() {
+            c.take_orphans(out);
         }
     }
 }
@@ -365,6 +385,12 @@ impl QueueDisc for AnyQdisc {
     fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
         dispatch!(self, q => q.take_duplicates(out))
     }
+    fn may_orphan(&self) -> bool {
+        dispatch!(self, q => q.may_orphan())
+    }
+    fn take_orphans(&mut self, out: &mut Vec<Orphan>) {
+        dispatch!(self, q => q.take_orphans(out))
+    }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         dispatch!(self, q => q.enqueue(pkt, now, drops))
     }
@@ -550,8 +576,9 @@ pub struct Qdisc {
     drops: Vec<Drop>,
     /// `inner.l4s_mask()`, fixed for the qdisc's life (looked up once, not per packet).
     mask: u8,
-    /// `inner.may_duplicate()`, likewise.
+    /// `inner.may_duplicate()` and `inner.may_orphan()`, likewise.
     dup: bool,
+    orphan: bool,
     /// Packets and bytes inside (`inner.len()`, `inner.bytes()`), kept here as they enter
     /// and leave: the port asks on every packet, and a classful qdisc would sum its children.
     qlen: usize,
@@ -563,6 +590,7 @@ impl Qdisc {
         Qdisc {
             mask: inner.l4s_mask(),
             dup: inner.may_duplicate(),
+            orphan: inner.may_orphan(),
             inner,
             stats: QdiscStats::default(),
             drops: Vec::with_capacity(64),
@@ -637,6 +665,12 @@ impl Qdisc {
         self.dup
     }
 
+    /// Whether a netem in this qdisc may orphan packets (then the port's owner takes them
+    /// after each enqueue, [`QueueDisc::take_orphans`], and frees their sockets' charge).
+    pub fn may_orphan(&self) -> bool {
+        self.orphan
+    }
+
     /// Dequeue; `drops` receives the packets dropped at dequeue.
     pub fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         let start = drops.len();
@@ -677,6 +711,7 @@ impl Qdisc {
         let mut old = std::mem::replace(&mut self.inner, inner);
         let mask = std::mem::replace(&mut self.mask, self.inner.l4s_mask());
         self.dup = self.inner.may_duplicate();
+        self.orphan = self.inner.may_orphan();
         let start = drops.len();
         let mut scratch = Vec::new();
         // Drain the old qdisc (`qdisc_reset` purges every queue): whatever comes out, sent or
@@ -757,6 +792,14 @@ impl QueueDisc for Qdisc {
     fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
         if self.dup {
             self.inner.take_duplicates(out)
+        }
+    }
+    fn may_orphan(&self) -> bool {
+        self.orphan
+    }
+    fn take_orphans(&mut self, out: &mut Vec<Orphan>) {
+        if self.orphan {
+            self.inner.take_orphans(out)
         }
     }
 }

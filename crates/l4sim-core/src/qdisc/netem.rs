@@ -30,6 +30,11 @@
 //!   bytes: a flip in the IP header is caught by the next router instead, one in the source
 //!   MAC address does no harm; both are rare next to the TCP/UDP checksum case and not told
 //!   apart here. Only the original is corrupted, not its clone (Linux unshares the skb).
+//! - A netem that delays (`delay_ms`, `jitter_ms` or `rate_mbps`) orphans each packet it
+//!   keeps (`skb_orphan_partial`: "as if they were already TX completed"): a TCP segment
+//!   charged to its socket's TCP Small Queues budget is freed on entry
+//!   ([`QueueDisc::take_orphans`]), so a netem on a sender's own egress does not hold its
+//!   socket back.
 //! - Delay and jitter (`tabledist`): each packet's delay is `delay_ms` plus jitter. Without a
 //!   table (tc's default, `distribution = "uniform"`) the jitter is uniform in
 //!   [-jitter, +jitter); with one, `mu + sigma * t / 8192` for a random entry `t` of the table
@@ -87,8 +92,8 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Drop, DropReason, QueueDisc};
-use crate::packet::Packet;
+use super::{Drop, DropReason, Orphan, QueueDisc};
+use crate::packet::{skb, Packet};
 use crate::rng::Rng;
 use crate::time::{Rate, SimTime, MS};
 
@@ -664,6 +669,10 @@ pub struct Netem {
     table: Vec<i16>,
     /// Clones made by `enqueue`, for the root qdisc to take.
     dups: Vec<Packet>,
+    /// `q->latency || q->jitter || q->rate`: packets are orphaned on entry.
+    orphans_delayed: bool,
+    /// Socket-charged packets orphaned by `enqueue`, for the simulator to take.
+    orphaned: Vec<Orphan>,
 }
 
 impl Netem {
@@ -697,6 +706,8 @@ impl Netem {
             corrupt_cor: Crandom::default(),
             table: Vec::new(),
             dups: Vec::new(),
+            orphans_delayed: p.delay_ms > 0.0 || p.jitter_ms > 0.0 || p.rate_mbps.is_some(),
+            orphaned: Vec::new(),
         };
         // get_slot: the first slot opens when the qdisc is set up, with its full quota.
         n.slot_packets = p.slot_packets.map_or(i64::MAX, i64::from);
@@ -819,7 +830,8 @@ impl QueueDisc for Netem {
     }
     fn enqueue(&mut self, mut pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
         // A clone of ours coming back from the root: this netem does not duplicate it.
-        let ours = std::mem::take(&mut pkt.netem_dup);
+        let ours = pkt.skb & skb::NETEM_DUP != 0;
+        pkt.skb &= !skb::NETEM_DUP;
         let mut count = 1;
         if !ours && Self::event(self.duplicate, &mut self.dup_cor, &mut self.rng) {
             count += 1;
@@ -838,13 +850,23 @@ impl QueueDisc for Netem {
             });
             return;
         }
+        // "If a delay is expected, orphan the skb": `skb_orphan_partial` runs the socket's
+        // `tcp_wfree` now, as a transmit completion would, so TSQ lets it send more.
+        if self.orphans_delayed && pkt.skb & skb::WFREE != 0 {
+            pkt.skb &= !skb::WFREE;
+            self.orphaned.push(Orphan {
+                flow: pkt.flow,
+                payload: pkt.payload,
+            });
+        }
         if count > 1 {
+            // `skb_clone`: the copy is not charged to the socket.
             let mut clone = pkt;
-            clone.netem_dup = true;
+            clone.skb = (clone.skb | skb::NETEM_DUP) & !skb::WFREE;
             self.dups.push(clone);
         }
         if Self::event(self.corrupt, &mut self.corrupt_cor, &mut self.rng) {
-            pkt.corrupt = true;
+            pkt.skb |= skb::CORRUPT;
         }
         if self.len() >= self.p.limit.unwrap_or(1000) as usize {
             drops.push(Drop {
@@ -926,6 +948,12 @@ impl QueueDisc for Netem {
     }
     fn take_duplicates(&mut self, out: &mut Vec<Packet>) {
         out.append(&mut self.dups);
+    }
+    fn may_orphan(&self) -> bool {
+        self.orphans_delayed
+    }
+    fn take_orphans(&mut self, out: &mut Vec<Orphan>) {
+        out.append(&mut self.orphaned);
     }
 }
 
@@ -1303,7 +1331,7 @@ mod tests {
             q.enqueue(p, 0, &mut drops);
             q.take_duplicates(&mut dups);
             for d in dups.drain(..) {
-                assert!(d.netem_dup);
+                assert!(d.skb & skb::NETEM_DUP != 0);
                 clones += 1;
                 q.enqueue(d, 0, &mut drops);
             }
@@ -1354,6 +1382,53 @@ mod tests {
     }
 
     #[test]
+    fn a_delaying_netem_orphans_socket_charged_packets_and_clones_are_never_charged() {
+        let charged = |i| {
+            let mut p = pkt(i);
+            p.skb |= skb::WFREE;
+            p
+        };
+        let mut orphans = Vec::new();
+        // Delay (or jitter, or a rate): every charged packet is orphaned on entry.
+        for params in [
+            NetemParams {
+                delay_ms: 5.0,
+                ..Default::default()
+            },
+            NetemParams {
+                rate_mbps: Some(10.0),
+                ..Default::default()
+            },
+        ] {
+            let mut q = netem(params);
+            assert!(q.may_orphan());
+            let (out, _, _) = run_root(&mut q, (0..10).map(charged));
+            q.take_orphans(&mut orphans);
+            assert_eq!(orphans.len(), 10);
+            assert_eq!(
+                orphans[3],
+                Orphan {
+                    flow: 0,
+                    payload: 934
+                }
+            );
+            assert!(out.iter().all(|p| p.skb & skb::WFREE == 0));
+            orphans.clear();
+        }
+        // Loss and duplication alone delay nothing: packets stay charged, their copies not.
+        let mut q = netem(NetemParams {
+            duplicate: 0.5,
+            limit: Some(1000),
+            ..Default::default()
+        });
+        assert!(!q.may_orphan());
+        let (out, _, clones) = run_root(&mut q, (0..100).map(charged));
+        q.take_orphans(&mut orphans);
+        assert!(orphans.is_empty() && clones > 0);
+        assert_eq!(out.iter().filter(|p| p.skb & skb::WFREE != 0).count(), 100);
+    }
+
+    #[test]
     fn duplication_matches_its_probability_and_clones_are_not_duplicated_again() {
         let n = 100_000;
         let mut q = netem(NetemParams {
@@ -1366,7 +1441,7 @@ mod tests {
         assert!((rate - 0.05).abs() < 0.003, "duplicated {rate}");
         assert_eq!((out.len(), dropped), (n as usize + clones, 0));
         // every packet leaves with the flag cleared: a later netem may duplicate it
-        assert!(out.iter().all(|p| !p.netem_dup));
+        assert!(out.iter().all(|p| p.skb & skb::NETEM_DUP == 0));
         // each packet at most twice
         let mut seen = vec![0u8; n as usize];
         for p in &out {
@@ -1573,7 +1648,8 @@ mod tests {
             ..Default::default()
         });
         let (out, dropped, _) = run_root(&mut q, (0..100_000).map(pkt));
-        let rate = out.iter().filter(|p| p.corrupt).count() as f64 / out.len() as f64;
+        let rate =
+            out.iter().filter(|p| p.skb & skb::CORRUPT != 0).count() as f64 / out.len() as f64;
         assert_eq!(dropped, 0);
         assert!((rate - 0.02).abs() < 0.002, "corrupted {rate}");
     }

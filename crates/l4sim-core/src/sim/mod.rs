@@ -17,11 +17,11 @@ use crate::engine::{Event, Scheduler};
 use crate::metrics::results::{ConnRecord, FlowSeries, QdiscSeries, RunResult};
 use crate::net::shaper::{default_burst, Shaper};
 use crate::net::{topology, Egress, Network, NodeKind};
-use crate::packet::{hdr, Dir, Packet};
+use crate::packet::{hdr, skb, Dir, Packet};
 use crate::qdisc::{self, Class, QueueDisc};
 use crate::rng::{stream, Rng};
 use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
-use crate::tcp::{ConnParams, TcpReceiver, TcpSender};
+use crate::tcp::{tsq, ConnParams, TcpReceiver, TcpSender};
 use crate::time::{millis, secs, to_secs, Rate, SimTime, NEVER, SEC};
 use crate::traffic::udp::{UdpParams, UdpReceiver, UdpSender};
 use crate::traffic::udp_prague::{UdpPragueReceiver, UdpPragueSender};
@@ -136,6 +136,8 @@ pub struct World {
     data_duplicated: u64,
     /// Scratch for the copies a port's qdisc made in one enqueue.
     dups: Vec<Packet>,
+    /// Scratch for the packets a netem orphans (TSQ).
+    orphans: Vec<crate::qdisc::Orphan>,
     records: Vec<ConnRecord>,
     drained: Drained,
 }
@@ -179,6 +181,7 @@ impl World {
             data_orphaned: 0,
             data_duplicated: 0,
             dups: Vec::new(),
+            orphans: Vec::new(),
             records: Vec::new(),
             drained: Drained::default(),
         };
@@ -349,15 +352,24 @@ impl World {
         let cc = cc::build(&f.spec.cc, Rng::new(seed, stream::CC + 2 * id));
         let rcc = cc::build(&rcv_cc_spec, Rng::new(seed, stream::CC + 2 * id + 1));
         let mut sender = TcpSender::new(&params, &f.spec.tcp, cc);
-        // TSQ where the host's egress is a plain device queue: emit reports each data
-        // segment's transmit completion.
-        sender.tsq.pipe = match self
-            .net
-            .next_hop(params.sender, params.receiver, params.dscp)
-        {
-            Some(Egress::Pipe(p)) if !self.net.pipes[p as usize].is_instant() => Some(p),
-            _ => None,
-        };
+        // TSQ: at a plain device queue emit reports each data segment's transmit completion;
+        // behind a qdisc, the port does as it sends the segment (or frees it).
+        sender.tsq.set_device(
+            match self
+                .net
+                .next_hop(params.sender, params.receiver, params.dscp)
+            {
+                Some(Egress::Pipe(p)) if !self.net.pipes[p as usize].is_instant() => {
+                    Some(tsq::Device::Queue(p))
+                }
+                Some(Egress::Port(q))
+                    if !self.net.pipes[self.net.ports[q as usize].line as usize].is_instant() =>
+                {
+                    Some(tsq::Device::Qdisc)
+                }
+                _ => None,
+            },
+        );
         let receiver = TcpReceiver::new(
             &params,
             &f.spec.receiver.tcp,
@@ -746,9 +758,11 @@ impl World {
             // A TCP data segment onto its host's plain device queue (the first hop, where TCP
             // is never dropped): TSQ frees it when the line has serialized it.
             if let Conn::Tcp(c) = &mut st.conn {
-                if let (Some(p), true) = (c.0.tsq.pipe, pkt.payload > 0 && pkt.dir == Dir::Fwd) {
+                if let (Some(tsq::Device::Queue(p)), true) =
+                    (c.0.tsq.device(), pkt.payload > 0 && pkt.dir == Dir::Fwd)
+                {
                     let done = self.net.pipes[p as usize].sent_by(pkt.len, self.now);
-                    c.0.tsq_queued(done, pkt.payload);
+                    c.0.tsq_queued(self.now, done, pkt.payload);
                 }
             }
             self.forward(pkt.src, pkt);
@@ -773,7 +787,7 @@ impl World {
     /// `pkt` reached its destination host.
     fn deliver(&mut self, pkt: Packet) {
         let s = pkt.flow as usize;
-        if pkt.corrupt {
+        if pkt.skb & skb::CORRUPT != 0 {
             // netem flipped a bit: the host's TCP/UDP checksum fails and it discards the packet.
             self.dropped(&pkt);
             return;
@@ -816,6 +830,9 @@ impl World {
     #[cold]
     fn dropped(&mut self, pkt: &Packet) {
         let s = pkt.flow as usize;
+        if pkt.skb & skb::WFREE != 0 {
+            self.tsq_freed(s, None, pkt.payload);
+        }
         if pkt.is_data() {
             self.data_dropped += 1;
             self.conns[s].as_mut().unwrap().data_dropped += 1;
@@ -885,6 +902,14 @@ impl World {
                 self.conns[d.flow as usize].as_mut().unwrap().in_net += 1;
             }
         }
+        if port.qdisc.may_orphan() {
+            let mut orphans = std::mem::take(&mut self.orphans);
+            self.net.ports[q].qdisc.take_orphans(&mut orphans);
+            for o in orphans.drain(..) {
+                self.tsq_freed(o.flow as usize, None, o.payload);
+            }
+            self.orphans = orphans;
+        }
         for i in 0..n {
             let d = self.net.ports[q].qdisc.last_drops()[i];
             if d.pkt.is_data() {
@@ -900,6 +925,37 @@ impl World {
         }
     }
 
+    /// TCP Small Queues behind a qdisc on the sender's egress: one of connection `s`'s data
+    /// segments left that qdisc, on the line until `done` (None: freed now, dropped or
+    /// orphaned). A socket this lets send again is re-armed.
+    #[cold]
+    fn tsq_freed(&mut self, s: usize, done: Option<SimTime>, payload: u32) {
+        let now = self.now;
+        let Some(Conn::Tcp(c)) = self.conns[s].as_mut().map(|st| &mut st.conn) else {
+            return;
+        };
+        match done {
+            Some(t) => c.0.tsq_queued(now, t, payload),
+            None => c.0.tsq_freed(now, payload),
+        }
+        self.arm(s, 0);
+    }
+
+    /// A charged segment went from the qdisc on its sender's egress onto `line` (a pipe with
+    /// a rate): `tcp_wfree` when the line has sent it. (Refused there, it was freed as a drop.)
+    #[cold]
+    #[inline(never)]
+    fn wfree_on_line(&mut self, line: u32) {
+        let pipe = &mut self.net.pipes[line as usize];
+        let done = pipe.busy_until();
+        let Some(pkt) = pipe.last_mut().filter(|p| p.skb & skb::WFREE != 0) else {
+            return;
+        };
+        pkt.skb &= !skb::WFREE;
+        let (s, payload) = (pkt.flow as usize, pkt.payload);
+        self.tsq_freed(s, Some(done), payload);
+    }
+
     /// Put `pkt` on pipe `p` (instant pipes carry it on at once, [`World::forward`]).
     #[inline(always)]
     fn pipe_push(&mut self, p: u32, pkt: Packet) {
@@ -912,10 +968,8 @@ impl World {
         }
         // A link without a qdisc still has its device's queue (txqueuelen 1000, Linux's
         // default pfifo_fast): a router's drops what finds it full, instead of growing the
-        // link's backlog without end. A host's drops only UDP: its TCP is not dropped there,
-        // a known difference where the host's own link is the path's slowest (Linux's TSQ
-        // would hold the data in the socket; docs/topologies.md), not the case in the
-        // dumbbell or the tree.
+        // link's backlog without end. A host's drops only UDP: TCP Small Queues keep a
+        // socket's data out of its host's device queue beyond a few skbs (tcp/tsq.rs).
         let conns = &self.conns;
         let router = pipe.router;
         let droppable = |pkt: &Packet| {
@@ -978,7 +1032,11 @@ impl World {
             port.tx_pkts += 1;
             port.tx_bytes += pkt.len as u64;
             let line = port.line;
+            let wfree = pkt.skb & skb::WFREE != 0;
             self.pipe_push(line, pkt);
+            if wfree {
+                self.wfree_on_line(line);
+            }
         }
     }
 

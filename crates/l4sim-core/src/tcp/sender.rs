@@ -34,8 +34,7 @@
 //! segments.
 //!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
-//! of the RACK reordering window and of `tp->reordering`, TSQ behind a qdisc on the host's own
-//! egress (at its plain device queue it is modelled, `tsq.rs`), GRO, timer-wheel slack
+//! of the RACK reordering window and of `tp->reordering`, GRO, timer-wheel slack
 //! (durations are rounded to jiffies, expiries are exact), the receive window (never
 //! limiting).
 
@@ -620,6 +619,7 @@ impl TcpSender {
         p.len = hdr::wire_len(payload, 0) + self.opt_bytes;
         p.retrans = retrans;
         self.ecn_for(&mut p, retrans);
+        p.skb |= self.tsq.skb_flags();
         out.push(p);
         self.tsq.charge(tsq::truesize(payload));
         // tcp_event_data_sent: first transmission with nothing in flight, then the time of
@@ -769,11 +769,20 @@ impl TcpSender {
         }
     }
 
-    /// The simulator put one of this socket's segments on its host's device, which transmits
-    /// it by `done`; a throttled socket learns when to try again once all are there.
-    pub fn tsq_queued(&mut self, done: SimTime, payload: u32) {
+    /// The simulator put one of this socket's segments on its host's line, which transmits
+    /// it by `done`; a throttled socket learns when to try again.
+    #[inline]
+    pub fn tsq_queued(&mut self, now: SimTime, done: SimTime, payload: u32) {
         if let Some(at) = self.tsq.queued(done, tsq::truesize(payload)) {
-            self.pace_at = self.pace_at.min(at);
+            self.pace_at = self.pace_at.min(at.max(now));
+        }
+    }
+
+    /// One of this socket's segments was freed before its host's line sent it: dropped by the
+    /// qdisc on the host's egress, or orphaned by a netem there (`tcp_wfree` at once).
+    pub fn tsq_freed(&mut self, now: SimTime, payload: u32) {
+        if let Some(at) = self.tsq.freed(tsq::truesize(payload)) {
+            self.pace_at = self.pace_at.min(at.max(now));
         }
     }
 

@@ -11,14 +11,20 @@
 //! retransmissions (`factor` 1); a socket with nothing unacknowledged always sends
 //! (`tcp_rtx_queue_empty`, 5.15; later kernels also with one skb out).
 //!
-//! Modelled where the sending host's egress is a plain device queue (a link direction without
-//! a qdisc): the simulator tells the socket when each data segment's serialization ends (its
-//! transmit completion; software GSO has split the skb, so each segment is freed on its own,
-//! `tcp_gso_segment` moving the charge to the segments). Behind a qdisc on the host's own
-//! egress TSQ is not modelled (docs/topologies.md).
+//! The simulator tells the socket when each data segment's serialization on its host's line
+//! ends (its transmit completion; software GSO has split the skb, so each segment is freed on
+//! its own, `tcp_gso_segment` moving the charge to the segments):
+//!
+//! - where the host's egress is a plain device queue (a link direction without a qdisc), as
+//!   the segment enters it, its serialization end being known then ([`Tsq::queued`]);
+//! - behind a qdisc on the host's own egress, as the qdisc hands the segment to the line
+//!   ([`Tsq::queued`] then); a segment the qdisc drops is freed at once (`kfree_skb` runs the
+//!   destructor), and so is one a delaying netem orphans on entry (`skb_orphan_partial`)
+//!   ([`Tsq::freed`]).
 
 use std::collections::VecDeque;
 
+use crate::packet::skb;
 use crate::time::{SimTime, NEVER};
 
 /// `SKB_TRUESIZE` of a TCP skb's linear part on x86-64: `MAX_TCP_HEADER` (320 bytes, cache
@@ -33,43 +39,93 @@ pub fn truesize(payload: u32) -> u64 {
     SKB_HEAD_TRUESIZE + payload as u64
 }
 
+/// Where the host sends a socket's segments first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// A plain device queue: this pipe (the simulator reports each segment as it is emitted).
+    Queue(u32),
+    /// A qdisc on the host's egress (segments are marked `skb::WFREE` and reported as the
+    /// qdisc lets them go).
+    Qdisc,
+}
+
 /// The socket's bytes below TCP: charged when a segment is transmitted, freed when the host's
 /// device has serialized it.
 #[derive(Default)]
 pub struct Tsq {
-    /// The host's egress pipe, where it is a plain device queue: the simulator reports each
-    /// segment's completion there. None: TSQ is not modelled for this socket.
-    pub pipe: Option<u32>,
-    /// Charged by `transmit`, not yet handed to the device by the simulator.
+    /// The host's egress. None: TSQ is not modelled for this socket (an instant first hop).
+    device: Option<Device>,
+    /// `skb::WFREE` behind a qdisc, else 0: what the socket's segments carry.
+    skb: u8,
+    /// Charged by `transmit`, not yet on the line (with a qdisc, still in it).
     unreported: u64,
     /// Segments in the device queue: (serialization end, truesize), in order.
     queued: VecDeque<(SimTime, u64)>,
     queued_bytes: u64,
     /// Throttled at this limit while some charged bytes were not yet reported: the time to
-    /// try again is known once they are.
+    /// try again is known once enough of them are.
     wake_limit: Option<u64>,
 }
 
 impl Tsq {
+    /// Where the host sends the socket's segments first (see [`Device`]).
+    pub fn set_device(&mut self, device: Option<Device>) {
+        self.device = device;
+        self.skb = if device == Some(Device::Qdisc) {
+            skb::WFREE
+        } else {
+            0
+        };
+    }
+
+    pub fn device(&self) -> Option<Device> {
+        self.device
+    }
+
+    /// The sk_buff flags of the socket's data segments (`Packet::skb`).
+    #[inline]
+    pub fn skb_flags(&self) -> u8 {
+        self.skb
+    }
+
     /// A segment of `truesize` bytes handed below TCP (`skb_set_owner_w`).
     pub fn charge(&mut self, truesize: u64) {
-        if self.pipe.is_some() {
+        if self.device.is_some() {
             self.unreported += truesize;
         }
     }
 
-    /// The simulator put a segment of `truesize` on the device, transmitted by `done`. Returns
-    /// the time a socket throttled before it was reported may try again, once every charged
-    /// segment is on the device.
+    /// The simulator put a segment of `truesize` on the line, transmitted by `done` (after
+    /// every segment reported before). Returns the time a throttled socket may try again, once
+    /// the reported segments tell it.
+    #[inline]
     pub fn queued(&mut self, done: SimTime, truesize: u64) -> Option<SimTime> {
+        debug_assert!(self.unreported >= truesize, "a segment reported twice");
         self.unreported = self.unreported.saturating_sub(truesize);
         self.queued.push_back((done, truesize));
         self.queued_bytes += truesize;
-        if self.unreported > 0 {
+        self.wake()
+    }
+
+    /// A charged segment of `truesize` was freed before the line sent it (dropped, or
+    /// orphaned by netem). Returns the time a throttled socket may try again, as `queued`.
+    pub fn freed(&mut self, truesize: u64) -> Option<SimTime> {
+        debug_assert!(self.unreported >= truesize, "a segment freed twice");
+        self.unreported = self.unreported.saturating_sub(truesize);
+        self.wake()
+    }
+
+    /// For a socket throttled at `wake_limit`: the completion that brings it under, once the
+    /// reported segments determine it. (Segments reported later complete later, so the answer
+    /// does not change as more are reported.)
+    #[inline]
+    fn wake(&mut self) -> Option<SimTime> {
+        let at = self.below_at(self.wake_limit?);
+        if at == NEVER {
             return None;
         }
-        let limit = self.wake_limit.take()?;
-        Some(self.below_at(limit))
+        self.wake_limit = None;
+        Some(at)
     }
 
     /// Whether [`Tsq::throttle`] could hold anything back: the bytes below TCP, completed or
@@ -80,7 +136,7 @@ impl Tsq {
         if !paced {
             floor = floor.min(TCP_LIMIT_OUTPUT_BYTES);
         }
-        self.pipe.is_some() && self.unreported + self.queued_bytes > floor
+        self.device.is_some() && self.unreported + self.queued_bytes > floor
     }
 
     /// `sk_wmem_alloc` at `now`: segments transmitted by then are freed (`tcp_wfree`).
@@ -96,10 +152,13 @@ impl Tsq {
     }
 
     /// The first transmit completion after which at most `limit` bytes remain below TCP
-    /// (NEVER if the reported ones are not enough: the rest is reported before the next
-    /// event, see [`Tsq::queued`]).
+    /// (0 if no more than that is left now; NEVER if the reported ones are not enough: see
+    /// [`Tsq::queued`]).
     pub fn below_at(&self, limit: u64) -> SimTime {
         let mut left = self.unreported + self.queued_bytes;
+        if left <= limit {
+            return 0;
+        }
         for &(t, b) in &self.queued {
             left -= b;
             if left <= limit {
@@ -122,9 +181,7 @@ impl Tsq {
         factor: u32,
         rtx_empty: bool,
     ) -> Option<SimTime> {
-        if self.pipe.is_none() {
-            return None;
-        }
+        self.device?;
         let mut limit = (2 * skb_truesize).max(pacing_rate >> super::sender::SK_PACING_SHIFT);
         if !paced {
             limit = limit.min(TCP_LIMIT_OUTPUT_BYTES);
@@ -144,10 +201,9 @@ mod tests {
     use super::*;
 
     fn tsq() -> Tsq {
-        Tsq {
-            pipe: Some(0),
-            ..Tsq::default()
-        }
+        let mut q = Tsq::default();
+        q.set_device(Some(Device::Queue(0)));
+        q
     }
 
     #[test]
@@ -208,6 +264,33 @@ mod tests {
         }
         // 93,760 bytes below; under 2 x 4,688 = 9,376 after the 36th completion.
         assert_eq!(wake, Some(36 * 1200));
+    }
+
+    #[test]
+    fn behind_a_qdisc_the_wake_is_known_once_enough_segments_left_it() {
+        let mut q = Tsq::default();
+        q.set_device(Some(Device::Qdisc));
+        assert_eq!(q.skb_flags(), skb::WFREE);
+        // Ten segments of 2,344 bytes waiting in the qdisc; the limit is two of them.
+        for _ in 0..10 {
+            q.charge(truesize(1448));
+        }
+        let skb = truesize(1448);
+        assert_eq!(q.throttle(0, skb, 0, false, 0, false), Some(NEVER));
+        // The qdisc sends them one by one; the wake is the completion that leaves two below.
+        for i in 1..=7 {
+            assert_eq!(q.queued(i * 1000, truesize(1448)), None, "{i}");
+        }
+        assert_eq!(q.queued(8000, truesize(1448)), Some(8000));
+        // Dropped or orphaned segments are freed at once: three in the qdisc, one dropped,
+        // and the socket is under its limit now (0: at once).
+        let mut q = Tsq::default();
+        q.set_device(Some(Device::Qdisc));
+        for _ in 0..3 {
+            q.charge(truesize(1448));
+        }
+        assert_eq!(q.throttle(0, skb, 0, false, 0, false), Some(NEVER));
+        assert_eq!(q.freed(truesize(1448)), Some(0));
     }
 
     #[test]
