@@ -349,3 +349,43 @@ fn drops_at_the_senders_own_qdisc_free_the_socket() {
     assert!(f.pkts_dropped > 0, "{f:?}");
     assert!(f.goodput_mbps > 10.0, "{}", f.goodput_mbps);
 }
+
+#[test]
+fn replacing_the_senders_own_qdisc_frees_what_it_held() {
+    // `tc qdisc replace` frees every packet the old qdisc held (kfree_skb: tcp_wfree for those
+    // still charged): a socket must not stay over its TSQ limit for charges that were dropped
+    // with the qdisc, whatever the old and the new one orphan.
+    use l4sim_core::scenario::Scenario;
+    use l4sim_core::sim::World;
+    use l4sim_core::time::SEC;
+    let sc = qdisc_at_the_sender(json!({"kind": "pfifo", "limit": 10000}));
+    let mut w = World::new(&Scenario::from_json(&sc.to_string()).unwrap()).unwrap();
+    let mut delivered = 0;
+    for (i, next) in [
+        json!({"kind": "netem", "delay_ms": 20, "limit": 100000}),
+        json!({"kind": "tbf", "rate_mbps": 100, "burst": 20000, "limit": 1000000}),
+        json!({"kind": "pfifo", "limit": 5}),
+        json!({"kind": "fq_codel"}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        w.run_until((4 * i as u64 + 4) * SEC);
+        let spec = serde_json::from_value(next.clone()).unwrap();
+        w.set_link(Some("h1->r1"), None, Some(spec)).unwrap();
+        assert!(w.result("x", 0.0).conservation_ok, "{next}");
+        // Mbit/s over the 4 s before the swap.
+        let total = w.result("x", 0.0).flows[0].bytes_delivered;
+        let mbps = (total - delivered) as f64 * 8.0 / 4e6;
+        delivered = total;
+        // (Under the 5-packet pfifo CUBIC loses packets at its own qdisc; a socket stuck over
+        // its limit would send one skb per RTT, under 3 Mbit/s.)
+        let floor = if i == 3 { 10.0 } else { 50.0 };
+        assert!(mbps > floor, "{i}: {mbps} Mbit/s before {next}");
+    }
+    w.run_until(20 * SEC);
+    let r = w.result("x", 0.0);
+    assert!(r.conservation_ok);
+    let mbps = (r.flows[0].bytes_delivered - delivered) as f64 * 8.0 / 4e6;
+    assert!(mbps > 80.0, "{mbps} Mbit/s under fq_codel");
+}
