@@ -261,6 +261,14 @@ fn a_routers_unshaped_egress_tail_drops_tcp_at_its_device_queue() {
     );
 }
 
+/// The run's one flow lost nothing and filled its 100 Mbit/s bottleneck.
+fn lossless_at_100_mbits(r: &l4sim_core::metrics::results::RunResult) {
+    let f = &r.flows[0];
+    assert_eq!(f.pkts_dropped, 0);
+    let line = 100.0 * 1448.0 / 1514.0;
+    assert!(f.goodput_mbps > 0.9 * line, "{}", f.goodput_mbps);
+}
+
 #[test]
 fn a_sending_hosts_own_slow_nic_holds_tcp_in_the_socket() {
     // The host's 100 Mbit/s NIC is the bottleneck and nothing drops or marks: TSQ keeps all
@@ -269,14 +277,7 @@ fn a_sending_hosts_own_slow_nic_holds_tcp_in_the_socket() {
     // Held back by TSQ, not by cwnd, CUBIC stops growing (tcp_is_cwnd_limited), and the NIC
     // queue stays at a few ms (7 ms RTT over the 4 ms path).
     let r = run(&unshaped_bottleneck("h1"));
-    assert!(r.conservation_ok);
-    let f = &r.flows[0];
-    assert_eq!(f.pkts_dropped, 0);
-    assert!(
-        f.goodput_mbps > 0.9 * 100.0 * 1448.0 / 1514.0,
-        "{}",
-        f.goodput_mbps
-    );
+    lossless_at_100_mbits(&r);
     let max_srtt = r.rtt_samples["f"].iter().copied().fold(0.0, f64::max);
     assert!(max_srtt < 10.0, "{max_srtt}");
 }
@@ -303,14 +304,7 @@ fn a_qdisc_on_the_senders_own_egress_holds_tcp_in_the_socket() {
     let r = run(&qdisc_at_the_sender(
         json!({"kind": "pfifo", "limit": 10000}),
     ));
-    assert!(r.conservation_ok);
-    let f = &r.flows[0];
-    assert_eq!(f.pkts_dropped, 0);
-    assert!(
-        f.goodput_mbps > 0.9 * 100.0 * 1448.0 / 1514.0,
-        "{}",
-        f.goodput_mbps
-    );
+    lossless_at_100_mbits(&r);
     let q = r.qdiscs.iter().find(|q| q.name == "h1->r1").unwrap();
     // 1 ms at CUBIC's pacing rate (1.2 x cwnd / srtt in congestion avoidance, 2 x in slow
     // start): tens of packets at most, where the window is hundreds.
