@@ -959,6 +959,12 @@ mod tests {
                 "rate_mbps",
                 "1e-9",
             ),
+            // A bucket smaller than a full-size packet would drop every one of them.
+            (
+                r#"{"kind":"tbf","rate_mbps":10,"burst":1000,"limit":100000}"#,
+                "burst",
+                "1000",
+            ),
             (r#"{"kind":"netem","rate_mbps":1e-9}"#, "rate_mbps", "1e-9"),
             (
                 r#"{"kind":"wifi","phy_rate_mbps":1e-9}"#,

@@ -41,10 +41,16 @@ pub struct TbfParams {
 impl TbfParams {
     pub fn validate(&self) -> Result<(), (String, String)> {
         super::check_mbps("rate_mbps", self.rate_mbps)?;
-        if self.burst < 64 {
+        // tbf_change accepts a smaller bucket with a kernel warning ("burst is lower than
+        // device mtu"), and tbf_enqueue then drops every packet longer than it.
+        if self.burst < crate::packet::hdr::PSCHED_MTU {
             return Err((
                 "burst".into(),
-                format!("burst must be at least 64 bytes, got {}", self.burst),
+                format!(
+                    "tbf burst {} bytes is below one MTU (1514 bytes): every full-size packet \
+                     would be dropped",
+                    self.burst
+                ),
             ));
         }
         match (self.limit, self.latency_ms, &self.child) {
