@@ -45,6 +45,23 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
     }
 }
 
+/// A shaped egress's `rate` (Mbit/s) against its line's (None: no serialization). Linux keeps
+/// what an HTB class sends faster than its device in the qdisc (the driver's full ring stops
+/// the dequeues); the model's line has no such back-pressure, so the excess would wait
+/// unmanaged in front of it. Scenario validation and `World::set_link` both ask.
+pub fn check_shaping_rate(field: &str, rate: f64, line: Option<f64>) -> Result<(), ScenarioError> {
+    match line.filter(|&l| rate > l) {
+        Some(line) => Err(err(
+            field,
+            format!(
+                "the shaping rate must not exceed the link's line rate ({line} Mbit/s), got \
+                 {rate} Mbit/s (the model has no back-pressure from a busy line to the qdisc)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Deserialize `text` as `T`, reporting errors with their path below `prefix` and without
 /// serde_json's "at line L column C" (the text is usually generated, not typed).
 fn parse_at<T: serde::de::DeserializeOwned>(text: &str, prefix: &str) -> Result<T, ScenarioError> {
@@ -518,20 +535,7 @@ impl Scenario {
         let check_btl =
             |prefix: &str, b: &BottleneckSpec, line: Option<f64>| -> Result<(), ScenarioError> {
                 rate(&format!("{prefix}.rate"), b.rate)?;
-                // Linux keeps what an HTB class sends faster than its device in the qdisc (the
-                // driver's full ring stops the dequeues); the model's line has no such
-                // back-pressure, so the excess would wait unmanaged in front of it.
-                if let Some(line) = line.filter(|&r| b.rate > r) {
-                    return Err(err(
-                        format!("{prefix}.rate"),
-                        format!(
-                        "the shaping rate must not exceed the link's line rate ({line} Mbit/s), \
-                         got {} Mbit/s (the model has no back-pressure from a busy line to the \
-                         qdisc)",
-                        b.rate
-                    ),
-                    ));
-                }
+                check_shaping_rate(&format!("{prefix}.rate"), b.rate, line)?;
                 b.qdisc
                     .validate()
                     .map_err(|(f, m)| err(format!("{prefix}.qdisc.{f}"), m))?;

@@ -79,6 +79,10 @@ impl Rate {
     pub fn bytes_per_sec(&self) -> u64 {
         self.bps / 8
     }
+    /// This rate in Mbit/s.
+    pub fn as_mbps(&self) -> f64 {
+        self.bps as f64 / 1e6
+    }
 }
 
 /// A fixed divisor applied without a division instruction (a multiply by its precomputed

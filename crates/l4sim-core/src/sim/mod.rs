@@ -1437,18 +1437,9 @@ impl World {
                     message: format!("must be a positive rate up to 1e6 Mbit/s, got {r}"),
                 });
             }
-            // As a scenario's shaped link: no faster than its line (the model has no
-            // back-pressure from a busy line to the qdisc).
+            // As a scenario's shaped link: no faster than its line.
             let line = self.net.pipes[self.net.ports[q].line as usize].line_rate();
-            if let Some(line) = line.filter(|l| Rate::mbps(r).bytes_per_sec() > l.bytes_per_sec()) {
-                return Err(ScenarioError {
-                    field: "rate".into(),
-                    message: format!(
-                        "must not exceed the link's line rate ({} Mbit/s), got {r}",
-                        line.bytes_per_sec() as f64 * 8.0 / 1e6
-                    ),
-                });
-            }
+            crate::scenario::check_shaping_rate("rate", r, line.map(|l| l.as_mbps()))?;
         }
         if let Some(spec) = &qdisc_spec {
             spec.validate().map_err(|(f, m)| ScenarioError {
