@@ -139,11 +139,15 @@ async def _plotly(request: web.Request) -> web.FileResponse:
     return web.FileResponse(_plotly_js())
 
 
+#: The open WebSockets, closed when the server stops.
+SOCKETS = web.AppKey("sockets", set[web.WebSocketResponse])
+
+
 async def _websocket(request: web.Request) -> web.WebSocketResponse:
     # timeout: how long close() waits for the page's close frame when the server stops.
     ws = web.WebSocketResponse(heartbeat=30, timeout=CLOSE_TIMEOUT_S)
     await ws.prepare(request)
-    request.app["sockets"].add(ws)
+    request.app[SOCKETS].add(ws)
     tab = _Tab(ws)
     runner = asyncio.create_task(tab.run())
     try:
@@ -162,19 +166,20 @@ async def _websocket(request: web.Request) -> web.WebSocketResponse:
                 await tab.notice(f"internal error: {type(e).__name__}: {e}")
     finally:
         runner.cancel()
-        request.app["sockets"].discard(ws)
+        request.app[SOCKETS].discard(ws)
     return ws
 
 
 async def _close_sockets(app: web.Application) -> None:
-    for ws in list(app["sockets"]):
+    sockets = app[SOCKETS]
+    for ws in list(sockets):  # a copy: each handler removes its socket as it closes
         await ws.close(code=1001, message=b"server stopped")
 
 
 def make_app() -> web.Application:
     """The demo's aiohttp application."""
     app = web.Application()
-    app["sockets"] = set()
+    app[SOCKETS] = set()
     app.router.add_get("/", _index)
     app.router.add_get("/ws", _websocket)
     app.router.add_get("/plotly.min.js", _plotly)
