@@ -154,6 +154,23 @@ def test_reader_on_missing_store_is_a_clear_error(tmp_path):
         Store(tmp_path / "nope")
 
 
+def test_a_reader_writes_nothing_and_leaves_no_wal_files_behind(tmp_path):
+    """Reports and exports open the store to read: they cannot change it, and closing it
+    leaves the directory as the writer left it (a read-only SQLite connection could not remove
+    the WAL's -wal and -shm files, so every report left two more files)."""
+    import sqlite3
+
+    with Store(tmp_path, write=True) as st:
+        st.record("k", design="d", factors={"aqm": "FIFO"}, seed=1, model_version="f", result=fake_result())
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with Store(tmp_path) as st:
+        assert len(st.runs()) == 1
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            st.db.execute("DELETE FROM runs")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert "index.sqlite-wal" not in before
+
+
 def test_summary_keeps_the_result_without_series(tmp_path):
     with Store(tmp_path, write=True) as st:
         st.record("k", design="d", factors={}, seed=1, model_version="f", result=fake_result())

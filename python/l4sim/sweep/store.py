@@ -286,7 +286,12 @@ class Store:
             idx = self.path / "index.sqlite"
             if not idx.exists():
                 raise StoreError(f"no results store at {str(self.path)!r} (no index.sqlite)")
-            self.db = sqlite3.connect(f"file:{idx}?mode=ro", uri=True, timeout=30, isolation_level=None)
+            # Read and write, though it only reads (query_only): a WAL database's last
+            # connection removes the -wal and -shm files when it closes, which a read-only one
+            # cannot do, so every report or export left two files behind. A write-protected
+            # store is opened read-only all the same.
+            self.db = sqlite3.connect(f"file:{idx}?mode=rw", uri=True, timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA query_only=ON")
         self.db.row_factory = sqlite3.Row
 
     # ---------------------------------------------------------------- lock
