@@ -252,6 +252,18 @@ def test_summary_copes_with_missing_samples_written_as_null(fake_engine, monkeyp
     assert np.isnan(r.timeseries("a")["srtt_ms"].iloc[0])
 
 
+def _two_cubics_through(qdisc: dict) -> l4sim.Scenario:
+    """A 2 s dumbbell: CUBIC flows "a" (DSCP 10) and "b" through a 100 Mbit/s ``qdisc``."""
+    return l4sim.Scenario.from_dict(
+        {
+            "duration": 2,
+            "seed": 1,
+            "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
+            "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}],
+        }
+    )
+
+
 def test_classful_qdiscs_list_their_classes_as_tc_s_does():
     """htb leaf classes each keep their own counters: ``qdisc_classes`` and the summary."""
     qdisc = {
@@ -261,14 +273,7 @@ def test_classful_qdiscs_list_their_classes_as_tc_s_does():
             {"name": "rest", "rate_mbps": 70},
         ],
     }
-    sc = l4sim.Scenario.from_dict(
-        {
-            "duration": 2,
-            "seed": 1,
-            "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
-            "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}],
-        }
-    )
+    sc = _two_cubics_through(qdisc)
     r = l4sim.run(sc)
     cls = r.qdisc_classes.set_index("name")
     assert list(cls.index) == ["bottleneck/gold", "bottleneck/rest"]
@@ -287,14 +292,7 @@ def test_htb_inner_classes_get_a_row_of_their_own_and_name_their_leaves():
             {"name": "rest", "rate_mbps": 60},
         ],
     }
-    sc = l4sim.Scenario.from_dict(
-        {
-            "duration": 2,
-            "seed": 1,
-            "topology": {"kind": "dumbbell", "base_rtt": 10, "bottleneck": {"rate": 100, "qdisc": qdisc}},
-            "flows": [{"name": "a", "cc": "cubic", "dscp": 10}, {"name": "b", "cc": "cubic"}],
-        }
-    )
+    sc = _two_cubics_through(qdisc)
     cls = l4sim.run(sc).qdisc_classes.set_index("name")
     assert list(cls.index) == ["bottleneck/customer", "bottleneck/customer/a", "bottleneck/rest"]
     inner, leaf = cls.loc["bottleneck/customer"], cls.loc["bottleneck/customer/a"]
