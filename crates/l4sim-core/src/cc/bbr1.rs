@@ -14,8 +14,6 @@
 //!
 //! Simplifications (documented, Linux behaviour assumed):
 //! - Linux keeps min_rtt/PROBE_RTT stamps in jiffies; we use exact simulated time.
-//! - `bbr_packets_in_net_at_edt`: the core does not expose the EDT of the next skb, so we take
-//!   EDT = now (no in-pacing-queue discount), still adding the TSO goal when probing up.
 //! - TSO goal (`bbr_tso_segs_goal`) uses the default `sk_pacing_shift` of 10.
 
 use serde::{Deserialize, Serialize};
@@ -171,6 +169,20 @@ pub(crate) fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32, margin: u32) ->
 }
 
 /// Microseconds from `b` to `a` (ns stamps), as `tcp_stamp_us_delta` (signed).
+/// `bbr_packets_in_net_at_edt` (all three versions): the packets still in the network when
+/// the next skb leaves at its earliest departure time (`tcp_wstamp_ns`, `sk.wstamp`), i.e.
+/// in flight now, plus that skb's TSO goal when probing up (`pacing_gain` above 1), less
+/// what `bw` delivers until then (whole microseconds, as `div_u64` truncates).
+pub(crate) fn in_net_at_edt(sk: &Sock, bw: u64, inflight_now: u32, pacing_gain: u32, tso_goal: u32) -> u32 {
+    let interval_us = sk.wstamp.saturating_sub(sk.now) / 1000;
+    let delivered = ((bw as u128 * interval_us as u128) >> BW_SCALE) as u32;
+    let mut inflight = inflight_now;
+    if pacing_gain > BBR_UNIT {
+        inflight += tso_goal;
+    }
+    inflight.saturating_sub(delivered)
+}
+
 pub(crate) fn us_delta(a: SimTime, b: SimTime) -> i64 {
     (a as i64 - b as i64) / 1000
 }
@@ -360,13 +372,9 @@ impl Bbr1 {
         self.quantization_budget(sk, bdp)
     }
 
-    /// `bbr_packets_in_net_at_edt` with EDT = now (see module doc).
+    /// `bbr_packets_in_net_at_edt` ([`in_net_at_edt`]).
     fn packets_in_net_at_edt(&self, sk: &Sock, inflight_now: u32) -> u32 {
-        let mut inflight = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight += self.tso_segs_goal(sk);
-        }
-        inflight
+        in_net_at_edt(sk, self.bw(), inflight_now, self.pacing_gain, self.tso_segs_goal(sk))
     }
 
     fn ack_aggregation_cwnd(&self) -> u32 {
@@ -1118,6 +1126,24 @@ mod tests {
             Bbr1Params::default(),
             Rng::new(seed, crate::rng::stream::CC),
         )
+    }
+
+    #[test]
+    fn in_network_at_edt_discounts_what_bw_delivers_before_the_next_departure() {
+        // bbr_packets_in_net_at_edt: 1 packet per 10 us, next skb due 255.9 us from now
+        // (255 whole us): 25 packets delivered by then.
+        let mut sk = Sock::new(1448);
+        sk.now = 1_000_000;
+        let bw = BW_UNIT / 10;
+        sk.wstamp = sk.now + 255_900;
+        assert_eq!(in_net_at_edt(&sk, bw, 100, BBR_UNIT, 4), 75);
+        // Probing up: the departing skb's TSO goal counts too.
+        assert_eq!(in_net_at_edt(&sk, bw, 100, BBR_UNIT * 5 / 4, 4), 79);
+        // More delivered than in flight: none left.
+        assert_eq!(in_net_at_edt(&sk, bw, 20, BBR_UNIT, 4), 0);
+        // A departure stamp in the past is now (edt = max(wstamp, now)).
+        sk.wstamp = sk.now - 5_000;
+        assert_eq!(in_net_at_edt(&sk, bw, 100, BBR_UNIT, 4), 100);
     }
 
     /// One hand-made round: `n` packets delivered over `interval_us`, ending the round.

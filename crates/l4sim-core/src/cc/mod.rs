@@ -136,6 +136,10 @@ pub struct Sock {
     /// Time of the last data transmission (`tp->lsndtime`); Cubic's `TxStart` uses it to
     /// shift its epoch by the idle time.
     pub lsndtime: SimTime,
+    /// Earliest departure time of the next skb (`tp->tcp_wstamp_ns`, the EDT stamp that
+    /// `tcp_update_skb_after_send` advances by each skb's pacing time); BBR's
+    /// `bbr_packets_in_net_at_edt` reads it.
+    pub wstamp: SimTime,
 }
 
 impl Sock {
@@ -176,6 +180,7 @@ impl Sock {
             ecn_mode: EcnMode::None,
             ect1: false,
             lsndtime: 0,
+            wstamp: 0,
         }
     }
 

@@ -164,8 +164,7 @@ pub struct TcpSender {
     /// RTO retransmissions since snd_una last advanced (`icsk_retransmits`).
     retransmits: u32,
     timer: Option<(Timer, SimTime)>,
-    /// EDT departure stamp (`tcp_wstamp_ns`) and the pending pacing wakeup.
-    wstamp: SimTime,
+    /// The pending pacing wakeup (the EDT stamp itself is `sk.wstamp`).
     pace_at: SimTime,
     /// TCP Small Queues: the socket's data below TCP (the simulator reports completions).
     pub tsq: Tsq,
@@ -237,7 +236,6 @@ impl TcpSender {
             rto: TCP_TIMEOUT_INIT,
             retransmits: 0,
             timer: None,
-            wstamp: 0,
             pace_at: NEVER,
             tsq: Tsq::default(),
             data_segs_out: 0,
@@ -656,15 +654,15 @@ impl TcpSender {
     /// payload/pacing_rate (less up to half of it as credit for a late send, Linux's
     /// allowance for OS jitter).
     fn after_send(&mut self, now: SimTime, payload: u64) {
-        let prior = self.wstamp;
-        self.wstamp = self.wstamp.max(now);
+        let prior = self.sk.wstamp;
+        self.sk.wstamp = self.sk.wstamp.max(now);
         if self.paced() {
             let rate = self.sk.pacing_rate;
             if rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
                 let mut len_ns = payload * SEC / rate;
-                let credit = self.wstamp - prior;
+                let credit = self.sk.wstamp - prior;
                 len_ns -= (len_ns / 2).min(credit);
-                self.wstamp += len_ns;
+                self.sk.wstamp += len_ns;
             }
         }
     }
@@ -722,7 +720,7 @@ impl TcpSender {
             return false;
         }
         // Only if the last write was recent (1 ms).
-        if now > self.wstamp + MS {
+        if now > self.sk.wstamp + MS {
             return false;
         }
         if limit >= max_segs {
@@ -792,8 +790,8 @@ impl TcpSender {
     }
 
     fn pacing_blocked(&mut self, now: SimTime) -> bool {
-        if self.paced() && self.wstamp > now {
-            self.pace_at = self.wstamp;
+        if self.paced() && self.sk.wstamp > now {
+            self.pace_at = self.sk.wstamp;
             return true;
         }
         false
@@ -1684,6 +1682,6 @@ impl TcpSender {
     }
     /// Earliest time the pacer lets the next packet out.
     pub fn pacing_stamp(&self) -> SimTime {
-        self.wstamp
+        self.sk.wstamp
     }
 }

@@ -22,8 +22,7 @@
 //! difference: the core marks segments, Linux marks skbs, so a lost GSO skb of n segments is
 //! n calls with `tcp_skb_pcount` 1 here.
 //!
-//! Not modelled: the EDT discount in `packets_in_net_at_edt` (EDT = now). Times use exact
-//! simulated time instead of jiffies.
+//! Times use exact simulated time instead of jiffies.
 
 use serde::{Deserialize, Serialize};
 

@@ -106,13 +106,11 @@ impl Bbr2 {
         self.quantization_budget(sk, bdp)
     }
 
-    /// `bbr_packets_in_net_at_edt` with EDT = now.
+    /// `bbr_packets_in_net_at_edt`: what will still be in the network when the next skb
+    /// leaves at its departure time (`tcp_wstamp_ns`), at the estimated bandwidth; with the
+    /// skb itself when probing up.
     pub(crate) fn packets_in_net_at_edt(&self, sk: &Sock, inflight_now: u32) -> u32 {
-        let mut inflight = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight += self.tso_segs_goal(sk);
-        }
-        inflight
+        super::super::bbr1::in_net_at_edt(sk, self.bw(), inflight_now, self.pacing_gain, self.tso_segs_goal(sk))
     }
 
     fn ack_aggregation_cwnd(&self) -> u32 {
