@@ -13,13 +13,15 @@
 //! harness: `tests.rs`.
 //!
 //! Modelling choices (Linux behaviour unless stated): sequence numbers count segments, one
-//! segment per packet (a GSO skb leaves as a burst of segments; no GRO); TSQ where the host's
-//! egress is a plain device queue; SACK + timestamps on; RACK-TLP loss detection; PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
-//! of the RACK window from DSACKs; AccECN feedback through the ACE field only (no AccECN
-//! option); the handshake's third ACK is folded into the first data segment; the receive
-//! window counts whole segments at the sender; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK
-//! timer durations (`usecs_to_jiffies`), and TCP_TIMEOUT_MIN (2 jiffies); timers themselves
-//! fire at exact times (no timer-wheel slack) and the receiver's delayed-ACK timer is exact.
+//! segment per packet (a GSO skb leaves as a burst of segments; no GRO); TSQ on the host's
+//! egress, a plain device queue or a qdisc; SACK + timestamps on; RACK-TLP loss detection;
+//! PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
+//! of the RACK window from DSACKs; AccECN feedback through the ACE field (the AccECN option
+//! takes its bytes on the wire, its counters are not read); the handshake's third ACK is
+//! folded into the first data segment; the receive window counts whole segments at the
+//! sender; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK timer durations
+//! (`usecs_to_jiffies`), and TCP_TIMEOUT_MIN (2 jiffies); timers themselves fire at exact
+//! times (no timer-wheel slack) and the receiver's delayed-ACK timer is exact.
 
 use serde::{Deserialize, Serialize};
 

@@ -35,8 +35,7 @@
 //!
 //! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
 //! of the RACK reordering window and of `tp->reordering`, GRO, timer-wheel slack
-//! (durations are rounded to jiffies, expiries are exact), the receive window (never
-//! limiting).
+//! (durations are rounded to jiffies, expiries are exact).
 
 use std::collections::VecDeque;
 
