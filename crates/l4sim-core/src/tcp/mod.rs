@@ -15,8 +15,8 @@
 //! Modelling choices (Linux behaviour unless stated): sequence numbers count segments, one
 //! segment per packet (a GSO skb leaves as a burst of segments; no GRO); TSQ on the host's
 //! egress, a plain device queue or a qdisc; SACK + timestamps on; RACK-TLP loss detection;
-//! PRR; no undo (Eifel/F-RTO/DSACK undo are not modelled), no growth of `tp->reordering` or
-//! of the RACK window from DSACKs; AccECN feedback through the ACE field (the AccECN option
+//! PRR; undo of spurious reductions (DSACKs and timestamps, Eifel; not F-RTO) and RACK's
+//! window widened by DSACKs, but no growth of `tp->reordering`; AccECN feedback through the ACE field (the AccECN option
 //! takes its bytes on the wire, its counters are not read); the handshake's third ACK is
 //! folded into the first data segment; the receive window counts whole segments at the
 //! sender; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK timer durations
@@ -209,6 +209,9 @@ pub struct SenderStats {
     pub syn_retrans: u64,
     pub acks_received: u64,
     pub dsacks_received: u64,
+    /// Reductions undone as spurious (Linux's TCPFULLUNDO, TCPPARTIALUNDO, TCPDSACKUNDO
+    /// and TCPLOSSUNDO counters together).
+    pub undos: u64,
     /// Times new data waited for the receiver's window (`tcp_write_xmit`'s rwnd-limited
     /// exits).
     pub rwnd_limited: u64,

@@ -33,15 +33,21 @@
 //! the next ACK is more than srtt/2 away). Retransmissions and loss probes are single
 //! segments.
 //!
-//! Not modelled: undo of spurious recoveries (Eifel/F-RTO/DSACK undo), DSACK-driven growth
-//! of the RACK reordering window and of `tp->reordering`, GRO, timer-wheel slack
-//! (durations are rounded to jiffies, expiries are exact).
+//! DSACKs (`tcp_check_dsack`, `tcp_dsack_seen`) count the duplicate as delivered, prove
+//! retransmissions spurious (`undo_retrans`) and widen RACK's reordering window; a reduction
+//! shown spurious by them or by a timestamp echo from before the first retransmission
+//! (`tcp_packet_delayed`, Eifel) is undone (`tcp_try_undo_recovery`, `_partial`, `_dsack`,
+//! `_loss`) to what the CC's `undo_cwnd` restores.
+//!
+//! Not modelled: F-RTO (`tcp_frto`: after an RTO, new data sent to test it; a timeout is
+//! undone here only by timestamps or DSACKs), growth of `tp->reordering`, GRO, timer-wheel
+//! slack (durations are rounded to jiffies, expiries are exact).
 
 use std::collections::VecDeque;
 
 use super::ecn::{self, EcnRequest};
 use super::prr::Prr;
-use super::rack::{sent_after, Rack};
+use super::rack::{sent_after, Rack, RECOVERY_THRESH};
 use super::rate::{RateSampler, TxInfo};
 use super::rtt::{MinMax, RttEstimator};
 use super::sack::SackedRanges;
@@ -80,7 +86,10 @@ const FLAG_DATA_SACKED: u32 = 0x20;
 const FLAG_ECE: u32 = 0x40;
 const FLAG_LOST_RETRANS: u32 = 0x80;
 const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
-const FLAG_DSACK: u32 = 0x800;
+/// The ACK carried a DSACK that `tcp_dsack_seen` accepted (FLAG_DSACKING_ACK).
+const FLAG_DSACKING_ACK: u32 = 0x800;
+/// That DSACK reports the tail loss probe's segment (FLAG_DSACK_TLP).
+const FLAG_DSACK_TLP: u32 = 0x20000;
 const FLAG_RETRANS_DATA_ACKED: u32 = 0x8;
 const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
 
@@ -173,6 +182,17 @@ pub struct TcpSender {
     rack: Rack,
     tlp_high_seq: Option<u32>,
     tlp_retrans: bool,
+    /// Undo of a spurious cwnd reduction (`tcp_init_undo`): `snd_una` when the recovery
+    /// began (`undo_marker`; None: nothing to undo) and the retransmissions not yet shown
+    /// spurious by a DSACK (`undo_retrans`; -1: none sent yet).
+    undo_marker: Option<u32>,
+    undo_retrans: i32,
+    /// Time of the first retransmission of this episode (`retrans_stamp`).
+    retrans_stamp: Option<SimTime>,
+    /// Segments reported twice by DSACKs (`dsack_dups`).
+    dsack_dups: u64,
+    /// The timestamp echo of the ACK being processed (`rx_opt.rcv_tsecr`).
+    rcv_tsecr: SimTime,
     rate: RateSampler,
     rs: RateSample,
     /// Echo value for our timestamps (peer's latest ts_val).
@@ -243,6 +263,11 @@ impl TcpSender {
             rack: Rack::default(),
             tlp_high_seq: None,
             tlp_retrans: false,
+            undo_marker: None,
+            undo_retrans: 0,
+            retrans_stamp: None,
+            dsack_dups: 0,
+            rcv_tsecr: 0,
             rate: RateSampler::default(),
             rs: RateSample::default(),
             ts_recent: 0,
@@ -951,6 +976,9 @@ impl TcpSender {
         s.st &= !S_QUEUED;
         s.st |= S_RETRANS;
         self.sk.retrans_out += 1;
+        // The first retransmission's time, and one more to be shown spurious before undo.
+        self.retrans_stamp.get_or_insert(now);
+        self.undo_retrans = self.undo_retrans.max(0) + 1;
     }
 
     // ---------------------------------------------------------------- timers
@@ -1093,10 +1121,11 @@ impl TcpSender {
             || self.sk.high_seq <= self.sk.snd_una
             || (state == CaState::Loss && self.retransmits == 0)
         {
-            self.sk.prior_ssthresh = self.sk.snd_ssthresh;
+            self.sk.prior_ssthresh = self.current_ssthresh();
             self.sk.prior_cwnd = self.sk.snd_cwnd;
             self.sk.snd_ssthresh = self.cc.ssthresh(&mut self.sk);
             self.cc.cwnd_event(&mut self.sk, CaEvent::Loss);
+            self.init_undo();
         }
         self.sk.snd_cwnd = self.sk.packets_in_flight() + 1;
         self.sk.snd_cwnd_cnt = 0;
@@ -1230,7 +1259,10 @@ impl TcpSender {
         if self.cc.has_cong_control() {
             return;
         }
-        if self.sk.snd_ssthresh < crate::cc::INFINITE_SSTHRESH {
+        // Unless the reduction was undone.
+        if self.sk.snd_ssthresh < crate::cc::INFINITE_SSTHRESH
+            && (self.sk.ca_state == CaState::Cwr || self.undo_marker.is_some())
+        {
             self.sk.snd_cwnd = self.sk.snd_ssthresh;
             self.sk.snd_cwnd_stamp = self.sk.now;
         }
@@ -1242,6 +1274,8 @@ impl TcpSender {
     fn enter_cwr(&mut self) {
         self.sk.prior_ssthresh = 0;
         if self.sk.ca_state < CaState::Cwr {
+            // Congestion proven by ECN: nothing to undo.
+            self.undo_marker = None;
             self.init_cwnd_reduction();
             self.set_state(CaState::Cwr);
             self.stats.cwr_count += 1;
@@ -1252,9 +1286,10 @@ impl TcpSender {
     #[cold]
     fn enter_recovery(&mut self, ece_ack: bool) {
         self.sk.prior_ssthresh = 0;
+        self.init_undo();
         if !self.in_cwnd_reduction() {
             if !ece_ack {
-                self.sk.prior_ssthresh = self.sk.snd_ssthresh;
+                self.sk.prior_ssthresh = self.current_ssthresh();
             }
             self.init_cwnd_reduction();
         }
@@ -1285,6 +1320,9 @@ impl TcpSender {
 
     /// `tcp_try_to_open`.
     fn try_to_open(&mut self, flag: u32) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp = None;
+        }
         if flag & FLAG_ECE != 0 {
             self.enter_cwr();
         }
@@ -1307,46 +1345,202 @@ impl TcpSender {
         }
     }
 
-    /// `tcp_fastretrans_alert` for a SACK + RACK connection without undo. Returns whether
-    /// lost segments should be retransmitted.
-    fn fastretrans_alert(&mut self, now: SimTime, flag: &mut u32) -> bool {
+    /// `tcp_current_ssthresh`: ssthresh, or 3/4 of cwnd if that is more, outside a reduction.
+    fn current_ssthresh(&self) -> u32 {
+        if self.in_cwnd_reduction() {
+            self.sk.snd_ssthresh
+        } else {
+            self.sk
+                .snd_ssthresh
+                .max((self.sk.snd_cwnd >> 1) + (self.sk.snd_cwnd >> 2))
+        }
+    }
+
+    /// `tcp_init_undo`: a reduction starts that a later proof of spuriousness may undo.
+    fn init_undo(&mut self) {
+        self.undo_marker = Some(self.sk.snd_una);
+        // Retransmissions still in flight may be DSACKed later.
+        self.undo_retrans = if self.sk.retrans_out > 0 {
+            self.sk.retrans_out as i32
+        } else {
+            -1
+        };
+    }
+
+    /// `tcp_packet_delayed` (Eifel detection, RFC 3522): this ACK echoes a timestamp from
+    /// before the first retransmission, so the original arrived. In TCP timestamp ticks
+    /// (1 ms, `TCP_TS_HZ`).
+    fn packet_delayed(&self) -> bool {
+        self.retrans_stamp
+            .is_some_and(|t| self.rcv_tsecr > 0 && self.rcv_tsecr / MS < t / MS)
+    }
+
+    /// `tcp_may_undo`: every retransmission was DSACKed, or the originals arrived.
+    fn may_undo(&self) -> bool {
+        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
+    }
+
+    /// `tcp_undo_cwnd_reduction`: the reduction was spurious; restore what the CC had
+    /// (`undo_cwnd`) and ssthresh, and with `unmark_loss` forget the loss marks.
+    #[cold]
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        if unmark_loss {
+            for s in self.segs.iter_mut() {
+                s.st &= !S_LOST;
+            }
+            self.sk.lost_out = 0;
+        }
+        if self.sk.prior_ssthresh != 0 {
+            self.sk.snd_cwnd = self.cc.undo_cwnd(&mut self.sk);
+            if self.sk.prior_ssthresh > self.sk.snd_ssthresh {
+                self.sk.snd_ssthresh = self.sk.prior_ssthresh;
+                // tcp_ecn_withdraw_cwr
+                self.queue_cwr = false;
+            }
+        }
+        self.sk.snd_cwnd_stamp = self.sk.now;
+        self.undo_marker = None;
+        // Make RACK look at the losses again.
+        self.rack.advanced = true;
+        self.stats.undos += 1;
+    }
+
+    /// `tcp_try_undo_recovery`, when the recovery (or loss) episode is over: undo if it was
+    /// spurious, else count down the widened RACK window; back to Open.
+    fn try_undo_recovery(&mut self) {
+        if self.may_undo() {
+            self.undo_cwnd_reduction(false);
+        } else if self.rack.reo_wnd_persist > 0 {
+            self.rack.reo_wnd_persist -= 1;
+        }
+        self.set_state(CaState::Open);
+    }
+
+    /// `tcp_try_undo_dsack`: DSACKs showed every retransmission spurious.
+    fn try_undo_dsack(&mut self) -> bool {
+        if self.undo_marker.is_some() && self.undo_retrans == 0 {
+            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(RECOVERY_THRESH);
+            self.undo_cwnd_reduction(false);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_loss` (no F-RTO): after an RTO, undo if the originals arrived.
+    fn try_undo_loss(&mut self) -> bool {
+        if self.may_undo() {
+            self.undo_cwnd_reduction(true);
+            self.retransmits = 0;
+            self.set_state(CaState::Open);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_partial`: a partial ACK in recovery echoes a timestamp from before the
+    /// first retransmission, so a delayed original filled the hole: reordering, not loss.
+    /// Returns true while retransmissions are still out (send new data, retransmit no more).
+    fn try_undo_partial(&mut self, prior_snd_una: u32) -> bool {
+        if self.undo_marker.is_some() && self.packet_delayed() {
+            // tcp_check_sack_reordering: below the highest SACKed segment
+            // (`tcp_highest_sack_seq`: snd_una once nothing is SACKed).
+            let fack = if self.sk.sacked_out == 0 {
+                self.sk.snd_una
+            } else {
+                self.sacked.highest_end() - 1
+            };
+            if prior_snd_una < fack {
+                self.rack.reord_seen += 1;
+            }
+            if self.sk.retrans_out > 0 {
+                return true;
+            }
+            if !self.any_retrans_done() {
+                self.retrans_stamp = None;
+            }
+            self.undo_cwnd_reduction(true);
+            self.try_keep_open();
+        }
+        false
+    }
+
+    /// `tcp_process_loss` without F-RTO (`tcp_frto`, on by default in Linux, is not
+    /// modelled): in Loss, undo on forward progress if the timeout was spurious; leave Loss
+    /// once everything sent before it is acknowledged. Returns whether to retransmit.
+    fn process_loss(&mut self, flag: u32) -> bool {
+        let recovered = self.sk.snd_una >= self.sk.high_seq;
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss() {
+            return false;
+        }
+        if recovered {
+            self.try_undo_recovery();
+            return false;
+        }
+        true
+    }
+
+    /// `tcp_fastretrans_alert` for a SACK + RACK connection (Linux 5.15 `tcp_input.c`, the
+    /// NewReno and MTU-probe branches left out). Returns whether lost segments should be
+    /// retransmitted.
+    fn fastretrans_alert(&mut self, now: SimTime, flag: &mut u32, prior_snd_una: u32) -> bool {
         let ece = *flag & FLAG_ECE != 0;
+        // A. ECE: the reduction is required, not to be undone.
+        if ece {
+            self.sk.prior_ssthresh = 0;
+        }
         // D. State exit when high_seq is ACKed.
-        if self.sk.ca_state != CaState::Open && self.sk.snd_una >= self.sk.high_seq {
+        if self.sk.ca_state == CaState::Open {
+            self.retrans_stamp = None;
+        } else if self.sk.snd_una >= self.sk.high_seq {
             match self.sk.ca_state {
                 CaState::Cwr if self.sk.snd_una != self.sk.high_seq => {
                     self.end_cwnd_reduction();
                     self.set_state(CaState::Open);
                 }
                 CaState::Recovery => {
-                    self.set_state(CaState::Open);
+                    self.try_undo_recovery();
                     self.end_cwnd_reduction();
                 }
                 _ => {}
             }
         }
         // E. Process state.
+        let mut rexmit = false;
         match self.sk.ca_state {
             CaState::Recovery => {
+                if *flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(prior_snd_una) {
+                    return false;
+                }
+                if self.try_undo_dsack() {
+                    self.try_keep_open();
+                }
                 self.identify_packet_loss(now, flag);
+                if self.sk.ca_state != CaState::Recovery {
+                    if self.sk.lost_out == 0 {
+                        return false;
+                    }
+                    // Undone, but loss is evident: a new recovery.
+                    self.enter_recovery(ece);
+                }
                 return true;
             }
             CaState::Loss => {
-                if self.sk.snd_una >= self.sk.high_seq {
-                    self.set_state(CaState::Open);
-                } else {
-                    self.identify_packet_loss(now, flag);
-                    if *flag & FLAG_LOST_RETRANS == 0 {
-                        return true;
-                    }
+                rexmit = self.process_loss(*flag);
+                self.identify_packet_loss(now, flag);
+                if !(self.sk.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
+                    return rexmit;
                 }
+                // Undone or recovered, or retransmissions lost: as in the other states.
             }
             _ => {}
+        }
+        if self.sk.ca_state <= CaState::Disorder {
+            self.try_undo_dsack();
         }
         self.identify_packet_loss(now, flag);
         if self.sk.lost_out == 0 {
             self.try_to_open(*flag);
-            return false;
+            return rexmit;
         }
         self.enter_recovery(ece);
         true
@@ -1360,7 +1554,7 @@ impl TcpSender {
         if ack < high {
             return;
         }
-        if !self.tlp_retrans || flag & FLAG_DSACK != 0 {
+        if !self.tlp_retrans || flag & FLAG_DSACK_TLP != 0 {
             self.tlp_high_seq = None;
         } else if ack > high {
             // The probe repaired a loss: reduce once.
@@ -1408,6 +1602,7 @@ impl TcpSender {
         let prior_delivered = self.sk.delivered;
         let prior_lost = self.sk.lost;
         let prior_fack = self.sacked.highest_end().max(prior_snd_una);
+        self.rcv_tsecr = p.ts_ecr;
         self.rs = RateSample {
             prior_in_flight: self.sk.packets_in_flight(),
             rtt: -1,
@@ -1427,8 +1622,8 @@ impl TcpSender {
         let mut last_sackt = NEVER;
         if p.n_sack > 0 {
             if p.dsack {
-                flag |= FLAG_DSACK;
                 self.stats.dsacks_received += 1;
+                self.check_dsack(p, prior_snd_una, &mut flag);
             }
             let start = if p.dsack { 1 } else { 0 };
             for i in start..p.n_sack as usize {
@@ -1507,6 +1702,8 @@ impl TcpSender {
             self.sacked.trim_below(ack);
             flag |= FLAG_SET_XMIT_TIMER;
         }
+        self.rack
+            .update_reo_wnd(self.rs.prior_delivered, self.sk.delivered);
         // RTT (tcp_ack_update_rtt).
         let mut seq_rtt: i64 = -1;
         let mut ca_rtt: i64 = -1;
@@ -1576,11 +1773,11 @@ impl TcpSender {
         self.cc.in_ack_event(&mut self.sk, flag & FLAG_ECE != 0);
         // Loss detection and the CA state machine.
         let dubious = pkts_acked == 0
-            || flag & (FLAG_DATA_SACKED | FLAG_ECE) != 0
+            || flag & (FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK) != 0
             || self.sk.ca_state != CaState::Open;
         let mut rexmit = false;
         if dubious {
-            rexmit = self.fastretrans_alert(now, &mut flag);
+            rexmit = self.fastretrans_alert(now, &mut flag, prior_snd_una);
         }
         self.process_tlp_ack(ack, flag);
         if flag & FLAG_SET_XMIT_TIMER != 0 {
@@ -1614,6 +1811,56 @@ impl TcpSender {
             self.xmit_retransmit_queue(now, out);
         }
         self.write_xmit(now, out, false);
+    }
+
+    /// `tcp_check_dsack` with `tcp_dsack_seen` for the ACK's first SACK block, which the
+    /// receiver marked a DSACK (RFC 2883): the duplicate counts as delivered, a DSACK of a
+    /// retransmission proves it spurious (`undo_retrans`), and one that may come from
+    /// reordering widens RACK's window. DSACKs for more segments than were ever
+    /// retransmitted are ignored as dubious.
+    #[cold]
+    fn check_dsack(&mut self, p: &Packet, prior_snd_una: u32, flag: &mut u32) {
+        let (start, end) = p.sack[0];
+        let below_ack = start < p.ack;
+        let inside_next = p.n_sack > 1 && end <= p.sack[1].1 && start >= p.sack[1].0;
+        if !(below_ack || inside_next) || start >= end {
+            return;
+        }
+        let dup_segs = end - start;
+        if dup_segs as u64 * self.mss_now as u64 > self.max_window {
+            return;
+        }
+        if dup_segs == 1 && self.tlp_high_seq == Some(end) {
+            *flag |= FLAG_DSACK_TLP;
+        }
+        self.dsack_dups += dup_segs as u64;
+        if self.dsack_dups > self.stats.retrans {
+            return;
+        }
+        if self.rack.reord_seen > 0 && *flag & FLAG_DSACK_TLP == 0 {
+            self.rack.dsack_seen = true;
+        }
+        *flag |= FLAG_DSACKING_ACK;
+        // A spurious retransmission is delivered (`sack_delivered`).
+        self.sk.delivered += dup_segs as u64;
+        let Some(marker) = self.undo_marker else {
+            return;
+        };
+        if end <= prior_snd_una {
+            // Already acknowledged: count without looking (`tcp_check_dsack`).
+            if self.undo_retrans > 0 && end > marker {
+                self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
+            }
+            return;
+        }
+        // Still in the retransmission queue: each retransmitted segment it covers
+        // (`tcp_sacktag_one` with `dup_sack`).
+        for seq in start.max(self.sk.snd_una)..end.min(self.sk.snd_nxt) {
+            let st = self.seg(seq).st;
+            if st & (S_RETRANS | S_EVER_RETRANS) != 0 && self.undo_retrans > 0 && seq + 1 > marker {
+                self.undo_retrans -= 1;
+            }
+        }
     }
 
     /// `tcp_sacktag_one` for a newly SACKed segment.
@@ -1678,6 +1925,10 @@ impl TcpSender {
     /// Current RTO, ns (with backoff).
     pub fn rto(&self) -> SimDuration {
         self.rto
+    }
+    #[cfg(test)]
+    pub(crate) fn rack(&self) -> &Rack {
+        &self.rack
     }
     /// Earliest time the pacer lets the next packet out.
     pub fn pacing_stamp(&self) -> SimTime {

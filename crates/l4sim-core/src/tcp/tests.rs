@@ -779,6 +779,7 @@ fn data_pkt(seq: u32, ecn: Ecn) -> Packet {
     d.flags = flags::ACK;
     d.seq = seq;
     d.payload = 1448;
+    d.len = crate::packet::hdr::wire_len(d.payload, 0);
     d.ecn = ecn;
     d
 }
@@ -1298,6 +1299,71 @@ fn tail_loss_probe_repairs_a_lost_last_segment_without_recovery() {
     let d: Vec<SimTime> = h.data().map(|(t, _, _)| *t).collect();
     let gap = d[d.len() - 1] - d[d.len() - 2];
     assert!(gap >= 2 * h.s.stats.established_at, "{gap}");
+}
+
+/// A 20 ms, 10 Mbit/s path whose forward direction holds back the first transmission of
+/// each segment in `late` by `by`: reordering, nothing lost.
+fn reordered(late: &'static [u32], by: SimDuration) -> Harness {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
+    h.filter = Box::new(move |p, _| {
+        if p.is_data() && !p.retrans && late.contains(&p.seq) {
+            Verdict::Delay(by)
+        } else {
+            Verdict::Pass
+        }
+    });
+    h
+}
+
+#[test]
+fn a_fast_retransmit_that_reordering_made_spurious_is_undone() {
+    // Segment 50 arrives 8 ms late, after more than three later segments: RACK (no
+    // reordering seen yet, so no window) retransmits it and enters recovery. The original's
+    // ACK echoes a timestamp from before the retransmission (tcp_packet_delayed), so the
+    // reduction is undone (tcp_try_undo_partial): ssthresh is back where slow start had it.
+    let mut h = reordered(&[50], 8 * MS);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.retransmitted_seqs(), vec![50]);
+    assert_eq!(h.s.stats.fast_recoveries, 1);
+    assert_eq!(h.s.stats.undos, 1);
+    assert_eq!(h.s.sk.snd_ssthresh, crate::cc::INFINITE_SSTHRESH);
+    assert!(h.s.stats.completed_at != NEVER);
+    // The same segment really lost: the reduction stays.
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
+    h.filter = first_tx_of(&[50]);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.stats.undos, 0);
+    assert!(h.s.sk.snd_ssthresh < crate::cc::INFINITE_SSTHRESH);
+}
+
+#[test]
+fn a_dsack_after_reordering_widens_the_rack_window() {
+    // The spurious retransmission of segment 50 is DSACKed after reordering was seen, so
+    // RACK's window grows from min_rtt/4 (5 ms) to 2 x min_rtt/4: segment 300, 8 ms late
+    // too, is then waited for, not retransmitted (RFC 8985 section 6.2, step 4).
+    let mut h = reordered(&[50, 300], 8 * MS);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.retransmitted_seqs(), vec![50]);
+    assert_eq!(h.s.stats.dsacks_received, 1);
+    assert_eq!(h.s.rack().reo_wnd_steps, 2);
+    assert!(h.s.stats.completed_at != NEVER);
 }
 
 #[test]
