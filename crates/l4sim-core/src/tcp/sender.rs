@@ -1771,7 +1771,9 @@ impl TcpSender {
         };
         self.cc.pkts_acked(&mut self.sk, &sample);
         self.cc.in_ack_event(&mut self.sk, flag & FLAG_ECE != 0);
-        // Loss detection and the CA state machine.
+        // The tail loss probe's outcome, then loss detection and the CA state machine (5.15's
+        // `tcp_ack` order).
+        self.process_tlp_ack(ack, flag);
         let dubious = pkts_acked == 0
             || flag & (FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK) != 0
             || self.sk.ca_state != CaState::Open;
@@ -1779,7 +1781,6 @@ impl TcpSender {
         if dubious {
             rexmit = self.fastretrans_alert(now, &mut flag, prior_snd_una);
         }
-        self.process_tlp_ack(ack, flag);
         if flag & FLAG_SET_XMIT_TIMER != 0 {
             self.set_xmit_timer(now);
         }
