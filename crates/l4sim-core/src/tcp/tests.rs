@@ -1073,14 +1073,7 @@ fn a_lone_segment_is_acked_by_the_delayed_ack_timer() {
 
 #[test]
 fn sack_recovery_retransmits_exactly_the_lost_segments() {
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1_000_000),
-    );
+    let mut h = megabyte_at_10mbit();
     h.filter = first_tx_of(&[20, 23, 24]);
     h.start();
     h.run(10 * SEC);
@@ -1250,14 +1243,7 @@ fn rack_waits_a_reordering_window_before_marking_loss() {
 
 #[test]
 fn rack_detects_a_lost_retransmission_without_an_rto() {
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1_000_000),
-    );
+    let mut h = megabyte_at_10mbit();
     let mut drops = 0;
     h.filter = Box::new(move |p, _| {
         if p.is_data() && p.seq == 60 && drops < 2 {
@@ -1301,17 +1287,22 @@ fn tail_loss_probe_repairs_a_lost_last_segment_without_recovery() {
     assert!(gap >= 2 * h.s.stats.established_at, "{gap}");
 }
 
-/// A 20 ms, 10 Mbit/s path whose forward direction holds back the first transmission of
-/// each segment in `late` by `by`: reordering, nothing lost.
-fn reordered(late: &'static [u32], by: SimDuration) -> Harness {
-    let mut h = Harness::new(
+/// A 1 MB transfer over a 20 ms, 10 Mbit/s path with a 1000-packet buffer, no ECN.
+fn megabyte_at_10mbit() -> Harness {
+    Harness::new(
         10.0,
         20.0,
         1000,
         spec(EcnSysctl::None),
         spec(EcnSysctl::None),
         Some(1_000_000),
-    );
+    )
+}
+
+/// [`megabyte_at_10mbit`] with the first transmission of each segment in `late` held back
+/// by `by`: reordering, nothing lost.
+fn reordered(late: &'static [u32], by: SimDuration) -> Harness {
+    let mut h = megabyte_at_10mbit();
     h.filter = Box::new(move |p, _| {
         if p.is_data() && !p.retrans && late.contains(&p.seq) {
             Verdict::Delay(by)
@@ -1337,14 +1328,7 @@ fn a_fast_retransmit_that_reordering_made_spurious_is_undone() {
     assert_eq!(h.s.sk.snd_ssthresh, crate::cc::INFINITE_SSTHRESH);
     assert!(h.s.stats.completed_at != NEVER);
     // The same segment really lost: the reduction stays.
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1_000_000),
-    );
+    let mut h = megabyte_at_10mbit();
     h.filter = first_tx_of(&[50]);
     h.start();
     h.run(5 * SEC);
