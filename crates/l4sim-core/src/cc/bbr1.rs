@@ -173,7 +173,13 @@ pub(crate) fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32, margin: u32) ->
 /// the next skb leaves at its earliest departure time (`tcp_wstamp_ns`, `sk.wstamp`), i.e.
 /// in flight now, plus that skb's TSO goal when probing up (`pacing_gain` above 1), less
 /// what `bw` delivers until then (whole microseconds, as `div_u64` truncates).
-pub(crate) fn in_net_at_edt(sk: &Sock, bw: u64, inflight_now: u32, pacing_gain: u32, tso_goal: u32) -> u32 {
+pub(crate) fn in_net_at_edt(
+    sk: &Sock,
+    bw: u64,
+    inflight_now: u32,
+    pacing_gain: u32,
+    tso_goal: u32,
+) -> u32 {
     let interval_us = sk.wstamp.saturating_sub(sk.now) / 1000;
     let delivered = ((bw as u128 * interval_us as u128) >> BW_SCALE) as u32;
     let mut inflight = inflight_now;
@@ -374,7 +380,13 @@ impl Bbr1 {
 
     /// `bbr_packets_in_net_at_edt` ([`in_net_at_edt`]).
     fn packets_in_net_at_edt(&self, sk: &Sock, inflight_now: u32) -> u32 {
-        in_net_at_edt(sk, self.bw(), inflight_now, self.pacing_gain, self.tso_segs_goal(sk))
+        in_net_at_edt(
+            sk,
+            self.bw(),
+            inflight_now,
+            self.pacing_gain,
+            self.tso_segs_goal(sk),
+        )
     }
 
     fn ack_aggregation_cwnd(&self) -> u32 {

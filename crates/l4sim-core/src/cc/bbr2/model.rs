@@ -110,7 +110,13 @@ impl Bbr2 {
     /// leaves at its departure time (`tcp_wstamp_ns`), at the estimated bandwidth; with the
     /// skb itself when probing up.
     pub(crate) fn packets_in_net_at_edt(&self, sk: &Sock, inflight_now: u32) -> u32 {
-        super::super::bbr1::in_net_at_edt(sk, self.bw(), inflight_now, self.pacing_gain, self.tso_segs_goal(sk))
+        super::super::bbr1::in_net_at_edt(
+            sk,
+            self.bw(),
+            inflight_now,
+            self.pacing_gain,
+            self.tso_segs_goal(sk),
+        )
     }
 
     fn ack_aggregation_cwnd(&self) -> u32 {
