@@ -1337,6 +1337,29 @@ fn a_fast_retransmit_that_reordering_made_spurious_is_undone() {
 }
 
 #[test]
+fn a_timeout_that_a_delay_spike_made_spurious_is_undone() {
+    // Everything sent between 0.3 and 5 s arrives 3 s late: no ACK comes back, the RTO
+    // fires and retransmits the head (late too). The delayed originals arrive first, and
+    // their ACKs echo timestamps from before that retransmission (Eifel), so
+    // tcp_try_undo_loss restores the window: ssthresh is back where slow start had it.
+    let mut h = megabyte_at_10mbit();
+    h.filter = Box::new(|p, ctx| {
+        if p.is_data() && (300 * MS..5 * SEC).contains(&ctx.now) {
+            Verdict::Delay(3 * SEC)
+        } else {
+            Verdict::Pass
+        }
+    });
+    h.start();
+    h.run(20 * SEC);
+    assert!(h.s.stats.rto_count >= 1);
+    assert_eq!(h.s.stats.fast_recoveries, 0);
+    assert_eq!(h.s.stats.undos, 1);
+    assert_eq!(h.s.sk.snd_ssthresh, crate::cc::INFINITE_SSTHRESH);
+    assert!(h.s.stats.completed_at != NEVER);
+}
+
+#[test]
 fn a_dsack_after_reordering_widens_the_rack_window() {
     // The spurious retransmission of segment 50 is DSACKed after reordering was seen, so
     // RACK's window grows from min_rtt/4 (5 ms) to 2 x min_rtt/4: segment 300, 8 ms late
