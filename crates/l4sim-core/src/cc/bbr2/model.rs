@@ -4,8 +4,8 @@
 //! `bbr2_adapt_lower_bounds`, `bbr2_update_ecn_alpha`, `bbr2_bound_cwnd_for_inflight_model`).
 
 use super::super::bbr1::{
-    rate_bytes_per_sec, us_delta, BbrMode, BBR_SCALE, BBR_UNIT, BW_UNIT, GSO_BUDGET_BYTES,
-    SK_PACING_SHIFT,
+    in_net_at_edt, rate_bytes_per_sec, us_delta, BbrMode, BBR_SCALE, BBR_UNIT, BW_UNIT,
+    GSO_BUDGET_BYTES, SK_PACING_SHIFT,
 };
 use super::super::{CaState, RateSample, Sock};
 use super::{Bbr2, Ctx, BW_PROBE_CRUISE, BW_PROBE_REFILL, BW_PROBE_UP, UNSET32, UNSET_BW};
@@ -110,7 +110,7 @@ impl Bbr2 {
     /// leaves at its departure time (`tcp_wstamp_ns`), at the estimated bandwidth; with the
     /// skb itself when probing up.
     pub(crate) fn packets_in_net_at_edt(&self, sk: &Sock, inflight_now: u32) -> u32 {
-        super::super::bbr1::in_net_at_edt(
+        in_net_at_edt(
             sk,
             self.bw(),
             inflight_now,
