@@ -104,6 +104,7 @@ class TcpDict(TypedDict, total=False):
     accecn_impl: str  # AccECN receiver code: "l4steam" (the study kernel's) or "mainline"
     rmem: list[int]  # net.ipv4.tcp_rmem: [min, default, max] bytes
     moderate_rcvbuf: bool
+    frto: bool  # net.ipv4.tcp_frto: F-RTO after a timeout (default on)
 
 
 class ReceiverDict(TypedDict, total=False):

@@ -15,7 +15,7 @@
 //! Modelling choices (Linux behaviour unless stated): sequence numbers count segments, one
 //! segment per packet (a GSO skb leaves as a burst of segments; no GRO); TSQ on the host's
 //! egress, a plain device queue or a qdisc; SACK + timestamps on; RACK-TLP loss detection;
-//! PRR; undo of spurious reductions (DSACKs and timestamps, Eifel; not F-RTO) and RACK's
+//! PRR; undo of spurious reductions (DSACKs, timestamps (Eifel) and F-RTO) and RACK's
 //! window widened by DSACKs, but no growth of `tp->reordering`; AccECN feedback through the ACE field (the AccECN option
 //! takes its bytes on the wire, its counters are not read); the handshake's third ACK is
 //! folded into the first data segment; the receive window counts whole segments at the
@@ -139,6 +139,10 @@ pub struct TcpSpec {
     pub rmem: [u32; 3],
     /// `net.ipv4.tcp_moderate_rcvbuf` (default 1): receive-buffer autotuning (DRS).
     pub moderate_rcvbuf: bool,
+    /// `net.ipv4.tcp_frto` (default 2, on): after an RTO, F-RTO (RFC 5682, SACK-enhanced)
+    /// sends new data and undoes the timeout when never-retransmitted data is then
+    /// acknowledged. Off: only timestamps (Eifel) and DSACKs undo a timeout.
+    pub frto: bool,
 }
 
 impl Default for TcpSpec {
@@ -161,6 +165,7 @@ impl Default for TcpSpec {
             slow_start_after_idle: true,
             rmem: [4096, 131_072, 6_291_456],
             moderate_rcvbuf: true,
+            frto: true,
         }
     }
 }
@@ -212,6 +217,8 @@ pub struct SenderStats {
     /// Reductions undone as spurious (Linux's TCPFULLUNDO, TCPPARTIALUNDO, TCPDSACKUNDO
     /// and TCPLOSSUNDO counters together).
     pub undos: u64,
+    /// Timeouts F-RTO showed spurious (Linux's TCPSPURIOUSRTOS), undone among `undos`.
+    pub spurious_rtos: u64,
     /// Times new data waited for the receiver's window (`tcp_write_xmit`'s rwnd-limited
     /// exits).
     pub rwnd_limited: u64,

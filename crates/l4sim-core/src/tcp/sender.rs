@@ -39,9 +39,12 @@
 //! (`tcp_packet_delayed`, Eifel) is undone (`tcp_try_undo_recovery`, `_partial`, `_dsack`,
 //! `_loss`) to what the CC's `undo_cwnd` restores.
 //!
-//! Not modelled: F-RTO (`tcp_frto`: after an RTO, new data sent to test it; a timeout is
-//! undone here only by timestamps or DSACKs), growth of `tp->reordering`, GRO, timer-wheel
-//! slack (durations are rounded to jiffies, expiries are exact).
+//! After an RTO, F-RTO (RFC 5682's SACK-enhanced version, `tcp_process_loss`,
+//! `net.ipv4.tcp_frto`) sends new data once the retransmitted head is acknowledged and
+//! undoes the timeout if data never retransmitted is then (S)ACKed.
+//!
+//! Not modelled: growth of `tp->reordering`, GRO, timer-wheel slack (durations are rounded
+//! to jiffies, expiries are exact).
 
 use std::collections::VecDeque;
 
@@ -91,6 +94,8 @@ const FLAG_DSACKING_ACK: u32 = 0x800;
 /// That DSACK reports the tail loss probe's segment (FLAG_DSACK_TLP).
 const FLAG_DSACK_TLP: u32 = 0x20000;
 const FLAG_RETRANS_DATA_ACKED: u32 = 0x8;
+/// Data never retransmitted, sent before `high_seq`, was (S)ACKed (FLAG_ORIG_SACK_ACKED).
+const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
 const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
 
 #[derive(Clone, Copy, Debug)]
@@ -102,6 +107,16 @@ struct Seg {
     prev: u32,
     next: u32,
     tx: TxInfo,
+}
+
+/// What `tcp_xmit_recovery` sends after an ACK (REXMIT_NONE, _LOST, _NEW).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rexmit {
+    None,
+    /// The segments marked lost.
+    Lost,
+    /// New data first (F-RTO step 2b).
+    New,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +142,7 @@ pub struct TcpSender {
     /// The CC's flags, read once (tests may override them before `connect`).
     pub(crate) cc_flags: CcFlags,
     params: ConnParams,
-    spec: TcpSpec,
+    pub(crate) spec: TcpSpec,
     /// `spec.rto_min_ms` and one tick of the host's clock (1/HZ), in ns, worked out once:
     /// the ACK path asks for both on every ACK.
     rto_min: SimDuration,
@@ -171,6 +186,8 @@ pub struct TcpSender {
     rto: SimDuration,
     /// RTO retransmissions since snd_una last advanced (`icsk_retransmits`).
     retransmits: u32,
+    /// F-RTO is testing the last timeout (`tp->frto`).
+    frto: bool,
     timer: Option<(Timer, SimTime)>,
     /// The pending pacing wakeup (the EDT stamp itself is `sk.wstamp`).
     pace_at: SimTime,
@@ -254,6 +271,7 @@ impl TcpSender {
             min_rtt: MinMax::default(),
             rto: TCP_TIMEOUT_INIT,
             retransmits: 0,
+            frto: false,
             timer: None,
             pace_at: NEVER,
             tsq: Tsq::default(),
@@ -1104,6 +1122,7 @@ impl TcpSender {
     /// `tcp_enter_loss`.
     #[cold]
     fn enter_loss(&mut self, now: SimTime) {
+        let new_recovery = self.sk.ca_state < CaState::Recovery;
         // tcp_timeout_mark_lost: the head, and every segment RACK considers timed out.
         let una = self.sk.snd_una;
         for seq in una..self.sk.snd_nxt {
@@ -1135,6 +1154,9 @@ impl TcpSender {
         if self.sk.ecn_mode == EcnMode::Rfc3168 {
             self.queue_cwr = true;
         }
+        // F-RTO step 1: test this timeout unless a fast recovery was under way (a repeated
+        // timeout on the same snd_una is tested again).
+        self.frto = self.spec.frto && (new_recovery || self.retransmits > 0);
     }
 
     /// `tcp_send_loss_probe`.
@@ -1426,9 +1448,10 @@ impl TcpSender {
         false
     }
 
-    /// `tcp_try_undo_loss` (no F-RTO): after an RTO, undo if the originals arrived.
-    fn try_undo_loss(&mut self) -> bool {
-        if self.may_undo() {
+    /// `tcp_try_undo_loss`: after an RTO, undo if the originals arrived, or (`frto_undo`)
+    /// F-RTO found data that was never retransmitted acknowledged.
+    fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
+        if frto_undo || self.may_undo() {
             self.undo_cwnd_reduction(true);
             self.retransmits = 0;
             self.set_state(CaState::Open);
@@ -1464,25 +1487,51 @@ impl TcpSender {
         false
     }
 
-    /// `tcp_process_loss` without F-RTO (`tcp_frto`, on by default in Linux, is not
-    /// modelled): in Loss, undo on forward progress if the timeout was spurious; leave Loss
-    /// once everything sent before it is acknowledged. Returns whether to retransmit.
-    fn process_loss(&mut self, flag: u32) -> bool {
+    /// `tcp_process_loss`: in Loss, undo on forward progress if the timeout was spurious;
+    /// with F-RTO (RFC 5682 section 3.1, SACK-enhanced), once the retransmitted head is
+    /// acknowledged send new data instead of retransmitting (step 2b), and undo if the next
+    /// ACK (S)ACKs data never retransmitted (step 3b) or fall back to the conventional
+    /// recovery if it SACKs only the new data or is a duplicate (step 3a). Leave Loss once
+    /// everything sent before it is acknowledged.
+    fn process_loss(&mut self, flag: u32, num_dupack: bool) -> Rexmit {
         let recovered = self.sk.snd_una >= self.sk.high_seq;
-        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss() {
-            return false;
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(false) {
+            return Rexmit::None;
+        }
+        if self.frto {
+            if flag & FLAG_ORIG_SACK_ACKED != 0 && self.try_undo_loss(true) {
+                self.stats.spurious_rtos += 1;
+                return Rexmit::None;
+            }
+            if self.sk.snd_nxt > self.sk.high_seq {
+                if flag & FLAG_DATA_SACKED != 0 || num_dupack {
+                    self.frto = false;
+                }
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
+                self.sk.high_seq = self.sk.snd_nxt;
+                // Deferred until tcp_ack has updated cwnd (`tcp_xmit_recovery`).
+                if self.sk.snd_nxt < self.total_segs && self.wnd_end() > self.sk.snd_nxt {
+                    return Rexmit::New;
+                }
+                self.frto = false;
+            }
         }
         if recovered {
             self.try_undo_recovery();
-            return false;
+            return Rexmit::None;
         }
-        true
+        Rexmit::Lost
     }
 
     /// `tcp_fastretrans_alert` for a SACK + RACK connection (Linux 5.15 `tcp_input.c`, the
-    /// NewReno and MTU-probe branches left out). Returns whether lost segments should be
-    /// retransmitted.
-    fn fastretrans_alert(&mut self, now: SimTime, flag: &mut u32, prior_snd_una: u32) -> bool {
+    /// NewReno and MTU-probe branches left out). Returns what `tcp_xmit_recovery` sends.
+    fn fastretrans_alert(
+        &mut self,
+        now: SimTime,
+        flag: &mut u32,
+        prior_snd_una: u32,
+        num_dupack: bool,
+    ) -> Rexmit {
         let ece = *flag & FLAG_ECE != 0;
         // A. ECE: the reduction is required, not to be undone.
         if ece {
@@ -1505,11 +1554,11 @@ impl TcpSender {
             }
         }
         // E. Process state.
-        let mut rexmit = false;
+        let mut rexmit = Rexmit::None;
         match self.sk.ca_state {
             CaState::Recovery => {
                 if *flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(prior_snd_una) {
-                    return false;
+                    return Rexmit::None;
                 }
                 if self.try_undo_dsack() {
                     self.try_keep_open();
@@ -1517,15 +1566,15 @@ impl TcpSender {
                 self.identify_packet_loss(now, flag);
                 if self.sk.ca_state != CaState::Recovery {
                     if self.sk.lost_out == 0 {
-                        return false;
+                        return Rexmit::None;
                     }
                     // Undone, but loss is evident: a new recovery.
                     self.enter_recovery(ece);
                 }
-                return true;
+                return Rexmit::Lost;
             }
             CaState::Loss => {
-                rexmit = self.process_loss(*flag);
+                rexmit = self.process_loss(*flag, num_dupack);
                 self.identify_packet_loss(now, flag);
                 if !(self.sk.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
                     return rexmit;
@@ -1543,7 +1592,24 @@ impl TcpSender {
             return rexmit;
         }
         self.enter_recovery(ece);
-        true
+        Rexmit::Lost
+    }
+
+    /// `tcp_xmit_recovery`: after the ACK's window update, retransmit what is marked lost, or
+    /// (F-RTO step 2b) send new data first and fall back to retransmitting if none could go.
+    fn xmit_recovery(&mut self, rexmit: Rexmit, now: SimTime, out: &mut Vec<Packet>) {
+        match rexmit {
+            Rexmit::None => return,
+            Rexmit::New => {
+                self.write_xmit(now, out, false);
+                if self.sk.snd_nxt > self.sk.high_seq {
+                    return;
+                }
+                self.frto = false;
+            }
+            Rexmit::Lost => {}
+        }
+        self.xmit_retransmit_queue(now, out);
     }
 
     /// `tcp_process_tlp_ack`.
@@ -1594,7 +1660,8 @@ impl TcpSender {
         self.stats.acks_received += 1;
         // tcp_ack_update_window (tcp_may_update_window: the ACK advances, or the window
         // grows or closes; a pure receiver's sequence number never moves).
-        if ack > self.sk.snd_una || p.wnd as u64 > self.snd_wnd || p.wnd == 0 {
+        let win_update = ack > self.sk.snd_una || p.wnd as u64 > self.snd_wnd || p.wnd == 0;
+        if win_update {
             self.snd_wnd = p.wnd as u64;
             self.max_window = self.max_window.max(self.snd_wnd);
         }
@@ -1638,7 +1705,7 @@ impl TcpSender {
                 let mut ranges = std::mem::take(&mut self.sacked);
                 ranges.add(s, e, |a, b| {
                     for seq in a..b {
-                        self.sacktag_one(
+                        flag |= self.sacktag_one(
                             seq,
                             now,
                             min_rtt,
@@ -1646,7 +1713,6 @@ impl TcpSender {
                             &mut first_sackt,
                             &mut last_sackt,
                         );
-                        flag |= FLAG_DATA_SACKED;
                     }
                 });
                 self.sacked = ranges;
@@ -1685,6 +1751,9 @@ impl TcpSender {
                 last_ackt = s.tx_time;
                 if first_ackt == NEVER {
                     first_ackt = s.tx_time;
+                }
+                if seq < self.sk.high_seq {
+                    flag |= FLAG_ORIG_SACK_ACKED;
                 }
             }
             let lost_now = self.sk.lost;
@@ -1777,9 +1846,13 @@ impl TcpSender {
         let dubious = pkts_acked == 0
             || flag & (FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK) != 0
             || self.sk.ca_state != CaState::Open;
-        let mut rexmit = false;
+        let mut rexmit = Rexmit::None;
         if dubious {
-            rexmit = self.fastretrans_alert(now, &mut flag, prior_snd_una);
+            // A duplicate ACK: no progress, no window update, no DSACK (`num_dupack`).
+            let num_dupack = flag & (FLAG_SND_UNA_ADVANCED | FLAG_DSACKING_ACK) == 0
+                && pkts_acked == 0
+                && !win_update;
+            rexmit = self.fastretrans_alert(now, &mut flag, prior_snd_una, num_dupack);
         }
         if flag & FLAG_SET_XMIT_TIMER != 0 {
             self.set_xmit_timer(now);
@@ -1808,9 +1881,7 @@ impl TcpSender {
             self.pace_at = NEVER;
             return;
         }
-        if rexmit {
-            self.xmit_retransmit_queue(now, out);
-        }
+        self.xmit_recovery(rexmit, now, out);
         self.write_xmit(now, out, false);
     }
 
@@ -1873,12 +1944,13 @@ impl TcpSender {
         prior_fack: u32,
         first_sackt: &mut SimTime,
         last_sackt: &mut SimTime,
-    ) {
+    ) -> u32 {
         let i = self.idx(seq);
         let st = self.segs[i].st;
         if st & S_SACKED != 0 {
-            return;
+            return 0;
         }
+        let mut flag = FLAG_DATA_SACKED;
         let tx_time = self.segs[i].tx_time;
         self.rack
             .advance(st & S_EVER_RETRANS != 0, seq + 1, tx_time, now, min_rtt);
@@ -1895,6 +1967,9 @@ impl TcpSender {
                 *last_sackt = tx_time;
                 if *first_sackt == NEVER {
                     *first_sackt = tx_time;
+                }
+                if seq < self.sk.high_seq {
+                    flag |= FLAG_ORIG_SACK_ACKED;
                 }
             }
             if st & S_LOST != 0 {
@@ -1917,6 +1992,7 @@ impl TcpSender {
             lost_now,
         );
         self.segs[i].tx = tx;
+        flag
     }
 
     /// Segments sent and not yet known delivered or lost (`tcp_packets_in_flight`).

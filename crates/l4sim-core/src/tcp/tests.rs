@@ -1359,6 +1359,103 @@ fn a_timeout_that_a_delay_spike_made_spurious_is_undone() {
     assert!(h.s.stats.completed_at != NEVER);
 }
 
+/// A 5 MB transfer over a 20 ms, 10 Mbit/s path with a 50-packet buffer (about 1.5 BDP),
+/// no ECN, with `tcp_frto` as given and `filter` on the data path.
+fn five_megabytes_at_10mbit(frto: bool, filter: Filter) -> Harness {
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        50,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(5_000_000),
+    );
+    h.s.spec.frto = frto;
+    h.filter = filter;
+    h.start();
+    h.run(30 * SEC);
+    assert!(h.s.stats.completed_at != NEVER);
+    h
+}
+
+#[test]
+fn frto_sends_new_data_after_a_timeout_and_recovers_when_the_loss_was_real() {
+    // Every data packet sent in 2-3.5 s is lost, the loss probe and two RTO retransmissions
+    // of the head too; the third gets through. Its ACK advances snd_una without the rest of
+    // the window (F-RTO step 2b): two new segments go out, not retransmissions. Their SACKs
+    // show the loss was real (step 3a): the lost segments are then retransmitted and the
+    // reduction stays. With tcp_frto = 0 the retransmissions follow the head's at once.
+    let outage = || -> Filter {
+        Box::new(|p, ctx| {
+            if p.is_data() && (2 * SEC..3500 * MS).contains(&ctx.now) {
+                Verdict::Drop
+            } else {
+                Verdict::Pass
+            }
+        })
+    };
+    for frto in [true, false] {
+        let h = five_megabytes_at_10mbit(frto, outage());
+        assert_eq!(h.s.stats.rto_count, 3);
+        assert_eq!((h.s.stats.undos, h.s.stats.spurious_rtos), (0, 0));
+        assert!(h.s.sk.snd_ssthresh < crate::cc::INFINITE_SSTHRESH);
+        let sent: Vec<&Packet> = h.data().map(|(_, p, _)| p).collect();
+        let last_rto = (0..sent.len())
+            .filter(|&i| sent[i].retrans && sent[i].seq == sent[i - 1].seq)
+            .last()
+            .unwrap();
+        let (head, highest) = (
+            sent[last_rto].seq,
+            sent[..last_rto].iter().map(|p| p.seq).max(),
+        );
+        let next: Vec<(u32, bool)> = sent[last_rto + 1..last_rto + 4]
+            .iter()
+            .map(|p| (p.seq, p.retrans))
+            .collect();
+        let h1 = highest.unwrap() + 1;
+        if frto {
+            assert_eq!(next, vec![(h1, false), (h1 + 1, false), (head + 1, true)]);
+        } else {
+            assert_eq!(
+                next,
+                vec![(head + 1, true), (head + 2, true), (head + 3, true)]
+            );
+        }
+    }
+}
+
+#[test]
+fn frto_undoes_a_timeout_when_data_never_retransmitted_arrives() {
+    // From 2 s on, the first data segment is lost and everything else arrives 3 s late: no
+    // ACK comes back, so the RTO fires (three times, backing off) and retransmits the lost
+    // head. The delayed originals are SACKed before that retransmission arrives: data never
+    // retransmitted was delivered, so the timeout was spurious (F-RTO step 3b) and is undone
+    // at once. Without F-RTO nothing undoes it (the SACKs neither advance snd_una nor show a
+    // retransmission spurious), and the transfer takes longer.
+    let spike = || -> Filter {
+        let mut lost = false;
+        Box::new(move |p, ctx| {
+            if !p.is_data() || !(2 * SEC..5 * SEC).contains(&ctx.now) {
+                Verdict::Pass
+            } else if !lost && !p.retrans {
+                lost = true;
+                Verdict::Drop
+            } else {
+                Verdict::Delay(3 * SEC)
+            }
+        })
+    };
+    let on = five_megabytes_at_10mbit(true, spike());
+    let off = five_megabytes_at_10mbit(false, spike());
+    for h in [&on, &off] {
+        assert_eq!(h.s.stats.rto_count, 3);
+    }
+    assert_eq!(on.s.stats.spurious_rtos, 1);
+    assert!(on.s.stats.undos >= 1);
+    assert_eq!((off.s.stats.undos, off.s.stats.spurious_rtos), (0, 0));
+    assert!(on.s.stats.completed_at < off.s.stats.completed_at);
+}
+
 #[test]
 fn a_dsack_after_reordering_widens_the_rack_window() {
     // The spurious retransmission of segment 50 is DSACKed after reordering was seen, so
