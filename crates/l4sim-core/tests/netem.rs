@@ -99,3 +99,22 @@ fn duplicated_and_reordered_acks_cause_no_retransmission() {
     assert_eq!((f.retrans, f.pkts_dropped), (0, 0));
     assert!(f.goodput_mbps > 40.0, "{}", f.goodput_mbps);
 }
+
+#[test]
+fn reordered_data_makes_fast_retransmits_that_are_undone_and_reported() {
+    // netem sends 1 % of the data at once, ahead of packets held 5 ms: RACK, with no
+    // reordering seen yet, retransmits the held ones; their DSACKs and timestamp echoes show
+    // the retransmissions spurious, and the reductions are undone (the flow's `undos`).
+    let r = transfer(
+        json!({"kind": "netem", "delay_ms": 5, "reorder": 0.01}),
+        json!({}),
+        20,
+    );
+    let f = &r.flows[0];
+    assert!(f.completion_s.is_some(), "the transfer did not complete");
+    assert_eq!(f.pkts_dropped, 0);
+    assert!(f.retrans > 0 && f.fast_recoveries > 0);
+    assert!(f.undos > 0, "no undo in {} recoveries", f.fast_recoveries);
+    assert!(f.undos <= f.fast_recoveries + f.rto_count);
+    assert_eq!(f.spurious_rtos, 0);
+}

@@ -28,6 +28,12 @@ pub struct FlowResult {
     pub fast_recoveries: u64,
     /// Times new data waited for the receiver's window (the sender was rwnd-limited).
     pub rwnd_limited: u64,
+    /// Reductions undone as spurious (DSACKs, timestamps, F-RTO; Linux's TCP*UNDO counters).
+    #[serde(default)]
+    pub undos: u64,
+    /// Timeouts F-RTO showed spurious (TCPSpuriousRTOs), among `undos`.
+    #[serde(default)]
+    pub spurious_rtos: u64,
     /// ECN-triggered reductions (CWR entries).
     pub cwr_count: u64,
     /// CE-marked data segments that reached the receiver.

@@ -38,6 +38,8 @@ struct Totals {
     rto_count: u64,
     fast_recoveries: u64,
     rwnd_limited: u64,
+    undos: u64,
+    spurious_rtos: u64,
     cwr_count: u64,
     ce_received: u64,
     ce_fed_back: u64,
@@ -56,6 +58,8 @@ impl Totals {
                 self.rto_count += s.stats.rto_count;
                 self.fast_recoveries += s.stats.fast_recoveries;
                 self.rwnd_limited += s.stats.rwnd_limited;
+                self.undos += s.stats.undos;
+                self.spurious_rtos += s.stats.spurious_rtos;
                 self.cwr_count += s.stats.cwr_count;
                 self.ce_received += r.stats.ce_received;
                 self.ce_fed_back += s.sk.delivered_ce;

@@ -222,6 +222,8 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
             rto_count: t.rto_count,
             fast_recoveries: t.fast_recoveries,
             rwnd_limited: t.rwnd_limited,
+            undos: t.undos,
+            spurious_rtos: t.spurious_rtos,
             cwr_count: t.cwr_count,
             ce_received: t.ce_received,
             ce_fed_back: t.ce_fed_back,
