@@ -15,8 +15,8 @@
 //! Modelling choices (Linux behaviour unless stated): sequence numbers count segments, one
 //! segment per packet (a GSO skb leaves as a burst of segments; no GRO); TSQ on the host's
 //! egress, a plain device queue or a qdisc; SACK + timestamps on; RACK-TLP loss detection;
-//! PRR; undo of spurious reductions (DSACKs, timestamps (Eifel) and F-RTO) and RACK's
-//! window widened by DSACKs, but no growth of `tp->reordering`; AccECN feedback through the ACE field (the AccECN option
+//! PRR; undo of spurious reductions (DSACKs, timestamps (Eifel) and F-RTO), RACK's window
+//! widened by DSACKs and `tp->reordering` raised by reordering seen; AccECN feedback through the ACE field (the AccECN option
 //! takes its bytes on the wire, its counters are not read); the handshake's third ACK is
 //! folded into the first data segment; the receive window counts whole segments at the
 //! sender; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK timer durations

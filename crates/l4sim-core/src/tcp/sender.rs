@@ -43,14 +43,19 @@
 //! `net.ipv4.tcp_frto`) sends new data once the retransmitted head is acknowledged and
 //! undoes the timeout if data never retransmitted is then (S)ACKed.
 //!
-//! Not modelled: growth of `tp->reordering`, GRO, timer-wheel slack (durations are rounded
-//! to jiffies, expiries are exact).
+//! Reordering (a never-retransmitted segment (S)ACKed below the highest SACKed one) raises
+//! `tp->reordering` to its extent (`tcp_check_sack_reordering`); above the default 3, cwnd
+//! grows on SACKs too (`tcp_may_raise_cwnd`).
+//!
+//! Not modelled: the reordering degree a closed connection leaves in the route's TCP metrics
+//! for the next one (`tcp_update_metrics`), GRO, timer-wheel slack (durations are rounded to
+//! jiffies, expiries are exact).
 
 use std::collections::VecDeque;
 
 use super::ecn::{self, EcnRequest};
 use super::prr::Prr;
-use super::rack::{sent_after, Rack, RECOVERY_THRESH};
+use super::rack::{sent_after, Rack, RECOVERY_THRESH, REORDERING};
 use super::rate::{RateSampler, TxInfo};
 use super::rtt::{MinMax, RttEstimator};
 use super::sack::SackedRanges;
@@ -97,6 +102,9 @@ const FLAG_RETRANS_DATA_ACKED: u32 = 0x8;
 /// Data never retransmitted, sent before `high_seq`, was (S)ACKed (FLAG_ORIG_SACK_ACKED).
 const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
 const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
+
+/// `net.ipv4.tcp_max_reordering` (default 300): the most `tp->reordering` can grow to.
+const MAX_REORDERING: u32 = 300;
 
 #[derive(Clone, Copy, Debug)]
 struct Seg {
@@ -188,6 +196,9 @@ pub struct TcpSender {
     retransmits: u32,
     /// F-RTO is testing the last timeout (`tp->frto`).
     frto: bool,
+    /// The reordering degree seen, in segments (`tp->reordering`, from `sysctl_tcp_reordering`
+    /// up to `sysctl_tcp_max_reordering`).
+    reordering: u32,
     timer: Option<(Timer, SimTime)>,
     /// The pending pacing wakeup (the EDT stamp itself is `sk.wstamp`).
     pace_at: SimTime,
@@ -272,6 +283,7 @@ impl TcpSender {
             rto: TCP_TIMEOUT_INIT,
             retransmits: 0,
             frto: false,
+            reordering: REORDERING,
             timer: None,
             pace_at: NEVER,
             tsq: Tsq::default(),
@@ -1149,6 +1161,10 @@ impl TcpSender {
         self.sk.snd_cwnd = self.sk.packets_in_flight() + 1;
         self.sk.snd_cwnd_cnt = 0;
         self.sk.snd_cwnd_stamp = now;
+        // A timeout after many SACKs outside recovery: the reordering was overestimated.
+        if state <= CaState::Disorder && self.sk.sacked_out >= REORDERING {
+            self.reordering = self.reordering.min(REORDERING);
+        }
         self.set_state(CaState::Loss);
         self.sk.high_seq = self.sk.snd_nxt;
         if self.sk.ecn_mode == EcnMode::Rfc3168 {
@@ -1465,16 +1481,7 @@ impl TcpSender {
     /// Returns true while retransmissions are still out (send new data, retransmit no more).
     fn try_undo_partial(&mut self, prior_snd_una: u32) -> bool {
         if self.undo_marker.is_some() && self.packet_delayed() {
-            // tcp_check_sack_reordering: below the highest SACKed segment
-            // (`tcp_highest_sack_seq`: snd_una once nothing is SACKed).
-            let fack = if self.sk.sacked_out == 0 {
-                self.sk.snd_una
-            } else {
-                self.sacked.highest_end() - 1
-            };
-            if prior_snd_una < fack {
-                self.rack.reord_seen += 1;
-            }
+            self.check_sack_reordering(prior_snd_una);
             if self.sk.retrans_out > 0 {
                 return true;
             }
@@ -1485,6 +1492,30 @@ impl TcpSender {
             self.try_keep_open();
         }
         false
+    }
+
+    /// `tcp_may_raise_cwnd`: when data is cumulatively ACKed (`FLAG_DATA_ACKED`, RFC 5681),
+    /// or once the reordering seen exceeds the default degree on SACKs too
+    /// (`FLAG_FORWARD_PROGRESS`).
+    fn may_raise_cwnd(&self, flag: u32, pkts_acked: u32) -> bool {
+        pkts_acked > 0 || (self.reordering > REORDERING && flag & FLAG_DATA_SACKED != 0)
+    }
+
+    /// `tcp_check_sack_reordering`: a segment from `low_seq` on, never retransmitted, arrived
+    /// after the highest SACKed one: reordering seen, and its distance in segments raises
+    /// `tp->reordering`. `tcp_highest_sack_seq` is the start of the skb after the highest
+    /// SACKed one (`tcp_advance_highest_sack`), here its end; snd_una once nothing is SACKed.
+    fn check_sack_reordering(&mut self, low_seq: u32) {
+        let fack = if self.sk.sacked_out == 0 {
+            self.sk.snd_una
+        } else {
+            self.sacked.highest_end()
+        };
+        if low_seq >= fack {
+            return;
+        }
+        self.reordering = self.reordering.max((fack - low_seq).min(MAX_REORDERING));
+        self.rack.reord_seen += 1;
     }
 
     /// `tcp_process_loss`: in Loss, undo on forward progress if the timeout was spurious;
@@ -1688,9 +1719,10 @@ impl TcpSender {
         let mut first_sackt = NEVER;
         let mut last_sackt = NEVER;
         if p.n_sack > 0 {
+            let mut reord = self.sk.snd_nxt;
             if p.dsack {
                 self.stats.dsacks_received += 1;
-                self.check_dsack(p, prior_snd_una, &mut flag);
+                self.check_dsack(p, prior_snd_una, &mut flag, &mut reord);
             }
             let start = if p.dsack { 1 } else { 0 };
             for i in start..p.n_sack as usize {
@@ -1710,6 +1742,7 @@ impl TcpSender {
                             now,
                             min_rtt,
                             prior_fack,
+                            &mut reord,
                             &mut first_sackt,
                             &mut last_sackt,
                         );
@@ -1717,8 +1750,13 @@ impl TcpSender {
                 });
                 self.sacked = ranges;
             }
+            // End of `tcp_sacktag_write_queue` (not in Loss, unless undo is still possible).
+            if self.sk.ca_state != CaState::Loss || self.undo_marker.is_some() {
+                self.check_sack_reordering(reord);
+            }
         }
         // Cumulative ACK (tcp_clean_rtx_queue).
+        let mut reord = self.sk.snd_nxt;
         let mut first_ackt = NEVER;
         let mut last_ackt = NEVER;
         let mut pkts_acked = 0u32;
@@ -1741,8 +1779,8 @@ impl TcpSender {
                 self.sk.delivered += 1;
                 self.rack
                     .advance(s.st & S_EVER_RETRANS != 0, seq + 1, s.tx_time, now, min_rtt);
-                if s.st & S_EVER_RETRANS == 0 && seq < prior_fack {
-                    self.rack.reord_seen += 1;
+                if s.st & S_EVER_RETRANS == 0 {
+                    reord = reord.min(seq);
                 }
             }
             if s.st & S_EVER_RETRANS != 0 {
@@ -1770,6 +1808,10 @@ impl TcpSender {
         if pkts_acked > 0 {
             self.sacked.trim_below(ack);
             flag |= FLAG_SET_XMIT_TIMER;
+            // A hole filled by data never retransmitted (`tcp_clean_rtx_queue`).
+            if reord < prior_fack {
+                self.check_sack_reordering(reord);
+            }
         }
         self.rack
             .update_reo_wnd(self.rs.prior_delivered, self.sk.delivered);
@@ -1868,7 +1910,7 @@ impl TcpSender {
             if self.in_cwnd_reduction() {
                 let una_adv = flag & FLAG_SND_UNA_ADVANCED != 0;
                 self.prr.reduce(&mut self.sk, newly, lost, una_adv);
-            } else if flag & FLAG_SND_UNA_ADVANCED != 0 {
+            } else if self.may_raise_cwnd(flag, pkts_acked) {
                 self.cc.cong_avoid(&mut self.sk, ack, newly);
             }
             self.update_pacing_rate();
@@ -1891,7 +1933,7 @@ impl TcpSender {
     /// reordering widens RACK's window. DSACKs for more segments than were ever
     /// retransmitted are ignored as dubious.
     #[cold]
-    fn check_dsack(&mut self, p: &Packet, prior_snd_una: u32, flag: &mut u32) {
+    fn check_dsack(&mut self, p: &Packet, prior_snd_una: u32, flag: &mut u32, reord: &mut u32) {
         let (start, end) = p.sack[0];
         let below_ack = start < p.ack;
         let inside_next = p.n_sack > 1 && end <= p.sack[1].1 && start >= p.sack[1].0;
@@ -1915,12 +1957,10 @@ impl TcpSender {
         *flag |= FLAG_DSACKING_ACK;
         // A spurious retransmission is delivered (`sack_delivered`).
         self.sk.delivered += dup_segs as u64;
-        let Some(marker) = self.undo_marker else {
-            return;
-        };
+        let marker = self.undo_marker;
         if end <= prior_snd_una {
             // Already acknowledged: count without looking (`tcp_check_dsack`).
-            if self.undo_retrans > 0 && end > marker {
+            if marker.is_some_and(|m| self.undo_retrans > 0 && end > m) {
                 self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
             }
             return;
@@ -1929,8 +1969,15 @@ impl TcpSender {
         // (`tcp_sacktag_one` with `dup_sack`).
         for seq in start.max(self.sk.snd_una)..end.min(self.sk.snd_nxt) {
             let st = self.seg(seq).st;
-            if st & (S_RETRANS | S_EVER_RETRANS) != 0 && self.undo_retrans > 0 && seq + 1 > marker {
+            if st & (S_RETRANS | S_EVER_RETRANS) == 0 {
+                continue;
+            }
+            if marker.is_some_and(|m| self.undo_retrans > 0 && seq + 1 > m) {
                 self.undo_retrans -= 1;
+            }
+            // A SACKed segment's retransmission DSACKed: the original had arrived late.
+            if st & S_SACKED != 0 {
+                *reord = (*reord).min(seq);
             }
         }
     }
@@ -1942,6 +1989,7 @@ impl TcpSender {
         now: SimTime,
         min_rtt: u64,
         prior_fack: u32,
+        reord: &mut u32,
         first_sackt: &mut SimTime,
         last_sackt: &mut SimTime,
     ) -> u32 {
@@ -1962,7 +2010,7 @@ impl TcpSender {
         } else {
             if st & S_EVER_RETRANS == 0 {
                 if seq < prior_fack {
-                    self.rack.reord_seen += 1;
+                    *reord = (*reord).min(seq);
                 }
                 *last_sackt = tx_time;
                 if *first_sackt == NEVER {
@@ -2006,6 +2054,10 @@ impl TcpSender {
     #[cfg(test)]
     pub(crate) fn rack(&self) -> &Rack {
         &self.rack
+    }
+    #[cfg(test)]
+    pub(crate) fn reordering(&self) -> u32 {
+        self.reordering
     }
     /// Earliest time the pacer lets the next packet out.
     pub fn pacing_stamp(&self) -> SimTime {

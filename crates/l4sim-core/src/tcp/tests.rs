@@ -1337,6 +1337,22 @@ fn a_fast_retransmit_that_reordering_made_spurious_is_undone() {
 }
 
 #[test]
+fn the_reordering_degree_grows_to_how_far_a_late_segment_was_overtaken() {
+    // 8 ms at 10 Mbit/s is about seven 1448-byte segments: segment 50 arrives behind the
+    // ones sent up to 7 after it, so tcp_check_sack_reordering raises tp->reordering from
+    // 3 to that distance. A real loss of the same segment leaves it at 3.
+    let mut h = reordered(&[50], 8 * MS);
+    h.start();
+    h.run(5 * SEC);
+    assert!((6..=8).contains(&h.s.reordering()), "{}", h.s.reordering());
+    let mut h = megabyte_at_10mbit();
+    h.filter = first_tx_of(&[50]);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.reordering(), 3);
+}
+
+#[test]
 fn a_timeout_that_a_delay_spike_made_spurious_is_undone() {
     // Everything sent between 0.3 and 5 s arrives 3 s late: no ACK comes back, the RTO
     // fires and retransmits the head (late too). The delayed originals arrive first, and
