@@ -1724,8 +1724,9 @@ impl TcpSender {
                 self.stats.dsacks_received += 1;
                 self.check_dsack(p, prior_snd_una, &mut flag, &mut reord);
             }
-            let start = if p.dsack { 1 } else { 0 };
-            for i in start..p.n_sack as usize {
+            // A DSACK block is tagged too (`tcp_sacktag_walk` with `dup_sack`): the part above
+            // snd_una that earlier blocks never reported is SACKed by it.
+            for i in 0..p.n_sack as usize {
                 let (s, e) = p.sack[i];
                 let s = s.max(ack);
                 let e = e.min(self.sk.snd_nxt);

@@ -1473,6 +1473,27 @@ fn frto_undoes_a_timeout_when_data_never_retransmitted_arrives() {
 }
 
 #[test]
+fn a_dsack_block_above_the_ack_sacks_the_segment_it_reports() {
+    // A receiver's DSACK of an out-of-order duplicate whose block it does not report second
+    // is, for Linux's sender, no DSACK (RFC 2883: below the ACK or inside the second block)
+    // but an ordinary SACK block (`tcp_sacktag_walk`): the segment is SACKed.
+    let mut h = megabyte_at_10mbit();
+    h.start();
+    h.run(100 * MS);
+    let una = h.s.sk.snd_una;
+    assert!(h.s.sk.snd_nxt > una + 10 && h.s.sk.sacked_out == 0);
+    let mut ack = h.rev.last().unwrap().1;
+    ack.ack = una;
+    ack.sack[0] = (una + 5, una + 6);
+    ack.n_sack = 1;
+    ack.dsack = true;
+    let mut out = Vec::new();
+    h.s.on_packet(&ack, h.now, &mut out);
+    assert_eq!(h.s.sk.sacked_out, 1);
+    assert_eq!(h.s.stats.undos, 0);
+}
+
+#[test]
 fn a_dsack_after_reordering_widens_the_rack_window() {
     // The spurious retransmission of segment 50 is DSACKed after reordering was seen, so
     // RACK's window grows from min_rtt/4 (5 ms) to 2 x min_rtt/4: segment 300, 8 ms late
