@@ -274,6 +274,27 @@ def test_a_store_written_before_runs_had_metrics_reads_and_resumes(tmp_path):
     assert df["l4s_tput_mbps"].tolist() == [60.0, 70.0] and df["utilisation"].tolist() == [0.97, 0.97]
 
 
+def test_a_store_written_before_flows_reported_undos_gains_the_columns(tmp_path):
+    """A schema-2 store (flows without undos, spurious_rtos, rwnd_limited): a writer adds the
+    columns, old rows read NULL (NaN), new rows store the values."""
+    import sqlite3
+
+    with Store(tmp_path, write=True) as st:
+        st.record("old", design="d", factors={"aqm": "FIFO"}, seed=1, model_version="f", result=fake_result())
+    db = sqlite3.connect(tmp_path / "index.sqlite")
+    for col in ("undos", "spurious_rtos", "rwnd_limited"):
+        db.execute(f"ALTER TABLE flows DROP COLUMN {col}")
+    db.commit()
+    db.close()
+    new = fake_result()
+    new["flows"][0].update(undos=3, spurious_rtos=1, rwnd_limited=0)
+    with Store(tmp_path, write=True) as st:
+        st.record("new", design="d", factors={"aqm": "FIFO"}, seed=2, model_version="f", result=new)
+        f = st.flows().set_index(["run_key", "name"])
+    assert f.loc[("new", "l4s"), "undos"] == 3 and f.loc[("new", "l4s"), "spurious_rtos"] == 1
+    assert f.loc[("old", "l4s"), ["undos", "spurious_rtos", "rwnd_limited"]].isna().all()
+
+
 def test_the_runs_table_is_generic_the_metrics_are_the_registered_studys(tmp_path):
     """sweep/ names no study metric: the runs table has one JSON ``metrics`` column, filled by
     the function ``l4sim.studies`` registers."""

@@ -35,7 +35,7 @@ from typing import Any
 
 from l4sim.sweep.designs import canonical_json
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 #: Which backend produced a run when its result does not say (the packet-level simulator).
 DEFAULT_BACKEND = "l4sim-sim"
 
@@ -62,6 +62,9 @@ RESULT_COLUMNS = ("sim_seconds", "wall_seconds", "events")
 #: store. Rows written before have no ``metrics``; ``Store.runs()`` computes them from the
 #: stored result (the same function on the same numbers).
 _ADDED_COLUMNS = {"backend": f"TEXT DEFAULT '{DEFAULT_BACKEND}'", "metrics": "TEXT"}
+#: Columns ``flows`` gained in schema 3 (NULL in rows written before: results of models
+#: before 0.9.6 did not report them).
+_ADDED_FLOW_COLUMNS = ("undos", "spurious_rtos", "rwnd_limited")
 FLOW_COLUMNS = (
     "name",
     "cc",
@@ -76,6 +79,9 @@ FLOW_COLUMNS = (
     "retrans",
     "rto_count",
     "fast_recoveries",
+    "undos",
+    "spurious_rtos",
+    "rwnd_limited",
     "cwr_count",
     "ce_received",
     "ce_fed_back",
@@ -280,6 +286,10 @@ class Store:
             for col, typ in _ADDED_COLUMNS.items():  # an older store: runs before had none
                 if col not in have:
                     self.db.execute(f"ALTER TABLE runs ADD COLUMN {col} {typ}")
+            have = {r[1] for r in self.db.execute("PRAGMA table_info(flows)")}
+            for col in _ADDED_FLOW_COLUMNS:
+                if col not in have:
+                    self.db.execute(f"ALTER TABLE flows ADD COLUMN {col} REAL")
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
             self._cleanup()
         else:
