@@ -1809,6 +1809,7 @@ fn random_loss_reordering_ack_loss_and_marks_keep_the_scoreboard_consistent() {
         let ecn = [EcnSysctl::None, EcnSysctl::Classic, EcnSysctl::Accecn][seed as usize % 3];
         let s = TcpSpec {
             fq_pacing: seed % 2 == 1,
+            frto: seed % 4 < 2,
             ..spec(ecn)
         };
         let mut h = Harness::new(
@@ -1820,9 +1821,11 @@ fn random_loss_reordering_ack_loss_and_marks_keep_the_scoreboard_consistent() {
             Some(3_000_000),
         );
         let mut rng = Rng::new(seed, 9);
+        // An outage longer than the RTO, so timeouts (and F-RTO) are exercised too.
+        let outage = SEC + seed * 300 * MS..SEC + seed * 300 * MS + 700 * MS;
         h.filter = Box::new(move |p, c| {
             let u = rng.uniform();
-            if p.is_data() && u < 0.02 {
+            if p.is_data() && (u < 0.02 || outage.contains(&c.now)) {
                 Verdict::Drop
             } else if u < 0.04 {
                 Verdict::Delay((rng.uniform() * 3.0 * MS as f64) as SimDuration)
@@ -1840,6 +1843,7 @@ fn random_loss_reordering_ack_loss_and_marks_keep_the_scoreboard_consistent() {
             assert!(sk.sacked_out + sk.lost_out <= sk.packets_out);
             assert!(sk.retrans_out <= sk.lost_out + 1);
             assert!(sk.snd_cwnd >= 1);
+            assert!((3..=300).contains(&h.s.reordering()));
             assert_eq!(
                 h.s.stats.data_pkts_sent,
                 h.r.stats.data_pkts_received + h.data_drops + h.data_in_net
@@ -1848,6 +1852,7 @@ fn random_loss_reordering_ack_loss_and_marks_keep_the_scoreboard_consistent() {
         });
         assert_eq!(h.r.stats.bytes_delivered, 3_000_000, "seed {seed}");
         assert!(h.s.stats.completed_at != NEVER, "seed {seed}");
+        assert!(h.s.stats.rto_count > 0, "seed {seed}");
         assert!(
             h.s.stats.retrans >= h.data_drops,
             "seed {seed}: {:?}",
