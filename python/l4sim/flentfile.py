@@ -148,7 +148,7 @@ def from_result(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def from_series_frame(df: Any, *, title: str = "", params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """flent's data object from a store's wide series frame (``t``, ``flow.NAME.FIELD``,
-    ``qdisc.NAME.FIELD``; see ``l4sim.sweep.store.series_frame``)."""
+    ``qdisc.NAME.FIELD``; see ``l4sim.sweep.store.series_columns``)."""
     flows: dict[str, dict[str, list[float]]] = {}
     qdiscs: dict[str, dict[str, list[float]]] = {}
     for col in df.columns:

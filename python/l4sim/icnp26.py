@@ -45,7 +45,6 @@ SCENARIOS: dict[str, str] = {
     "S4b": "AS2-AS6 peering bottleneck, rate-capped priority queue for L4S",
 }
 
-TIERS = {1: [1, 2], 2: [3, 4], 3: [5, 6]}
 AS_EDGES = [(1, 2), (1, 4), (2, 3), (2, 6), (3, 4), (4, 5)]
 L4S_DSCP = 10
 BASE_RTT_MS = 30.0

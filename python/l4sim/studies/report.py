@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -575,10 +574,6 @@ def status_lines(store_dir: str | Path) -> list[str]:
     for r in rows:
         lines.append(f"{r['design']:{w}s}  {r['done']:7d} {r['total']:7d} {r['missing']:7d} {r['errors']:7d}")
     return lines
-
-
-def _json(o: Any) -> str:
-    return json.dumps(o, default=str)
 
 
 __all__ = [

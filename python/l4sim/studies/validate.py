@@ -313,10 +313,6 @@ class Summary:
     #: the tolerance, simulated delay values of that cell type).
     delay_by_pattern: dict[str, tuple[int, int]]
 
-    @property
-    def cubic_rows_match(self) -> bool:
-        return self.columns_match.get(VERDICT_COLS[0], False)
-
     def lines(self) -> list[str]:
         out = [
             f"cells: {self.cells} ({self.simulated} simulated)",

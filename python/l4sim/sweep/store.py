@@ -260,13 +260,6 @@ def series_columns(result: Mapping[str, Any]) -> dict[str, Any]:
     return {k: np.asarray(v, dtype=float) for k, v in cols.items()}
 
 
-def series_frame(result: Mapping[str, Any]):
-    """The run's time series as one wide DataFrame (columns of :func:`series_columns`)."""
-    import pandas as pd
-
-    return pd.DataFrame(series_columns(result))
-
-
 class Store:
     """A results directory. ``Store(path, write=True)`` takes the writer lock."""
 
@@ -589,7 +582,7 @@ class Store:
         return json.loads(r[0])
 
     def series(self, key: str):
-        """The stored time series of run ``key`` as a DataFrame (see :func:`series_frame`)."""
+        """The stored time series of run ``key`` as a DataFrame (the columns of :func:`series_columns`)."""
         import pandas as pd
 
         r = self.db.execute("SELECT series FROM runs WHERE key = ?", (key,)).fetchone()
