@@ -30,8 +30,9 @@ import l4sim
 from l4sim import _core, icnp26
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Result fields that measure the machine, not the model.
-WALL = ("wall_seconds",)
+#: Result fields that measure the machine, not the model, and the model's version (so that a
+#: model change shows which runs it moves).
+WALL = ("wall_seconds", "model_version")
 
 
 def scenarios(seconds: float) -> Iterator[tuple[str, str]]:

@@ -105,6 +105,7 @@ class TcpDict(TypedDict, total=False):
     rmem: list[int]  # net.ipv4.tcp_rmem: [min, default, max] bytes
     moderate_rcvbuf: bool
     frto: bool  # net.ipv4.tcp_frto: F-RTO after a timeout (default on)
+    autocorking: bool  # net.ipv4.tcp_autocorking: a short write waits for the next transmit completion (default on)
 
 
 class ReceiverDict(TypedDict, total=False):

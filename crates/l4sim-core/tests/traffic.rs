@@ -309,6 +309,41 @@ fn chunks_and_messages_on_persistent_connections_record_every_transfer() {
 }
 
 #[test]
+fn a_batch_of_small_writes_leaves_in_full_segments_behind_the_first() {
+    // Ten 1,000-byte messages written at once, once a second, on one connection. The first
+    // batch is written before the handshake ends: 10,000 bytes in 7 segments (6 x 1448 +
+    // 1312). Later batches: the first message leaves at once (nothing unacknowledged);
+    // the second waits, autocorked, while the first is still in the host's NIC queue, and the
+    // other eight join its skb (tcp_sendmsg fills the unsent tail): 9,000 bytes in 7 segments
+    // at the first transmit completion, 8 packets a batch. Without autocorking the messages
+    // leave one by one until TCP Small Queues' limit (two skbs, or about 1 ms at the pacing
+    // rate) holds the next, and the rest join that one: more packets.
+    let sent = |autocorking: bool| {
+        let sc = dumbbell(
+            9.5,
+            100.0,
+            10.0,
+            json!({"kind": "pfifo", "limit": 1000}),
+            vec![
+                json!({"name": "m", "cc": {"name": "cubic"}, "tcp": {"autocorking": autocorking},
+                        "source": {"kind": "messages", "rate": 1, "poisson": false,
+                                   "batch_min": 10, "batch_max": 10, "message_size": 1000,
+                                   "persistent": true}}),
+            ],
+        );
+        let r = run(&sc);
+        assert!(r.conservation_ok);
+        // Batches at 1, 2, ..., 9 s.
+        assert_eq!(r.connections.len(), 90);
+        assert!(r.connections.iter().all(|c| c.size == 1000));
+        assert_eq!(r.flows[0].bytes_delivered, 90_000);
+        r.flows[0].data_pkts_sent
+    };
+    assert_eq!(sent(true), 7 + 8 * 8);
+    assert!(sent(false) > 7 + 8 * 8);
+}
+
+#[test]
 fn requested_chunks_complete_half_a_round_trip_later_than_pushed_ones() {
     // One stream alone on an idle path (10 ms base RTT): a requested chunk starts when the
     // player's request reaches the server, half a round trip after the push would have.

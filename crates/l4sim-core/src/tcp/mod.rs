@@ -143,6 +143,10 @@ pub struct TcpSpec {
     /// sends new data and undoes the timeout when never-retransmitted data is then
     /// acknowledged. Off: only timestamps (Eifel) and DSACKs undo a timeout.
     pub frto: bool,
+    /// `net.ipv4.tcp_autocorking` (default 1): a write whose skb is below the size goal
+    /// waits, while earlier data is unacknowledged and more than that skb is still in the
+    /// host's queue, for the next transmit completion; writes until then join it.
+    pub autocorking: bool,
 }
 
 impl Default for TcpSpec {
@@ -166,6 +170,7 @@ impl Default for TcpSpec {
             rmem: [4096, 131_072, 6_291_456],
             moderate_rcvbuf: true,
             frto: true,
+            autocorking: true,
         }
     }
 }

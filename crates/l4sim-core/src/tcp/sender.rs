@@ -28,7 +28,9 @@
 //! short if need be. The boundaries are placed as `snd_nxt` reaches them, with the size goal
 //! of that moment (Linux fixes them when the application writes, up to a send buffer
 //! earlier: the two differ only while the offered window still grows); the end of a sized
-//! transfer's write also ends an skb. Unpaced senders hold back partial skbs as
+//! transfer's write also ends an skb, unless the next write comes before that skb has left
+//! (it joins it), and autocorking (`tcp_should_autocork`) holds a short tail skb while more
+//! than it is below TCP. Unpaced senders hold back partial skbs as
 //! `tcp_tso_should_defer` does (win divisor 3, at most 1 ms after the last write, not when
 //! the next ACK is more than srtt/2 away). Retransmissions and loss probes are single
 //! segments.
@@ -313,17 +315,36 @@ impl TcpSender {
         s
     }
 
-    /// Segments for `bytes` more written by the application: the last one may be short, and
-    /// the next write starts a new segment.
+    /// Segments for `bytes` more written by the application: the last one may be short.
+    /// As `tcp_sendmsg_locked` copies into the write queue's tail skb while it is unsent and
+    /// below the size goal, a write first fills a short last segment that has not left yet
+    /// and extends the skb it is in (a burst cut from it later may run on into this write);
+    /// after the tail has left, the write starts a new segment and skb.
     fn add_segments(&mut self, bytes: u64) {
         let mss = self.mss_now as u64;
-        let n = bytes.div_ceil(mss).max(1);
-        if self.total_segs > 0 && self.last_payload < self.mss_now {
-            self.partial
-                .push_back((self.total_segs - 1, self.last_payload));
+        let mut bytes = bytes.max(1);
+        if self.total_segs > 0 {
+            if self.sk.snd_nxt < self.total_segs {
+                let fill = (mss - self.last_payload as u64).min(bytes);
+                self.last_payload += fill as u32;
+                bytes -= fill;
+                // The skb `snd_nxt` is in ends where the last write did: it is the tail,
+                // and grows to the size goal again (from `snd_nxt`, where `tso_fragment`
+                // left the unsent rest of a partly sent skb).
+                if self.skb_end == self.total_segs {
+                    self.skb_end = self.sk.snd_nxt;
+                }
+                if bytes == 0 {
+                    return;
+                }
+            } else if self.last_payload < self.mss_now {
+                self.partial
+                    .push_back((self.total_segs - 1, self.last_payload));
+            }
         }
+        let n = bytes.div_ceil(mss);
         self.total_segs += n as u32;
-        self.last_payload = (bytes.max(1) - (n - 1) * mss) as u32;
+        self.last_payload = (bytes - (n - 1) * mss) as u32;
     }
 
     /// The payload per segment changes before any data left (the SYN/ACK decided the
@@ -360,9 +381,9 @@ impl TcpSender {
     }
 
     /// The application writes `bytes` more on a sized (persistent) connection: the next
-    /// response, message or video chunk. Each write starts a new segment, as a `send()` on an
-    /// idle socket does; a finished transfer resumes sending, after the idle check of
-    /// `tcp_skb_entail`.
+    /// response, message or video chunk (`tcp_sendmsg_locked`, see `add_segments`), then
+    /// `tcp_push`: a finished transfer resumes sending, after the idle check of
+    /// `tcp_skb_entail`, unless autocorked.
     pub fn append(&mut self, bytes: u64, now: SimTime, out: &mut Vec<Packet>) {
         debug_assert!(self.total_segs != u32::MAX, "append to a bulk transfer");
         if matches!(self.phase, Phase::Established | Phase::Done) {
@@ -382,7 +403,42 @@ impl TcpSender {
         }
         if self.phase == Phase::Established {
             self.sk.now = now;
-            self.write_xmit(now, out, false);
+            if !self.autocorked(now) {
+                self.write_xmit(now, out, false);
+            }
+        }
+    }
+
+    /// `tcp_push`'s `tcp_should_autocork` (`net.ipv4.tcp_autocorking`): the write queue's
+    /// tail skb, below the size goal, waits while earlier data is unacknowledged and more
+    /// than that skb is still in the host's queue (`sk_wmem_alloc`); the next transmit
+    /// completion sends it (`tcp_wfree` -> `tcp_tsq_handler`), and writes until then join it.
+    #[cold]
+    fn autocorked(&mut self, now: SimTime) -> bool {
+        let (s, total) = (self.sk.snd_nxt, self.total_segs);
+        if !self.spec.autocorking || self.sk.snd_una == s || s >= total {
+            return false;
+        }
+        // The tail skb starts at the last boundary: the end of the skb `snd_nxt` is in,
+        // then one every size goal (placed as `snd_nxt` reaches them, `skb_left`), or at
+        // `snd_nxt` if the skb it is in is the tail (`tso_fragment` left its unsent rest).
+        let goal = self.size_goal_segs();
+        let start = if self.skb_end > s && self.skb_end >= total {
+            s
+        } else {
+            let b = self.skb_end.max(s);
+            b + (total - 1 - b) / goal * goal
+        };
+        let len = (total - 1 - start) as u64 * self.mss_now as u64 + self.last_payload as u64;
+        if len >= goal as u64 * self.mss_now as u64 {
+            return false;
+        }
+        match self.tsq.autocork(now, tsq::SKB_HEAD_TRUESIZE + len) {
+            Some(at) => {
+                self.pace_at = self.pace_at.min(at.max(now));
+                true
+            }
+            None => false,
         }
     }
 

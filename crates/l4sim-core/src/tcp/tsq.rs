@@ -168,6 +168,22 @@ impl Tsq {
         NEVER
     }
 
+    /// `tcp_should_autocork`'s test of the bytes below TCP: `sk_wmem_alloc` (which counts
+    /// from 1) above the tail skb's `skb_truesize` at `now`. Returns the time to try again,
+    /// the next transmit completion (`tcp_wfree` finds `TSQ_THROTTLED` set; NEVER until the
+    /// simulator reports one), or None to send now.
+    pub fn autocork(&mut self, now: SimTime, skb_truesize: u64) -> Option<SimTime> {
+        self.device?;
+        let wmem = self.wmem(now);
+        // Corked while 1 + wmem > skb_truesize.
+        if wmem == 0 || wmem < skb_truesize {
+            return None;
+        }
+        let limit = wmem - 1;
+        self.wake_limit = (self.unreported > 0).then_some(limit);
+        Some(self.below_at(limit))
+    }
+
     /// `tcp_small_queue_check`: whether an skb of `skb_truesize` must wait. `pacing_rate` in
     /// bytes/s; `paced`: the socket's pacing status is not `SK_PACING_NONE`; `factor` 1 for
     /// retransmissions; `rtx_empty`: nothing is unacknowledged. Returns the time to try again
@@ -291,6 +307,24 @@ mod tests {
         }
         assert_eq!(q.throttle(0, skb, 0, false, 0, false), Some(NEVER));
         assert_eq!(q.freed(truesize(1448)), Some(0));
+    }
+
+    #[test]
+    fn a_small_write_is_corked_while_more_than_it_is_below_tcp() {
+        let mut q = tsq();
+        q.charge(truesize(1000));
+        q.queued(800, truesize(1000));
+        // sk_wmem_alloc counts from 1: one equal skb below is more than the new one.
+        assert_eq!(q.autocork(0, truesize(1000)), Some(800));
+        // A larger tail skb goes now; so does anything once the device has sent it.
+        assert_eq!(q.autocork(0, truesize(1448)), None);
+        assert_eq!(q.autocork(800, truesize(1000)), None);
+        // Behind a qdisc the first completion is known once the segment leaves it.
+        let mut q = Tsq::default();
+        q.set_device(Some(Device::Qdisc));
+        q.charge(truesize(1000));
+        assert_eq!(q.autocork(0, truesize(1000)), Some(NEVER));
+        assert_eq!(q.queued(500, truesize(1000)), Some(500));
     }
 
     #[test]
