@@ -106,6 +106,7 @@ class TcpDict(TypedDict, total=False):
     moderate_rcvbuf: bool
     frto: bool  # net.ipv4.tcp_frto: F-RTO after a timeout (default on)
     autocorking: bool  # net.ipv4.tcp_autocorking: a short write waits for the next transmit completion (default on)
+    nodelay: bool  # the application's TCP_NODELAY: no Nagle test (default off)
 
 
 class ReceiverDict(TypedDict, total=False):

@@ -344,6 +344,39 @@ fn a_batch_of_small_writes_leaves_in_full_segments_behind_the_first() {
 }
 
 #[test]
+fn nagle_holds_small_writes_while_a_small_segment_is_unacknowledged() {
+    // A 100-byte message every 2 ms on one connection over a 20 ms path. With TCP_NODELAY
+    // each leaves in a segment of its own once the connection is open. Without it (Linux's default) Nagle's test holds
+    // a short segment while the last short one sent is unacknowledged (Minshall), so the
+    // messages written meanwhile leave together when its ACK arrives: a few segments per
+    // round trip. Every byte arrives either way.
+    let sent = |nodelay: bool| {
+        let sc = dumbbell(
+            4.0,
+            100.0,
+            20.0,
+            json!({"kind": "pfifo", "limit": 1000}),
+            vec![
+                json!({"name": "m", "cc": {"name": "cubic"}, "tcp": {"nodelay": nodelay},
+                        "source": {"kind": "messages", "rate": 500, "poisson": false,
+                                   "message_size": 100, "persistent": true, "stop": 3}}),
+            ],
+        );
+        let r = run(&sc);
+        assert!(r.conservation_ok);
+        let n = r.connections.len() as u64;
+        assert!(n >= 1499, "{n} messages");
+        assert_eq!(r.flows[0].bytes_delivered, 100 * n);
+        (n, r.flows[0].data_pkts_sent)
+    };
+    let (n, segs) = sent(true);
+    // (Those written during the handshake, 20 ms, leave together in the first segment.)
+    assert_eq!(segs, n - 10);
+    let (n, segs) = sent(false);
+    assert!(segs < n / 4, "{segs} segments for {n} messages");
+}
+
+#[test]
 fn requested_chunks_complete_half_a_round_trip_later_than_pushed_ones() {
     // One stream alone on an idle path (10 ms base RTT): a requested chunk starts when the
     // player's request reaches the server, half a round trip after the push would have.

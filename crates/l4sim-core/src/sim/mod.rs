@@ -552,6 +552,9 @@ impl World {
                     let s = self.new_tcp(fi, Some(bytes), now);
                     if persistent {
                         self.flows[fi].persistent = Some(s);
+                        if let Conn::Tcp(c) = &mut self.conns[s].as_mut().unwrap().conn {
+                            c.0.keep_open();
+                        }
                     }
                     self.conns[s].as_mut().unwrap().requested = requested;
                     (s, Request::Open)

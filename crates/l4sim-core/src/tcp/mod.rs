@@ -147,6 +147,10 @@ pub struct TcpSpec {
     /// waits, while earlier data is unacknowledged and more than that skb is still in the
     /// host's queue, for the next transmit completion; writes until then join it.
     pub autocorking: bool,
+    /// The application's `TCP_NODELAY` (default off): off, Nagle's test holds a short
+    /// last segment while an earlier short one is unacknowledged (`tcp_nagle_test` with
+    /// Minshall's `snd_sml`).
+    pub nodelay: bool,
 }
 
 impl Default for TcpSpec {
@@ -171,6 +175,7 @@ impl Default for TcpSpec {
             moderate_rcvbuf: true,
             frto: true,
             autocorking: true,
+            nodelay: false,
         }
     }
 }

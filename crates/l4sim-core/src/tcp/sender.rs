@@ -29,8 +29,10 @@
 //! of that moment (Linux fixes them when the application writes, up to a send buffer
 //! earlier: the two differ only while the offered window still grows); the end of a sized
 //! transfer's write also ends an skb, unless the next write comes before that skb has left
-//! (it joins it), and autocorking (`tcp_should_autocork`) holds a short tail skb while more
-//! than it is below TCP. Unpaced senders hold back partial skbs as
+//! (it joins it), autocorking (`tcp_should_autocork`) holds a short tail skb while more
+//! than it is below TCP, and Nagle's test (`tcp_nagle_test`) a short last segment of a
+//! persistent connection while an earlier short one is unacknowledged. Unpaced senders hold
+//! back partial skbs as
 //! `tcp_tso_should_defer` does (win divisor 3, at most 1 ms after the last write, not when
 //! the next ACK is more than srtt/2 away). Retransmissions and loss probes are single
 //! segments.
@@ -198,6 +200,11 @@ pub struct TcpSender {
     retransmits: u32,
     /// F-RTO is testing the last timeout (`tp->frto`).
     frto: bool,
+    /// The application keeps the connection open after its writes (a persistent
+    /// connection): its last segment carries no FIN, so Nagle's test applies to it.
+    keep_open: bool,
+    /// End of the last skb sent with a short segment (`tp->snd_sml`, Minshall's check).
+    snd_sml: u32,
     /// The reordering degree seen, in segments (`tp->reordering`, from `sysctl_tcp_reordering`
     /// up to `sysctl_tcp_max_reordering`).
     reordering: u32,
@@ -285,6 +292,8 @@ impl TcpSender {
             rto: TCP_TIMEOUT_INIT,
             retransmits: 0,
             frto: false,
+            keep_open: false,
+            snd_sml: 0,
             reordering: REORDERING,
             timer: None,
             pace_at: NEVER,
@@ -941,6 +950,9 @@ impl TcpSender {
                 (cwnd >> 1).max(1).min(cwnd - in_flight)
             };
             let remaining = self.skb_left();
+            if remaining == 1 && !tlp && self.nagle_holds() {
+                break;
+            }
             if !tlp
                 && max_segs > 1
                 && remaining > 1
@@ -964,6 +976,10 @@ impl TcpSender {
             }
             self.after_send(now, payload);
             sent += n;
+            // tcp_minshall_update: this skb ended in a short segment.
+            if self.sk.snd_nxt == self.total_segs && self.last_payload < self.mss_now {
+                self.snd_sml = self.total_segs;
+            }
             if tlp {
                 break;
             }
@@ -992,6 +1008,28 @@ impl TcpSender {
             }
         }
         sent
+    }
+
+    /// `tcp_nagle_test` for the one-segment skb at `snd_nxt` (not for a loss probe, which
+    /// passes `TCP_NAGLE_OFF`): a short segment at the write queue's tail without the FIN
+    /// waits, unless `TCP_NODELAY`, while something is in flight and the last short segment
+    /// sent is unacknowledged (`tcp_minshall_check`). An ACK or a write that fills it sends it.
+    #[inline]
+    fn nagle_holds(&self) -> bool {
+        let s = self.sk.snd_nxt;
+        s + 1 == self.total_segs
+            && self.keep_open
+            && self.last_payload < self.mss_now
+            && !self.spec.nodelay
+            && self.sk.packets_out > 0
+            && self.snd_sml > self.sk.snd_una
+            && self.snd_sml <= s
+    }
+
+    /// The application keeps this connection open after its writes (`web`, `messages` and
+    /// `chunks` on a persistent connection): no FIN ends its last segment.
+    pub fn keep_open(&mut self) {
+        self.keep_open = true;
     }
 
     /// `tcp_wnd_end`, in segments: the window counts whole segments of `mss_now` bytes.
