@@ -833,7 +833,8 @@ impl TcpSender {
     /// `tcp_tso_should_defer`: hold back a partial GSO burst while an ACK that will open
     /// more window is expected soon, so unpaced senders emit bursts of about `max_segs`
     /// (`tcp_tso_win_divisor` 3). `limit` is the window space in segments (the receive
-    /// window never limits here). Deferring counts as being cwnd-limited.
+    /// window never limits here). Deferring an skb that does not fit counts as being
+    /// cwnd-limited; one that fits (a persistent connection's tail) as application-limited.
     fn tso_should_defer(&self, now: SimTime, limit: u32, max_segs: u32, remaining: u32) -> bool {
         if self.sk.ca_state >= CaState::Recovery {
             return false;
@@ -845,9 +846,12 @@ impl TcpSender {
         if limit >= max_segs {
             return false;
         }
-        // The rest of this skb fits: it gets no more data (a bulk sender's skb is never the
-        // write queue's tail; a sized transfer's last skb is taken as FIN- or EOR-marked).
-        if limit >= remaining {
+        // The rest of this skb fits and it gets no more data: it is in the middle of the
+        // write queue (a bulk sender's always is), or a closing transfer's last, which
+        // carries the FIN (5.15 tests the FIN last; the tests between can only send
+        // sooner). A persistent connection's tail may get more: it may wait.
+        if limit >= remaining && !(self.keep_open && self.sk.snd_nxt + remaining == self.total_segs)
+        {
             return false;
         }
         if limit * TCP_TSO_WIN_DIVISOR >= self.sk.snd_cwnd {
@@ -958,7 +962,7 @@ impl TcpSender {
                 && remaining > 1
                 && self.tso_should_defer(now, (cwnd - in_flight).min(wnd_left), max_segs, remaining)
             {
-                cwnd_limited = true;
+                cwnd_limited = (cwnd - in_flight).min(wnd_left) < remaining;
                 break;
             }
             // tcp_mss_split_point: whole segments within the window.
@@ -2153,6 +2157,14 @@ impl TcpSender {
     #[cfg(test)]
     pub(crate) fn reordering(&self) -> u32 {
         self.reordering
+    }
+    /// Whether `tcp_tso_should_defer` would hold the unsent rest of the transfer at `now`
+    /// with window for all of it, the connection kept open or not.
+    #[cfg(test)]
+    pub(crate) fn would_defer_the_tail(&mut self, now: SimTime, keep_open: bool) -> bool {
+        let left = self.total_segs - self.sk.snd_nxt;
+        self.keep_open = keep_open;
+        self.tso_should_defer(now, left, left + 1, left)
     }
     /// Earliest time the pacer lets the next packet out.
     pub fn pacing_stamp(&self) -> SimTime {

@@ -1721,6 +1721,33 @@ fn skb_crossings(bursts: &[(u32, u32)], phase: u32) -> usize {
 }
 
 #[test]
+fn a_tail_that_fits_is_deferred_only_if_more_data_may_join_it() {
+    // tcp_tso_should_defer sends an skb that fits the window when it is in the middle of
+    // the write queue or carries the FIN (a closing transfer's last); the tail of a
+    // connection kept open may get more data and waits like a partial burst. Near the end of
+    // a 1 MB transfer, just after a send, with the ACK clock running and a window (hundreds
+    // of segments) far above the few left:
+    let mut h = Harness::new(
+        100.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
+    h.start();
+    let total = 1_000_000u32.div_ceil(1448);
+    h.run_until(2 * SEC, |h| {
+        let left = total - h.s.sk.snd_nxt;
+        (2..=16).contains(&left) && 3 * left < h.s.sk.snd_cwnd && h.s.sk.wstamp == h.now
+    });
+    let now = h.now;
+    assert!((2..=16).contains(&(total - h.s.sk.snd_nxt)), "never near the end");
+    assert!(!h.s.would_defer_the_tail(now, false));
+    assert!(h.s.would_defer_the_tail(now, true));
+}
+
+#[test]
 fn tso_deferral_waits_at_most_a_millisecond_after_the_last_write() {
     // tcp_tso_should_defer never holds data back when the last write is older than 1 ms:
     // on a slow path (1 ACK per 2.4 ms at 10 Mbit/s) skbs follow the ACK clock.
