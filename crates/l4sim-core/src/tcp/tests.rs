@@ -1742,7 +1742,10 @@ fn a_tail_that_fits_is_deferred_only_if_more_data_may_join_it() {
         (2..=16).contains(&left) && 3 * left < h.s.sk.snd_cwnd && h.s.sk.wstamp == h.now
     });
     let now = h.now;
-    assert!((2..=16).contains(&(total - h.s.sk.snd_nxt)), "never near the end");
+    assert!(
+        (2..=16).contains(&(total - h.s.sk.snd_nxt)),
+        "never near the end"
+    );
     assert!(!h.s.would_defer_the_tail(now, false));
     assert!(h.s.would_defer_the_tail(now, true));
 }
