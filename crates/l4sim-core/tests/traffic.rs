@@ -308,6 +308,30 @@ fn chunks_and_messages_on_persistent_connections_record_every_transfer() {
     assert!(bg.iter().all(|c| c.size == 65_000));
 }
 
+/// A periodic `messages` source (`source`'s fields added) on one persistent CUBIC connection
+/// with the `tcp` settings, over 100 Mbit/s with `rtt_ms` base RTT, for `duration` s: the
+/// messages completed and the data segments sent. Every message arrives whole.
+fn messages_on_one_connection(duration: f64, rtt_ms: f64, tcp: Value, source: Value) -> (u64, u64) {
+    let mut src = json!({"kind": "messages", "poisson": false, "persistent": true});
+    src.as_object_mut()
+        .unwrap()
+        .extend(source.as_object().unwrap().clone());
+    let size = src["message_size"].as_u64().unwrap();
+    let sc = dumbbell(
+        duration,
+        100.0,
+        rtt_ms,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![json!({"name": "m", "cc": {"name": "cubic"}, "tcp": tcp, "source": src})],
+    );
+    let r = run(&sc);
+    assert!(r.conservation_ok);
+    let n = r.connections.len() as u64;
+    assert!(r.connections.iter().all(|c| c.size == size));
+    assert_eq!(r.flows[0].bytes_delivered, size * n);
+    (n, r.flows[0].data_pkts_sent)
+}
+
 #[test]
 fn a_batch_of_small_writes_leaves_in_full_segments_behind_the_first() {
     // Ten 1,000-byte messages written at once, once a second, on one connection. The first
@@ -319,25 +343,15 @@ fn a_batch_of_small_writes_leaves_in_full_segments_behind_the_first() {
     // leave one by one until TCP Small Queues' limit (two skbs, or about 1 ms at the pacing
     // rate) holds the next, and the rest join that one: more packets.
     let sent = |autocorking: bool| {
-        let sc = dumbbell(
+        let (n, sent) = messages_on_one_connection(
             9.5,
-            100.0,
             10.0,
-            json!({"kind": "pfifo", "limit": 1000}),
-            vec![
-                json!({"name": "m", "cc": {"name": "cubic"}, "tcp": {"autocorking": autocorking},
-                        "source": {"kind": "messages", "rate": 1, "poisson": false,
-                                   "batch_min": 10, "batch_max": 10, "message_size": 1000,
-                                   "persistent": true}}),
-            ],
+            json!({"autocorking": autocorking}),
+            json!({"rate": 1, "batch_min": 10, "batch_max": 10, "message_size": 1000}),
         );
-        let r = run(&sc);
-        assert!(r.conservation_ok);
         // Batches at 1, 2, ..., 9 s.
-        assert_eq!(r.connections.len(), 90);
-        assert!(r.connections.iter().all(|c| c.size == 1000));
-        assert_eq!(r.flows[0].bytes_delivered, 90_000);
-        r.flows[0].data_pkts_sent
+        assert_eq!(n, 90);
+        sent
     };
     assert_eq!(sent(true), 7 + 8 * 8);
     assert!(sent(false) > 7 + 8 * 8);
@@ -346,28 +360,20 @@ fn a_batch_of_small_writes_leaves_in_full_segments_behind_the_first() {
 #[test]
 fn nagle_holds_small_writes_while_a_small_segment_is_unacknowledged() {
     // A 100-byte message every 2 ms on one connection over a 20 ms path. With TCP_NODELAY
-    // each leaves in a segment of its own once the connection is open. Without it (Linux's default) Nagle's test holds
-    // a short segment while the last short one sent is unacknowledged (Minshall), so the
+    // each leaves in a segment of its own once the connection is open. Without it (Linux's
+    // default) Nagle's test holds a short segment while the last short one sent is
+    // unacknowledged (Minshall), so the
     // messages written meanwhile leave together when its ACK arrives: a few segments per
     // round trip. Every byte arrives either way.
     let sent = |nodelay: bool| {
-        let sc = dumbbell(
+        let (n, sent) = messages_on_one_connection(
             4.0,
-            100.0,
             20.0,
-            json!({"kind": "pfifo", "limit": 1000}),
-            vec![
-                json!({"name": "m", "cc": {"name": "cubic"}, "tcp": {"nodelay": nodelay},
-                        "source": {"kind": "messages", "rate": 500, "poisson": false,
-                                   "message_size": 100, "persistent": true, "stop": 3}}),
-            ],
+            json!({"nodelay": nodelay}),
+            json!({"rate": 500, "message_size": 100, "stop": 3}),
         );
-        let r = run(&sc);
-        assert!(r.conservation_ok);
-        let n = r.connections.len() as u64;
         assert!(n >= 1499, "{n} messages");
-        assert_eq!(r.flows[0].bytes_delivered, 100 * n);
-        (n, r.flows[0].data_pkts_sent)
+        (n, sent)
     };
     let (n, segs) = sent(true);
     // (Those written during the handshake, 20 ms, leave together in the first segment.)

@@ -1727,15 +1727,7 @@ fn a_tail_that_fits_is_deferred_only_if_more_data_may_join_it() {
     // connection kept open may get more data and waits like a partial burst. Near the end of
     // a 1 MB transfer, just after a send, with the ACK clock running and a window (hundreds
     // of segments) far above the few left:
-    let mut h = Harness::new(
-        100.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1_000_000),
-    );
-    h.start();
+    let mut h = one_megabyte_at_100mbit();
     let total = 1_000_000u32.div_ceil(1448);
     h.run_until(2 * SEC, |h| {
         let left = total - h.s.sk.snd_nxt;
@@ -2002,8 +1994,8 @@ fn a_write_after_idle_restarts_the_window_as_tcp_cwnd_restart() {
     }
 }
 
-#[test]
-fn a_write_within_an_rto_of_the_last_send_keeps_the_window() {
+/// A 1 MB transfer over a 20 ms, 100 Mbit/s path with a 1000-packet buffer, no ECN, started.
+fn one_megabyte_at_100mbit() -> Harness {
     let mut h = Harness::new(
         100.0,
         20.0,
@@ -2013,6 +2005,12 @@ fn a_write_within_an_rto_of_the_last_send_keeps_the_window() {
         Some(1_000_000),
     );
     h.start();
+    h
+}
+
+#[test]
+fn a_write_within_an_rto_of_the_last_send_keeps_the_window() {
+    let mut h = one_megabyte_at_100mbit();
     h.run_until(2 * SEC, |h| h.s.is_done());
     let w = h.s.sk.snd_cwnd;
     // 100 ms after the last data left (the final ACK took an RTT): below the RTO.
