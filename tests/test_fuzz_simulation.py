@@ -39,6 +39,7 @@ SOURCES = [
     {"kind": "web", "rate": 40, "size": {"dist": "pareto", "alpha": 1.2, "min": 1000, "max": 200000}},
     {"kind": "web", "rate": 5, "persistent": True},
     {"kind": "messages", "rate": 10, "batch_min": 1, "batch_max": 5, "message_size": 30000},
+    {"kind": "messages", "rate": 200, "batch_min": 1, "batch_max": 8, "message_size": 300, "persistent": True},
     {"kind": "chunks", "rate_mbps": 4, "period": 0.1},
     {"kind": "udp", "rate_mbps": 5, "ecn": "ect1"},
     {"kind": "udp", "rate_mbps": 50, "on": 0.02, "off": 0.03},
@@ -47,6 +48,10 @@ SOURCES = [
     {"kind": "web", "rate": "fast"},  # bad
     {"kind": "nosuch"},  # bad
 ]
+
+# Socket settings of an added flow: those that decide how its writes become segments (Nagle,
+# autocorking), ECN, and a wrong one.
+TCPS = [None, {"nodelay": True}, {"autocorking": False}, {"ecn": "accecn"}, {"nodelay": "yes"}]
 
 # Every qdisc kind with parameters it accepts, a few bad ones, and tc's names.
 QDISCS = [
@@ -121,12 +126,14 @@ class SimulationMachine(RuleBasedStateMachine):
     def step(self, dt: float) -> None:
         no_panic(lambda: self.sim.step(dt))
 
-    @rule(cc=st.sampled_from(CC_NAMES), source=st.sampled_from(SOURCES), ends=st.data())
-    def add_flow(self, cc: str, source, ends) -> None:
+    @rule(cc=st.sampled_from(CC_NAMES), source=st.sampled_from(SOURCES), tcp=st.sampled_from(TCPS), ends=st.data())
+    def add_flow(self, cc: str, source, tcp, ends) -> None:
         name = f"n{self.added}"
         flow = {"name": name, "cc": cc}
         if source is not None:
             flow["source"] = source
+        if tcp is not None:
+            flow["tcp"] = tcp
         if self.hosts:
             a, b = ends.draw(st.sampled_from(self.hosts)), ends.draw(st.sampled_from(self.hosts))
             flow |= {"from": a, "to": b}
