@@ -622,6 +622,15 @@ impl TcpSender {
             }
         }
     }
+    /// Payload bytes of the `n` segments from `seq`.
+    fn payload_from(&self, seq: u32, n: u32) -> u64 {
+        if seq + n < self.total_segs && self.partial.is_empty() {
+            n as u64 * self.mss_now as u64 // full segments (payload_of's common case)
+        } else {
+            (seq..seq + n).map(|s| self.payload_of(s) as u64).sum()
+        }
+    }
+
     fn ts_unlink(&mut self, seq: u32) {
         let (prev, next, st) = {
             let s = self.seg(seq);
@@ -832,9 +841,9 @@ impl TcpSender {
 
     /// `tcp_tso_should_defer`: hold back a partial GSO burst while an ACK that will open
     /// more window is expected soon, so unpaced senders emit bursts of about `max_segs`
-    /// (`tcp_tso_win_divisor` 3). `limit` is the window space in segments (the receive
-    /// window never limits here). Deferring an skb that does not fit counts as being
-    /// cwnd-limited; one that fits (a persistent connection's tail) as application-limited.
+    /// (`tcp_tso_win_divisor` 3). `limit` is the window space in segments, the smaller of
+    /// the congestion and the receive window's; the caller sorts a deferral into cwnd-,
+    /// rwnd- or application-limited as 5.15 does.
     fn tso_should_defer(&self, now: SimTime, limit: u32, max_segs: u32, remaining: u32) -> bool {
         if self.sk.ca_state >= CaState::Recovery {
             return false;
@@ -870,12 +879,7 @@ impl TcpSender {
     /// socket under it (`tcp_wfree` -> `tcp_tsq_handler`).
     #[cold]
     fn tsq_throttled(&mut self, now: SimTime, seq: u32, n: u32, factor: u32) -> bool {
-        let payload: u64 = if seq + n < self.total_segs && self.partial.is_empty() {
-            n as u64 * self.mss_now as u64 // full segments (payload_of's common case)
-        } else {
-            (seq..seq + n).map(|s| self.payload_of(s) as u64).sum()
-        };
-        let skb = tsq::SKB_HEAD_TRUESIZE + payload;
+        let skb = tsq::SKB_HEAD_TRUESIZE + self.payload_from(seq, n);
         let rtx_empty = self.sk.snd_una == self.sk.snd_nxt;
         let paced = self.paced();
         match self
@@ -962,7 +966,16 @@ impl TcpSender {
                 && remaining > 1
                 && self.tso_should_defer(now, (cwnd - in_flight).min(wnd_left), max_segs, remaining)
             {
-                cwnd_limited = (cwnd - in_flight).min(wnd_left) < remaining;
+                // Its three cases: the skb does not fit the smaller of the two windows, which
+                // makes the send cwnd- or rwnd-limited, or it fits (application-limited).
+                let cong = cwnd - in_flight;
+                let skb_len = self.payload_from(self.sk.snd_nxt, remaining);
+                let no_fit = |wnd: u32| wnd as u64 * self.mss_now as u64 <= skb_len;
+                if cong < wnd_left {
+                    cwnd_limited = no_fit(cong);
+                } else if no_fit(wnd_left) {
+                    self.stats.rwnd_limited += 1;
+                }
                 break;
             }
             // tcp_mss_split_point: whole segments within the window.

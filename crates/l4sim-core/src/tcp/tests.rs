@@ -2048,6 +2048,30 @@ fn linux_default_buffers_cap_a_long_fat_flow_at_a_3_mb_window() {
 }
 
 #[test]
+fn a_receive_window_limit_does_not_grow_the_congestion_window() {
+    // tcp_tso_should_defer marks a deferral cwnd-limited only when the congestion window is
+    // the smaller one. A flow held by a fixed 64 KB receive window (45 segments) on an idle
+    // 100 Mbit/s path, in congestion avoidance after one early loss, defers as rwnd-limited:
+    // CUBIC's window grows only while it is what limits the flight (tcp_is_cwnd_limited).
+    let mut h = Harness::new(
+        100.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        fixed_rcvbuf(EcnSysctl::None),
+        None,
+    );
+    h.filter = first_tx_of(&[30]);
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.s.stats.retrans, 1);
+    assert!(!h.s.sk.in_slow_start());
+    assert!(h.s.stats.rwnd_limited > 100, "{}", h.s.stats.rwnd_limited);
+    let cwnd = h.s.sk.snd_cwnd;
+    assert!((40..=48).contains(&cwnd), "cwnd {cwnd}");
+}
+
+#[test]
 fn every_segment_is_acked_while_the_window_grows() {
     // tcp_grow_window puts the receiver in quick-ACK mode whenever rcv_ssthresh rises, and
     // receive-buffer autotuning keeps raising its bound while a flow speeds up: the first
