@@ -80,7 +80,8 @@ def _results(path):
 
 def _run(study, path, **kw):
     kw.setdefault("run_fn", fake_run)
-    return run_study(study, path, builder=fake_builder, model_version="fake", progress=False, **kw)
+    kw.setdefault("model_version", "fake")
+    return run_study(study, path, builder=fake_builder, progress=False, **kw)
 
 
 def test_runs_every_run_once_and_rerun_does_nothing(tmp_path):
@@ -90,6 +91,33 @@ def test_runs_every_run_once_and_rerun_does_nothing(tmp_path):
     again = _run(s, tmp_path, jobs=1)
     assert again.done == 0 and again.already_done == 12
     assert len(Store(tmp_path).runs()) == 12
+
+
+def test_a_new_model_version_reruns_the_design_and_readers_show_only_its_runs(tmp_path, capsys):
+    """The run key holds the model version, so a design run again by another engine version is
+    run anew; the earlier runs stay in the store but status, export, verdicts and the report
+    show the design as it is planned now (not both versions' trials averaged together)."""
+    from l4sim.cli_study import main
+
+    s = Study.from_toml(STUDY)
+    _run(s, tmp_path, jobs=1, limit=5)  # an earlier version, interrupted
+    out = _run(s, tmp_path, jobs=1, model_version="next")
+    assert out.done == 12 and out.already_done == 0
+    st = Store(tmp_path)
+    assert len(st.runs()) == 12 and st.superseded() == 5 and len(st.runs(superseded=True)) == 17
+    assert len(st.runs(design="t")) == 12
+    capsys.readouterr()
+    assert main(["study", "status", str(tmp_path)]) == 0
+    assert "and 5 finished runs of an earlier model version" in capsys.readouterr().out
+    assert main(["study", "export", str(tmp_path)]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 12
+    assert main(["study", "export", str(tmp_path), "--superseded"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 17
+    # Runs recorded without a planned design (the store's API allows it) are always shown.
+    result = json.loads(fake_run(json.dumps(fake_builder({"aqm": "FIFO"}, 1))))
+    with Store(tmp_path, write=True) as w:
+        w.record("free", design="adhoc", factors={"aqm": "FIFO"}, seed=1, model_version="x", result=result)
+    assert len(Store(tmp_path).runs()) == 13
 
 
 def test_limit_does_at_most_n_runs_and_resume_finishes(tmp_path):

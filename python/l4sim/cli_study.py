@@ -91,6 +91,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--parquet", metavar="FILE", help="Parquet file (pyarrow)")
     p.add_argument("--flent", metavar="DIR", help="one flent data file per finished run (KEY.flent.gz)")
     p.add_argument("--design", help="only this design's runs")
+    p.add_argument(
+        "--superseded",
+        action="store_true",
+        help="also the runs of earlier model versions that a later `study run` replaced "
+        "(the model_version column tells them apart)",
+    )
     p.set_defaults(func=cmd_export)
 
     p = ss.add_parser("presets", help="list the built-in study designs")
@@ -351,9 +357,9 @@ def cmd_export(args) -> int:
         return _err(problem)
     try:
         with Store(args.store) as st:
-            df = results_frame(st, args.design)
+            df = results_frame(st, args.design, superseded=args.superseded)
             if args.flent:
-                n = _export_flent(st, Path(args.flent), args.design)
+                n = _export_flent(st, Path(args.flent), df)
                 print(f"wrote {n} flent files to {args.flent}", file=sys.stderr if to_stdout else sys.stdout)
     except StoreError as e:
         return _err(str(e))
@@ -368,12 +374,11 @@ def cmd_export(args) -> int:
     return 0
 
 
-def _export_flent(st, out: Path, design: str | None) -> int:
-    """One flent data file per finished run with a stored series: OUT/KEY.flent.gz."""
+def _export_flent(st, out: Path, runs) -> int:
+    """One flent data file per exported run with a stored series: OUT/KEY.flent.gz."""
     from l4sim import flentfile
 
     out.mkdir(parents=True, exist_ok=True)
-    runs = st.runs(design=design)
     n = 0
     for key, name in zip(runs["key"], runs["design"], strict=True):
         try:
@@ -441,7 +446,7 @@ def cmd_plot(args) -> int:
     try:
         with Store(args.store) as st:
             if args.run:
-                keys = [k for k in st.runs(status="done")["key"] if k.startswith(args.run)]
+                keys = [k for k in st.runs(superseded=True)["key"] if k.startswith(args.run)]
                 if len(keys) != 1:
                     return _err(f"--run {args.run!r} matches {len(keys)} runs")
                 s = st.summary(keys[0])

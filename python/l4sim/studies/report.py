@@ -37,9 +37,10 @@ _QDISC_FIELDS = (
 )
 
 
-def results_frame(store: Store, design: str | None = None) -> pd.DataFrame:
-    """Per-run rows with the study metrics and everything else recorded (see module doc)."""
-    df = store.runs(design=design)
+def results_frame(store: Store, design: str | None = None, *, superseded: bool = False) -> pd.DataFrame:
+    """Per-run rows with the study metrics and everything else recorded (see module doc):
+    the runs the store's designs plan now (``superseded``: also earlier model versions')."""
+    df = store.runs(design=design, superseded=superseded)
     if df.empty:
         return df
     fl = store.flows()
@@ -567,12 +568,18 @@ def render_report(
 def status_lines(store_dir: str | Path) -> list[str]:
     with _open(store_dir) as st:
         rows = st.status()
+        old = st.superseded()
     if not rows:
         return ["no designs in this store"]
     w = max(len(r["design"]) for r in rows)
     lines = [f"{'design':{w}s}  {'done':>7s} {'total':>7s} {'missing':>7s} {'errors':>7s}"]
     for r in rows:
         lines.append(f"{r['design']:{w}s}  {r['done']:7d} {r['total']:7d} {r['missing']:7d} {r['errors']:7d}")
+    if old:
+        lines.append(
+            f"(and {old} finished runs of an earlier model version, kept but left out of "
+            "reports, verdicts, plots and exports; `export --superseded` includes them)"
+        )
     return lines
 
 

@@ -124,6 +124,11 @@ CREATE TABLE IF NOT EXISTS flows (
 """
 
 
+# A run of a design that has a plan, which no design plans: the design was run again with
+# another model version (runs recorded without a plan, as the API allows, are never superseded).
+_SUPERSEDED = "r.key NOT IN (SELECT key FROM plan) AND EXISTS (SELECT 1 FROM plan q WHERE q.design = r.design)"
+
+
 class StoreError(RuntimeError):
     pass
 
@@ -496,6 +501,12 @@ class Store:
             return None
         return DesignConflictError(self.path, name, _differing_factors(stored, new), len(stored), len(new))
 
+    def superseded(self) -> int:
+        """Finished runs that no design plans any more: a design run again with another model
+        version plans that version's runs (the key holds it), and the earlier ones stay in the
+        store, out of every reader's view unless asked for."""
+        return self.db.execute(f"SELECT COUNT(*) FROM runs r WHERE r.status = 'done' AND {_SUPERSEDED}").fetchone()[0]
+
     def status(self) -> list[dict[str, Any]]:
         """done / error / missing / total per design."""
         out = []
@@ -511,9 +522,12 @@ class Store:
             out.append({"design": d["name"], "total": total, "done": done, "errors": errors, "missing": total - done})
         return out
 
-    def runs(self, *, design: str | None = None, status: str | None = "done"):
+    def runs(self, *, design: str | None = None, status: str | None = "done", superseded: bool = False):
         """One row per run: factor columns (study order), the registered study's metrics,
-        then the rest (seed, key, design, model version, backend, status, timings, ...)."""
+        then the rest (seed, key, design, model version, backend, status, timings, ...).
+
+        ``design``: the runs that design plans now. Otherwise the runs every design plans now;
+        ``superseded=True`` adds the runs no design plans any more (see :meth:`superseded`)."""
         import pandas as pd
 
         q = "SELECT r.* FROM runs r"
@@ -523,6 +537,8 @@ class Store:
             q += " JOIN plan p ON p.key = r.key"
             conds.append("p.design = ?")
             args.append(design)
+        elif not superseded:
+            conds.append(f"NOT ({_SUPERSEDED})")
         if status is not None:
             conds.append("r.status = ?")
             args.append(status)
