@@ -21,7 +21,8 @@
 //!
 //! TSO/GSO (`tcp_write_xmit`): new data leaves in skbs of up to `tcp_tso_segs` segments
 //! (the CC's `tso_segs` hook, else `tcp_tso_autosize`: about 1 ms at the pacing rate, at least
-//! 2), at most half the window each (`tcp_cwnd_test`), sent back to back; the EDT stamp
+//! 2), at most half the window each (`tcp_cwnd_test`, which lets the final FIN-marked
+//! segment out even with the window full), sent back to back; the EDT stamp
 //! advances once per skb. Bursts are cut from the write queue's skbs, which `tcp_sendmsg`
 //! fills to `tcp_xmit_size_goal` (a 64 KB GSO skb, at most half the largest offered window:
 //! 45 segments of 1436-1448 bytes), one skb at a time, so a burst ends at each boundary,
@@ -940,7 +941,11 @@ impl TcpSender {
             }
             let in_flight = self.sk.packets_in_flight();
             let cwnd = self.sk.snd_cwnd;
-            if in_flight >= cwnd && !(tlp && sent == 0) {
+            // tcp_cwnd_test: no room in cwnd, unless this is the loss probe or the final FIN
+            // ("don't be strict about the congestion window for the final FIN"): a closing
+            // transfer's last segment, alone in its skb, goes out with a quota of one.
+            let fin_alone = self.fin_alone();
+            if in_flight >= cwnd && !(tlp && sent == 0) && !fin_alone {
                 cwnd_limited = true;
                 break;
             }
@@ -952,7 +957,7 @@ impl TcpSender {
             }
             // tcp_cwnd_test: at most half the window per skb, so at least two GSO bursts
             // are in flight.
-            let quota = if tlp {
+            let quota = if tlp || fin_alone {
                 1
             } else {
                 (cwnd >> 1).max(1).min(cwnd - in_flight)
@@ -1041,6 +1046,14 @@ impl TcpSender {
             && self.sk.packets_out > 0
             && self.snd_sml > self.sk.snd_una
             && self.snd_sml <= s
+    }
+
+    /// The skb at `snd_nxt` is one segment carrying the FIN: a closing transfer's last
+    /// (`tcp_send_fin` tacks the FIN onto the unsent tail skb, and `tso_fragment` leaves it
+    /// on the last part of a split).
+    #[inline]
+    fn fin_alone(&self) -> bool {
+        !self.keep_open && self.sk.snd_nxt + 1 == self.total_segs
     }
 
     /// The application keeps this connection open after its writes (`web`, `messages` and

@@ -2009,6 +2009,36 @@ fn one_megabyte_at_100mbit() -> Harness {
 }
 
 #[test]
+fn the_final_fin_segment_is_not_held_by_the_congestion_window() {
+    // tcp_cwnd_test lets a one-segment skb carrying the FIN out with a full window: a
+    // closing 11-segment response leaves in the first round trip (10 by the initial window
+    // plus the FIN-marked last), where one kept open waits for the first ACK.
+    let first_flight = |keep_open: bool| {
+        let mut h = Harness::new(
+            100.0,
+            20.0,
+            1000,
+            spec(EcnSysctl::None),
+            spec(EcnSysctl::None),
+            Some(11 * 1448),
+        );
+        if keep_open {
+            h.s.keep_open();
+        }
+        h.start();
+        h.run(SEC);
+        assert!(h.s.is_done());
+        let first_ack = h.rev.iter().find(|(_, p)| !p.has(flags::SYN)).unwrap().0;
+        h.fwd
+            .iter()
+            .filter(|(t, p, _)| p.is_data() && *t < first_ack)
+            .count()
+    };
+    assert_eq!(first_flight(false), 11);
+    assert_eq!(first_flight(true), 10);
+}
+
+#[test]
 fn a_write_within_an_rto_of_the_last_send_keeps_the_window() {
     let mut h = one_megabyte_at_100mbit();
     h.run_until(2 * SEC, |h| h.s.is_done());
