@@ -944,8 +944,8 @@ impl TcpSender {
             // tcp_cwnd_test: no room in cwnd, unless this is the loss probe or the final FIN
             // ("don't be strict about the congestion window for the final FIN"): a closing
             // transfer's last segment, alone in its skb, goes out with a quota of one.
-            let fin_alone = self.fin_alone();
-            if in_flight >= cwnd && !(tlp && sent == 0) && !fin_alone {
+            let full = in_flight >= cwnd;
+            if full && !(tlp && sent == 0) && !self.fin_alone() {
                 cwnd_limited = true;
                 break;
             }
@@ -957,7 +957,7 @@ impl TcpSender {
             }
             // tcp_cwnd_test: at most half the window per skb, so at least two GSO bursts
             // are in flight.
-            let quota = if tlp || fin_alone {
+            let quota = if tlp || full {
                 1
             } else {
                 (cwnd >> 1).max(1).min(cwnd - in_flight)
