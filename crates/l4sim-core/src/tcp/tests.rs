@@ -2082,7 +2082,7 @@ fn a_receive_window_limit_does_not_grow_the_congestion_window() {
     // tcp_tso_should_defer marks a deferral cwnd-limited only when the congestion window is
     // the smaller one. A flow held by a fixed 64 KB receive window (45 segments) on an idle
     // 100 Mbit/s path, in congestion avoidance after one early loss, defers as rwnd-limited:
-    // CUBIC's window grows only while it is what limits the flight (tcp_is_cwnd_limited).
+    // Reno's window grows only while it is what limits the flight (tcp_is_cwnd_limited).
     let mut h = Harness::new(
         100.0,
         20.0,
