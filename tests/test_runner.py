@@ -113,6 +113,9 @@ def test_a_new_model_version_reruns_the_design_and_readers_show_only_its_runs(tm
     assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 12
     assert main(["study", "export", str(tmp_path), "--superseded"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 17
+    assert main(["study", "report", str(tmp_path), "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "model version next;" in page and "12 runs" in page and "keeps 5 finished runs" in page
     # Runs recorded without a planned design (the store's API allows it) are always shown.
     result = json.loads(fake_run(json.dumps(fake_builder({"aqm": "FIFO"}, 1))))
     with Store(tmp_path, write=True) as w:

@@ -466,9 +466,10 @@ def write_report(
         runs = st.runs(design=design)
         status = pd.DataFrame(st.status())
         designs = st.designs()
+        superseded = st.superseded()
     if design is not None and not status.empty:
         status = status[status["design"] == design]
-    return render_report(runs, out, status=status, designs=designs, **kw)
+    return render_report(runs, out, status=status, designs=designs, superseded=superseded, **kw)
 
 
 def render_report(
@@ -477,6 +478,7 @@ def render_report(
     *,
     status: pd.DataFrame | None = None,
     designs: list[dict[str, Any]] | None = None,
+    superseded: int = 0,
     title: str = "l4sim study report",
     rules: VerdictRules | None = None,
     figures: Mapping[str, Path] | None = None,
@@ -485,7 +487,8 @@ def render_report(
     max_embedded: int = 16,
 ) -> Path:
     """Write the HTML report ``out`` from per-run rows (``Store.runs``); ``status``: the store's
-    design status (``Store.status``; a design with missing runs makes the report partial)."""
+    design status (``Store.status``; a design with missing runs makes the report partial);
+    ``superseded``: finished runs of earlier model versions the store keeps (``Store.superseded``)."""
     from l4sim.studies import plots
 
     out = Path(out)
@@ -516,6 +519,11 @@ def render_report(
             "until the design is complete.</p>"
         )
     parts.append("<h2>Status</h2>" + (_table(status) if not status.empty else "<p>empty</p>"))
+    if superseded:
+        parts.append(
+            f"<p>The store also keeps {superseded} finished runs of an earlier model version, "
+            "which this report leaves out (`l4sim study export --superseded` lists them).</p>"
+        )
     parts.append("<h2>Is it OK to turn on TCP Prague?</h2>")
     if partial:
         parts.append("<p>No verdicts from a partial grid: finish the design (run the same command again).</p>")
