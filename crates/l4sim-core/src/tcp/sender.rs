@@ -864,7 +864,14 @@ impl TcpSender {
         {
             return false;
         }
-        if limit * TCP_TSO_WIN_DIVISOR >= self.sk.snd_cwnd {
+        // At least a third of the window (`tcp_tso_win_divisor`): of cwnd, or of the receive
+        // window where that is smaller (`chunk = min(snd_wnd, cwnd * mss) / 3`).
+        let mss = self.mss_now as u64;
+        if self.snd_wnd < self.sk.snd_cwnd as u64 * mss {
+            if limit as u64 * mss >= self.snd_wnd / TCP_TSO_WIN_DIVISOR as u64 {
+                return false;
+            }
+        } else if limit * TCP_TSO_WIN_DIVISOR >= self.sk.snd_cwnd {
             return false;
         }
         // If the next ACK is likely to come too late (the head was sent less than srtt/2
@@ -2191,6 +2198,16 @@ impl TcpSender {
         let left = self.total_segs - self.sk.snd_nxt;
         self.keep_open = keep_open;
         self.tso_should_defer(now, left, left + 1, left)
+    }
+    /// Whether `tcp_tso_should_defer` would hold an skb one segment larger than `limit`, the
+    /// window space, at `now`; and the receive window in segments.
+    #[cfg(test)]
+    pub(crate) fn would_defer(&self, now: SimTime, limit: u32) -> bool {
+        self.tso_should_defer(now, limit, limit + 2, limit + 1)
+    }
+    #[cfg(test)]
+    pub(crate) fn snd_wnd_segs(&self) -> u32 {
+        (self.snd_wnd / self.mss_now as u64) as u32
     }
     /// Earliest time the pacer lets the next packet out.
     pub fn pacing_stamp(&self) -> SimTime {

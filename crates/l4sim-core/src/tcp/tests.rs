@@ -2102,6 +2102,36 @@ fn a_receive_window_limit_does_not_grow_the_congestion_window() {
 }
 
 #[test]
+fn tso_deferral_takes_a_third_of_the_smaller_window() {
+    // tcp_tso_should_defer sends rather than wait once the window space reaches a third of
+    // min(snd_wnd, cwnd x mss) (tcp_tso_win_divisor 3). A flow held by a fixed 64 KB receive
+    // window, in slow start with cwnd up to twice its flight, just after a send: the third
+    // is the receive window's.
+    let mut h = Harness::new(
+        100.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        fixed_rcvbuf(EcnSysctl::None),
+        None,
+    );
+    h.start();
+    h.run_until(3 * SEC, |h| {
+        let s = &h.s;
+        s.sk.wstamp == h.now && s.sk.snd_cwnd > s.snd_wnd_segs() + 6 && s.would_defer(h.now, 1)
+    });
+    let (now, rwnd, cwnd) = (h.now, h.s.snd_wnd_segs(), h.s.sk.snd_cwnd);
+    assert!(
+        cwnd > rwnd + 6,
+        "never rwnd-bound: cwnd {cwnd}, rwnd {rwnd}"
+    );
+    let third = rwnd / 3;
+    assert!(h.s.would_defer(now, third - 1));
+    assert!(!h.s.would_defer(now, third + 1));
+    assert!(third + 1 < cwnd / 3, "the cwnd's third would defer here");
+}
+
+#[test]
 fn every_segment_is_acked_while_the_window_grows() {
     // tcp_grow_window puts the receiver in quick-ACK mode whenever rcv_ssthresh rises, and
     // receive-buffer autotuning keeps raising its bound while a flow speeds up: the first
