@@ -339,22 +339,27 @@ fn a_batch_of_small_writes_leaves_in_full_segments_behind_the_first() {
     // 1312). Later batches: the first message leaves at once (nothing unacknowledged);
     // the second waits, autocorked, while the first is still in the host's NIC queue, and the
     // other eight join its skb (tcp_sendmsg fills the unsent tail): 9,000 bytes in 7 segments
-    // at the first transmit completion, 8 packets a batch. Without autocorking the messages
-    // leave one by one until TCP Small Queues' limit (two skbs, or about 1 ms at the pacing
-    // rate) holds the next, and the rest join that one: more packets.
-    let sent = |autocorking: bool| {
+    // at the first transmit completion, 8 packets a batch. Nagle's test alone (autocorking
+    // off) gives the same: the second waits for the first's ACK, the others join it, and the
+    // full segments the skb grows leave as it grows (tcp_mss_split_point cuts the short end
+    // off). With neither, the messages leave one by one until TCP Small Queues' limit (two
+    // skbs, or about 1 ms at the pacing rate) holds the next, and the rest join that one:
+    // more packets.
+    let sent = |autocorking: bool, nodelay: bool| {
         let (n, sent) = messages_on_one_connection(
             9.5,
             10.0,
-            json!({"autocorking": autocorking}),
+            json!({"autocorking": autocorking, "nodelay": nodelay}),
             json!({"rate": 1, "batch_min": 10, "batch_max": 10, "message_size": 1000}),
         );
         // Batches at 1, 2, ..., 9 s.
         assert_eq!(n, 90);
         sent
     };
-    assert_eq!(sent(true), 7 + 8 * 8);
-    assert!(sent(false) > 7 + 8 * 8);
+    assert_eq!(sent(true, false), 7 + 8 * 8);
+    assert_eq!(sent(true, true), 7 + 8 * 8);
+    assert_eq!(sent(false, false), 7 + 8 * 8);
+    assert!(sent(false, true) > 7 + 8 * 8);
 }
 
 #[test]

@@ -970,7 +970,7 @@ impl TcpSender {
                 (cwnd >> 1).max(1).min(cwnd - in_flight)
             };
             let remaining = self.skb_left();
-            if remaining == 1 && !tlp && self.nagle_holds() {
+            if remaining == 1 && !tlp && self.nagle_holds(1) {
                 break;
             }
             if !tlp
@@ -990,8 +990,12 @@ impl TcpSender {
                 }
                 break;
             }
-            // tcp_mss_split_point: whole segments within the window.
-            let n = quota.min(max_segs).min(remaining).min(wnd_left);
+            // tcp_mss_split_point: whole segments within the window; all of a tail skb but
+            // its short last segment when Nagle's check holds for that.
+            let mut n = quota.min(max_segs).min(remaining).min(wnd_left);
+            if n == remaining && n > 1 && !tlp && self.nagle_holds(remaining) {
+                n -= 1;
+            }
             if self.tsq.may_throttle(self.sk.pacing_rate, self.paced())
                 && self.tsq_throttled(now, self.sk.snd_nxt, n, 0)
             {
@@ -1039,14 +1043,16 @@ impl TcpSender {
         sent
     }
 
-    /// `tcp_nagle_test` for the one-segment skb at `snd_nxt` (not for a loss probe, which
-    /// passes `TCP_NAGLE_OFF`): a short segment at the write queue's tail without the FIN
-    /// waits, unless `TCP_NODELAY`, while something is in flight and the last short segment
-    /// sent is unacknowledged (`tcp_minshall_check`). An ACK or a write that fills it sends it.
+    /// `tcp_nagle_check` for the short last segment of the `remaining`-segment skb at
+    /// `snd_nxt` (not for a loss probe, which passes `TCP_NAGLE_OFF`): a short segment at the
+    /// write queue's tail without the FIN waits, unless `TCP_NODELAY`, while something is in
+    /// flight and the last short segment sent is unacknowledged (`tcp_minshall_check`): alone
+    /// in its skb (`tcp_nagle_test`) it is not sent, at the end of a longer one
+    /// (`tcp_mss_split_point`) it is cut off. An ACK or a write that fills it sends it.
     #[inline]
-    fn nagle_holds(&self) -> bool {
+    fn nagle_holds(&self, remaining: u32) -> bool {
         let s = self.sk.snd_nxt;
-        s + 1 == self.total_segs
+        s + remaining == self.total_segs
             && self.keep_open
             && self.last_payload < self.mss_now
             && !self.spec.nodelay

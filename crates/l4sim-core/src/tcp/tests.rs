@@ -2039,6 +2039,42 @@ fn the_final_fin_segment_is_not_held_by_the_congestion_window() {
 }
 
 #[test]
+fn nagle_splits_the_short_end_off_a_tail_skb_while_a_short_segment_is_unacknowledged() {
+    // tcp_mss_split_point: a tail skb whose last segment is short is cut at the last full
+    // segment when Nagle's check holds (tcp_nagle_check: something in flight and the last
+    // short segment sent unacknowledged, Minshall). Two 2,172-byte messages (1.5 segments)
+    // 1 ms apart on a connection kept open: the first leaves whole (nothing in flight), of
+    // the second only the full segment, its short end waiting for the first's ACK; with
+    // TCP_NODELAY both segments leave.
+    let second_write = |nodelay: bool| {
+        let s_spec = TcpSpec {
+            nodelay,
+            ..spec(EcnSysctl::None)
+        };
+        let mut h = Harness::new(100.0, 20.0, 1000, s_spec, spec(EcnSysctl::None), Some(1000));
+        h.s.keep_open();
+        h.start();
+        h.run(SEC);
+        let t = h.now;
+        h.s.append(2172, t, &mut h.out);
+        h.route_fwd();
+        h.run(t + MS);
+        h.s.append(2172, t + MS, &mut h.out);
+        h.route_fwd();
+        let at = |when: SimTime| {
+            h.fwd
+                .iter()
+                .filter(|(x, p, _)| *x == when && p.is_data())
+                .map(|(_, p, _)| p.payload)
+                .collect::<Vec<_>>()
+        };
+        (at(t), at(t + MS))
+    };
+    assert_eq!(second_write(false), (vec![1448, 724], vec![1448]));
+    assert_eq!(second_write(true), (vec![1448, 724], vec![1448, 724]));
+}
+
+#[test]
 fn a_write_within_an_rto_of_the_last_send_keeps_the_window() {
     let mut h = one_megabyte_at_100mbit();
     h.run_until(2 * SEC, |h| h.s.is_done());
