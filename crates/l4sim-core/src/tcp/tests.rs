@@ -2113,20 +2113,26 @@ fn linux_default_buffers_cap_a_long_fat_flow_at_a_3_mb_window() {
     assert!(gp > 8.0e8, "{gp}");
 }
 
-#[test]
-fn a_receive_window_limit_does_not_grow_the_congestion_window() {
-    // tcp_tso_should_defer marks a deferral cwnd-limited only when the congestion window is
-    // the smaller one. A flow held by a fixed 64 KB receive window (45 segments) on an idle
-    // 100 Mbit/s path, in congestion avoidance after one early loss, defers as rwnd-limited:
-    // Reno's window grows only while it is what limits the flight (tcp_is_cwnd_limited).
-    let mut h = Harness::new(
+/// A bulk sender on an idle 100 Mbit/s, 20 ms path whose receiver keeps the initial 64 KB
+/// window (45 segments, below the path's 167-segment BDP).
+fn held_by_a_64_kb_window() -> Harness {
+    Harness::new(
         100.0,
         20.0,
         1000,
         spec(EcnSysctl::None),
         fixed_rcvbuf(EcnSysctl::None),
         None,
-    );
+    )
+}
+
+#[test]
+fn a_receive_window_limit_does_not_grow_the_congestion_window() {
+    // tcp_tso_should_defer marks a deferral cwnd-limited only when the congestion window is
+    // the smaller one. A flow held by a fixed 64 KB receive window (45 segments) on an idle
+    // 100 Mbit/s path, in congestion avoidance after one early loss, defers as rwnd-limited:
+    // Reno's window grows only while it is what limits the flight (tcp_is_cwnd_limited).
+    let mut h = held_by_a_64_kb_window();
     h.filter = first_tx_of(&[30]);
     h.start();
     h.run(5 * SEC);
@@ -2143,14 +2149,7 @@ fn tso_deferral_takes_a_third_of_the_smaller_window() {
     // min(snd_wnd, cwnd x mss) (tcp_tso_win_divisor 3). A flow held by a fixed 64 KB receive
     // window, in slow start with cwnd up to twice its flight, just after a send: the third
     // is the receive window's.
-    let mut h = Harness::new(
-        100.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        fixed_rcvbuf(EcnSysctl::None),
-        None,
-    );
+    let mut h = held_by_a_64_kb_window();
     h.start();
     h.run_until(3 * SEC, |h| {
         let s = &h.s;
