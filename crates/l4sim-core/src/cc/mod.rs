@@ -272,7 +272,10 @@ pub struct RateSample {
     pub ece_delta: u32,
     /// BBRv2: packets in flight when the sampled segment was sent (`tx.in_flight`).
     pub tx_in_flight: u32,
-    /// BBRv2: segments lost between the sampled segment's send and now (`tp->lost - tx.lost`).
+    /// BBRv2: `tp->lost` when the sampled segment was sent (`rs->prior_lost = tx.lost`).
+    pub prior_lost: u64,
+    /// BBRv2: segments lost between the sampled segment's send and the end of this ACK's
+    /// processing, the losses it marked included (`tcp_rate_gen`: `tp->lost - prior_lost`).
     pub lost: u64,
 }
 

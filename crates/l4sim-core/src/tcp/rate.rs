@@ -30,8 +30,10 @@ pub struct RateSampler {
 }
 
 impl RateSampler {
-    /// `tcp_rate_skb_sent`: snapshot before the segment joins packets_out.
-    pub fn on_sent(&mut self, sk: &mut Sock, now: SimTime) -> TxInfo {
+    /// `tcp_rate_skb_sent`: snapshot before the segment joins packets_out. `in_flight` is
+    /// `tcp_set_tx_in_flight`'s: packets in flight once the segment's whole skb is sent, the
+    /// same for every segment of a GSO burst.
+    pub fn on_sent(&mut self, sk: &mut Sock, now: SimTime, in_flight: u32) -> TxInfo {
         if sk.packets_out == 0 {
             self.first_tx_mstamp = now;
             sk.delivered_mstamp = now;
@@ -42,13 +44,12 @@ impl RateSampler {
             delivered: sk.delivered,
             delivered_ce: sk.delivered_ce,
             lost: sk.lost,
-            in_flight: sk.packets_in_flight() + 1,
+            in_flight,
             app_limited: sk.app_limited != 0,
             counted: false,
         }
     }
     /// `tcp_rate_skb_delivered` for a segment sent at `tx_time` (end `end_seq`).
-    #[allow(clippy::too_many_arguments)]
     pub fn on_delivered(
         &mut self,
         rs: &mut RateSample,
@@ -57,7 +58,6 @@ impl RateSampler {
         end_seq: u32,
         retrans: bool,
         sacked: bool,
-        now_lost: u64,
     ) {
         if tx.counted {
             return;
@@ -71,7 +71,7 @@ impl RateSampler {
             rs.is_retrans = retrans;
             rs.last_end_seq = end_seq;
             rs.tx_in_flight = tx.in_flight;
-            rs.lost = now_lost - tx.lost;
+            rs.prior_lost = tx.lost;
             self.first_tx_mstamp = tx_time;
             rs.snd_interval = tx_time.saturating_sub(tx.first_tx) as i64;
         }
@@ -102,6 +102,7 @@ impl RateSampler {
             return;
         }
         rs.delivered = (sk.delivered - rs.prior_delivered) as i64;
+        rs.lost = sk.lost - rs.prior_lost;
         rs.delivered_ce = (sk.delivered_ce - rs.prior_delivered_ce) as i64;
         let snd = rs.snd_interval;
         let ack = now.saturating_sub(rs.prior_mstamp) as i64;

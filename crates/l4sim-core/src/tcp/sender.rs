@@ -693,12 +693,14 @@ impl TcpSender {
             return;
         }
         if st & S_LOST != 0 {
-            if st & S_RETRANS != 0 {
-                self.seg_mut(seq).st &= !S_RETRANS;
-                self.sk.retrans_out -= 1;
-                self.sk.lost += 1;
-                self.stats.lost_retrans += 1;
+            // Already lost: only a lost retransmission is news.
+            if st & S_RETRANS == 0 {
+                return;
             }
+            self.seg_mut(seq).st &= !S_RETRANS;
+            self.sk.retrans_out -= 1;
+            self.sk.lost += 1;
+            self.stats.lost_retrans += 1;
         } else {
             self.seg_mut(seq).st |= S_LOST;
             self.sk.lost_out += 1;
@@ -737,7 +739,15 @@ impl TcpSender {
     }
 
     /// Transmit segment `seq` (new if seq == snd_nxt) and update pacing, rate and counters.
-    fn transmit(&mut self, seq: u32, now: SimTime, out: &mut Vec<Packet>, retrans: bool) {
+    /// `in_flight`: packets in flight once the skb it belongs to is sent (`tx.in_flight`).
+    fn transmit(
+        &mut self,
+        seq: u32,
+        now: SimTime,
+        out: &mut Vec<Packet>,
+        retrans: bool,
+        in_flight: u32,
+    ) {
         let payload = self.payload_of(seq);
         let mut p = self.pkt(now);
         p.flags = flags::ACK;
@@ -755,7 +765,7 @@ impl TcpSender {
             self.cc.cwnd_event(&mut self.sk, CaEvent::TxStart);
         }
         self.sk.lsndtime = now;
-        let tx = self.rate.on_sent(&mut self.sk, now);
+        let tx = self.rate.on_sent(&mut self.sk, now, in_flight);
         if retrans {
             let s = self.seg_mut(seq);
             s.tx_time = now;
@@ -1001,11 +1011,13 @@ impl TcpSender {
             {
                 break;
             }
+            // tcp_set_tx_in_flight: every segment of the skb records the flight after it.
+            let in_flight = self.sk.packets_in_flight() + n;
             let mut payload = 0;
             for _ in 0..n {
                 let seq = self.sk.snd_nxt;
                 payload += self.payload_of(seq) as u64;
-                self.transmit(seq, now, out, false);
+                self.transmit(seq, now, out, false, in_flight);
             }
             self.after_send(now, payload);
             sent += n;
@@ -1137,7 +1149,8 @@ impl TcpSender {
     /// `tcp_retransmit_skb` of a lost segment: it is in flight again (SACKED_RETRANS).
     #[cold]
     fn retransmit_one(&mut self, seq: u32, now: SimTime, out: &mut Vec<Packet>) {
-        self.transmit(seq, now, out, true);
+        let in_flight = self.sk.packets_in_flight() + 1;
+        self.transmit(seq, now, out, true, in_flight);
         self.after_send(now, self.payload_of(seq) as u64);
         let s = self.seg_mut(seq);
         s.st &= !S_QUEUED;
@@ -1325,7 +1338,8 @@ impl TcpSender {
             } else if self.sk.packets_out > 0 {
                 let last = self.sk.snd_nxt - 1;
                 if self.seg(last).st & S_SACKED == 0 {
-                    self.transmit(last, now, out, true);
+                    let in_flight = self.sk.packets_in_flight() + 1;
+                    self.transmit(last, now, out, true, in_flight);
                     self.tlp_retrans = true;
                     probed = true;
                 }
@@ -1905,12 +1919,13 @@ impl TcpSender {
             self.sk.snd_una += 1;
             self.sk.packets_out -= 1;
             pkts_acked += 1;
+            // A SACKed segment may still count its retransmission in flight.
+            if s.st & S_RETRANS != 0 {
+                self.sk.retrans_out -= 1;
+            }
             if s.st & S_SACKED != 0 {
                 self.sk.sacked_out -= 1;
             } else {
-                if s.st & S_RETRANS != 0 {
-                    self.sk.retrans_out -= 1;
-                }
                 if s.st & S_LOST != 0 {
                     self.sk.lost_out -= 1;
                 }
@@ -1932,7 +1947,6 @@ impl TcpSender {
                     flag |= FLAG_ORIG_SACK_ACKED;
                 }
             }
-            let lost_now = self.sk.lost;
             self.rate.on_delivered(
                 &mut self.rs,
                 &mut s.tx,
@@ -1940,7 +1954,6 @@ impl TcpSender {
                 seq + 1,
                 s.st & S_EVER_RETRANS != 0,
                 false,
-                lost_now,
             );
         }
         if pkts_acked > 0 {
@@ -2117,6 +2130,12 @@ impl TcpSender {
             if st & S_SACKED != 0 {
                 *reord = (*reord).min(seq);
             }
+            // The retransmission was redundant: no longer in flight (above the new ACK;
+            // below it the cumulative ACK clears it).
+            if st & S_RETRANS != 0 && seq >= p.ack {
+                self.seg_mut(seq).st &= !S_RETRANS;
+                self.sk.retrans_out -= 1;
+            }
         }
     }
 
@@ -2140,10 +2159,14 @@ impl TcpSender {
         let tx_time = self.segs[i].tx_time;
         self.rack
             .advance(st & S_EVER_RETRANS != 0, seq + 1, tx_time, now, min_rtt);
+        // A retransmission not marked lost is believed still in flight: it keeps
+        // SACKED_RETRANS (and its count in `retrans_out`) until the cumulative ACK or a DSACK.
+        let mut clear = S_LOST;
         if st & S_RETRANS != 0 {
             if st & S_LOST != 0 {
                 self.sk.lost_out -= 1;
                 self.sk.retrans_out -= 1;
+                clear |= S_RETRANS;
             }
         } else {
             if st & S_EVER_RETRANS == 0 {
@@ -2162,11 +2185,10 @@ impl TcpSender {
                 self.sk.lost_out -= 1;
             }
         }
-        self.segs[i].st = (st | S_SACKED) & !(S_LOST | S_RETRANS);
+        self.segs[i].st = (st | S_SACKED) & !clear;
         self.sk.sacked_out += 1;
         self.sk.delivered += 1;
         self.ts_unlink(seq);
-        let lost_now = self.sk.lost;
         let mut tx = self.segs[i].tx;
         self.rate.on_delivered(
             &mut self.rs,
@@ -2175,7 +2197,6 @@ impl TcpSender {
             seq + 1,
             st & S_EVER_RETRANS != 0,
             true,
-            lost_now,
         );
         self.segs[i].tx = tx;
         flag
@@ -2188,6 +2209,39 @@ impl TcpSender {
     /// Current RTO, ns (with backoff).
     pub fn rto(&self) -> SimDuration {
         self.rto
+    }
+    /// The rate sample of the last ACK.
+    #[cfg(test)]
+    pub(crate) fn rate_sample(&self) -> &RateSample {
+        &self.rs
+    }
+    /// Segment `seq`'s last send time and the packets in flight it recorded (`tx.in_flight`).
+    #[cfg(test)]
+    pub(crate) fn tx_in_flight(&self, seq: u32) -> (SimTime, u32) {
+        let s = self.seg(seq);
+        (s.tx_time, s.tx.in_flight)
+    }
+    /// `tcp_try_undo_loss`'s undo, which unmarks every loss, for tests of what follows it.
+    #[cfg(test)]
+    pub(crate) fn undo_unmarking_losses(&mut self) {
+        self.undo_cwnd_reduction(true);
+    }
+    /// The scoreboard's counters against its segments' flags (`tcp_verify_left_out` and
+    /// more): `packets_out`, `sacked_out`, `lost_out` and `retrans_out` recounted.
+    #[cfg(test)]
+    pub(crate) fn scoreboard_error(&self) -> Option<String> {
+        let count = |bit: u8| self.segs.iter().filter(|s| s.st & bit != 0).count() as u32;
+        let sk = &self.sk;
+        let seen = (sk.packets_out, sk.sacked_out, sk.lost_out, sk.retrans_out);
+        let want = (
+            self.segs.len() as u32,
+            count(S_SACKED),
+            count(S_LOST),
+            count(S_RETRANS),
+        );
+        (seen != want).then(|| {
+            format!("packets/sacked/lost/retrans_out {seen:?}, segments' flags say {want:?}")
+        })
     }
     #[cfg(test)]
     pub(crate) fn rack(&self) -> &Rack {

@@ -216,6 +216,9 @@ impl Harness {
                 self.r.on_timer(self.now, &mut self.out);
                 self.route_rev();
             }
+            if let Some(e) = self.s.scoreboard_error() {
+                panic!("at {} ns: {e}", self.now);
+            }
             if stop(self) {
                 return;
             }
@@ -1473,6 +1476,50 @@ fn frto_undoes_a_timeout_when_data_never_retransmitted_arrives() {
 }
 
 #[test]
+fn a_sacked_retransmission_not_marked_lost_stays_in_flight_until_the_cumulative_ack() {
+    // Segments 100 and 103 are lost and retransmitted; an undo then unmarks both losses
+    // (as `tcp_try_undo_loss` does), so they are plain retransmissions (SACKED_RETRANS
+    // alone). A SACK of 103 leaves its retransmission counted in flight (`tcp_sacktag_one`:
+    // "we do not clear RETRANS, believing that retransmission is still in flight"); the
+    // cumulative ACK takes it out. Before model 0.9.16 the SACK cleared the flag but not
+    // the count, and `retrans_out` stayed one too high for the rest of the connection.
+    let mut h = megabyte_at_10mbit();
+    h.filter = first_tx_of(&[100, 103]);
+    h.start();
+    h.run_until(10 * SEC, |h| h.s.stats.retrans >= 2);
+    assert_eq!(h.s.sk.retrans_out, 2);
+    h.s.undo_unmarking_losses();
+    assert_eq!((h.s.sk.lost_out, h.s.sk.retrans_out), (0, 2));
+    let mut ack = h.rev.last().unwrap().1;
+    let mut out = Vec::new();
+    (ack.ack, ack.sack[0], ack.n_sack) = (100, (103, 104), 1);
+    h.s.on_packet(&ack, h.now, &mut out);
+    assert_eq!(h.s.scoreboard_error(), None);
+    assert_eq!(h.s.sk.retrans_out, 2);
+    let nxt = h.s.sk.snd_nxt;
+    (ack.ack, ack.n_sack) = (nxt, 0);
+    h.s.on_packet(&ack, h.now + MS, &mut out);
+    assert_eq!(h.s.scoreboard_error(), None);
+    assert_eq!((h.s.sk.snd_una, h.s.sk.retrans_out), (nxt, 0));
+}
+
+#[test]
+fn the_rate_samples_losses_include_those_its_ack_marked() {
+    // tcp_rate_gen runs after the ACK's loss marking: rs->lost = tp->lost - prior_lost
+    // counts the segments this ACK marked lost too (BBRv2's loss-rate test reads it).
+    let mut h = megabyte_at_10mbit();
+    h.filter = first_tx_of(&[100]);
+    h.start();
+    h.run_until(10 * SEC, |h| h.s.sk.lost >= 1);
+    let rs = h.s.rate_sample();
+    assert_eq!(
+        (rs.losses, rs.lost),
+        (1, 1),
+        "marked by an ACK, and in its sample"
+    );
+}
+
+#[test]
 fn a_dsack_block_above_the_ack_sacks_the_segment_it_reports() {
     // A receiver's DSACK of an out-of-order duplicate whose block it does not report second
     // is, for Linux's sender, no DSACK (RFC 2883: below the ACK or inside the second block)
@@ -1643,6 +1690,23 @@ fn tso_autosizes_skbs_to_a_millisecond_at_the_pacing_rate() {
     let sizes: Vec<u32> = bursts(&u).iter().skip(5).map(|x| x.1).collect();
     let avg = sizes.iter().sum::<u32>() as f64 / sizes.len() as f64;
     assert!(avg < 3.0, "mean burst {avg}");
+}
+
+#[test]
+fn every_segment_of_an_skb_records_the_flight_after_the_whole_skb() {
+    // tcp_set_tx_in_flight: tx.in_flight = packets in flight + tcp_skb_pcount(skb), once
+    // per skb, so BBR's rate samples and lost-skb checks see the same flight for each of
+    // its segments. A paced sender, so that each skb leaves at its own time.
+    let h = bulk_3s(200.0, paced());
+    let sent: Vec<(SimTime, u32)> = (h.s.sk.snd_una..h.s.sk.snd_nxt)
+        .map(|seq| h.s.tx_in_flight(seq))
+        .collect();
+    let mut multi = 0;
+    for skb in sent.chunk_by(|a, b| a.0 == b.0) {
+        assert!(skb.iter().all(|s| s.1 == skb[0].1), "{skb:?}");
+        multi += (skb.len() > 1) as usize;
+    }
+    assert!(multi > 10, "{multi} skbs of several segments in flight");
 }
 
 #[test]
