@@ -229,6 +229,9 @@ pub struct TcpSender {
     retrans_stamp: Option<SimTime>,
     /// Segments reported twice by DSACKs (`dsack_dups`).
     dsack_dups: u64,
+    /// Loss events handed to the CC (`skb_marked_lost`): one per `tp->lost` increment.
+    #[cfg(test)]
+    loss_events: u64,
     /// The timestamp echo of the ACK being processed (`rx_opt.rcv_tsecr`).
     rcv_tsecr: SimTime,
     rate: RateSampler,
@@ -309,6 +312,8 @@ impl TcpSender {
             undo_retrans: 0,
             retrans_stamp: None,
             dsack_dups: 0,
+            #[cfg(test)]
+            loss_events: 0,
             rcv_tsecr: 0,
             rate: RateSampler::default(),
             rs: RateSample::default(),
@@ -683,6 +688,10 @@ impl TcpSender {
             ..Default::default()
         });
         self.cc.skb_marked_lost(&self.sk, rs.as_ref());
+        #[cfg(test)]
+        {
+            self.loss_events += 1;
+        }
     }
 
     /// `tcp_mark_skb_lost` (+ `tcp_notify_skb_loss_event`).
@@ -2227,7 +2236,8 @@ impl TcpSender {
         self.undo_cwnd_reduction(true);
     }
     /// The scoreboard's counters against its segments' flags (`tcp_verify_left_out` and
-    /// more): `packets_out`, `sacked_out`, `lost_out` and `retrans_out` recounted.
+    /// more): `packets_out`, `sacked_out`, `lost_out` and `retrans_out` recounted, and one
+    /// loss event for the CC per segment counted lost (`tcp_notify_skb_loss_event`).
     #[cfg(test)]
     pub(crate) fn scoreboard_error(&self) -> Option<String> {
         let count = |bit: u8| self.segs.iter().filter(|s| s.st & bit != 0).count() as u32;
@@ -2239,6 +2249,12 @@ impl TcpSender {
             count(S_LOST),
             count(S_RETRANS),
         );
+        if self.loss_events != sk.lost {
+            return Some(format!(
+                "{} loss events for tp->lost = {}",
+                self.loss_events, sk.lost
+            ));
+        }
         (seen != want).then(|| {
             format!("packets/sacked/lost/retrans_out {seen:?}, segments' flags say {want:?}")
         })
