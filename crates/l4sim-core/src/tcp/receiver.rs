@@ -432,6 +432,12 @@ impl TcpReceiver {
         self.n_sacks = n + 1;
     }
 
+    /// The delayed-ACK engine's `ato` (`icsk_ack.ato`).
+    #[cfg(test)]
+    pub(crate) fn ato(&self) -> SimDuration {
+        self.ato
+    }
+
     /// `tcp_enter_quickack_mode`.
     #[cold]
     fn enter_quickack_mode(&mut self, n: u32) {
@@ -470,7 +476,8 @@ impl TcpReceiver {
             } else if m < self.ato {
                 self.ato = ((self.ato >> 1) + m).min(self.rto);
             } else if m > self.rto {
-                self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+                // Too long a gap: tcp_incr_quickack, ato kept.
+                self.quick = self.quick.max(TCP_MAX_QUICKACKS);
             }
         }
         self.lrcvtime = now;
@@ -640,7 +647,14 @@ impl TcpReceiver {
         if ack != self.rcv_nxt {
             return; // DCTCP's special ACK reflecting the prior CE state
         }
-        self.quick = self.quick.saturating_sub(1);
+        // tcp_dec_quickack_mode (5.15, one packet per pure ACK): leaving quick-ACK mode
+        // deflates ato.
+        if self.quick > 0 {
+            self.quick -= 1;
+            if self.quick == 0 {
+                self.ato = TCP_ATO_MIN;
+            }
+        }
         self.ack_pending = false;
         self.ack_now = false;
         self.delack_at = NEVER;

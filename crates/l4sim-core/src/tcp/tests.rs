@@ -958,7 +958,7 @@ fn rfc3168_receiver_quick_acks_a_not_ect_segment_after_ect_ones() {
     r.on_packet(&syn, 0, &mut out);
     assert!(out[0].has(flags::ECE) && !out[0].has(flags::CWR));
     let mut seq = 0;
-    while r.stats.acks_sent < 17 {
+    while r.stats.acks_sent < 16 {
         r.on_packet(&data_pkt(seq, Ecn::Ect0), seq as u64 * MS, &mut out);
         seq += 1;
     }
@@ -1070,6 +1070,39 @@ fn a_lone_segment_is_acked_by_the_delayed_ack_timer() {
     let last_data = h.r.stats.data_pkts_received;
     assert_eq!(last_data, 33);
     assert!(h.r.stats.acks_sent < 33);
+}
+
+#[test]
+fn leaving_quick_ack_mode_deflates_the_delayed_ack_timeout() {
+    // Segments 30 ms apart: each grows ato to ato/2 + 30 ms (tcp_event_data_recv), toward
+    // 60 ms, while the 16 quick ACKs go out at once. The last quick ACK sets ato back to
+    // TCP_ATO_MIN (tcp_dec_quickack_mode), so the next segment makes it 40/2 + 30 = 50 ms,
+    // not 60. (The delayed-ACK timer takes at most max(srtt, 40 ms) of it, so a longer ato
+    // shows only on paths of more than 40 ms.)
+    let p = params(None);
+    let s = spec(EcnSysctl::None);
+    let mut r = TcpReceiver::with_cc_flags(&p, &s, CcFlags::default(), Rng::new(1, 2));
+    let mut out = Vec::new();
+    let mut syn = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
+    syn.flags = flags::SYN;
+    r.on_packet(&syn, 0, &mut out);
+    out.clear();
+    let mut seq = 0;
+    while r.stats.acks_sent < 16 {
+        assert!(seq < 40, "no 16 quick ACKs");
+        r.on_packet(
+            &data_pkt(seq, Ecn::NotEct),
+            (seq as u64 + 1) * 30 * MS,
+            &mut out,
+        );
+        seq += 1;
+    }
+    assert_eq!(out.len(), 16, "every segment ACKed at once");
+    assert_eq!(r.ato(), receiver::TCP_ATO_MIN);
+    let now = (seq as u64 + 1) * 30 * MS;
+    r.on_packet(&data_pkt(seq, Ecn::NotEct), now, &mut out);
+    assert_eq!(out.len(), 16, "a delayed ACK");
+    assert_eq!(r.ato(), 50 * MS);
 }
 
 // ------------------------------------------------------------------------- loss recovery
