@@ -107,6 +107,9 @@ const FLAG_RETRANS_DATA_ACKED: u32 = 0x8;
 /// Data never retransmitted, sent before `high_seq`, was (S)ACKed (FLAG_ORIG_SACK_ACKED).
 const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
 const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
+/// A lone runt segment ACKed alone: the receiver may have delayed the ACK, so its RTT may not
+/// lower-bound the path's (FLAG_ACK_MAYBE_DELAYED).
+const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
 
 /// `net.ipv4.tcp_max_reordering` (default 300): the most `tp->reordering` can grow to.
 const MAX_REORDERING: u32 = 300;
@@ -1917,6 +1920,7 @@ impl TcpSender {
             }
         }
         // Cumulative ACK (tcp_clean_rtx_queue).
+        let prior_sacked = self.sk.sacked_out;
         let mut reord = self.sk.snd_nxt;
         let mut first_ackt = NEVER;
         let mut last_ackt = NEVER;
@@ -1981,6 +1985,18 @@ impl TcpSender {
         if first_ackt != NEVER && flag & FLAG_RETRANS_DATA_ACKED == 0 {
             seq_rtt = (now - first_ackt) as i64;
             ca_rtt = (now - last_ackt) as i64;
+            // One segment of fewer bytes than `mss_cache` (so also a full one that shares
+            // its room with the AccECN option), nothing SACKed, nothing else delivered since
+            // it was sent. (Linux also tests FLAG_CA_ALERT and FLAG_SYN_ACKED, on
+            // tcp_clean_rtx_queue's own flags, which never hold the former; a SYN is not in
+            // this queue.)
+            if pkts_acked == 1
+                && prior_sacked == 0
+                && self.payload_of(prior_snd_una) < self.sk.mss
+                && self.rs.prior_delivered + 1 == self.sk.delivered
+            {
+                flag |= FLAG_ACK_MAYBE_DELAYED;
+            }
         }
         let mut sack_rtt: i64 = -1;
         if first_sackt != NEVER {
@@ -1998,8 +2014,12 @@ impl TcpSender {
         }
         self.rs.rtt = ca_rtt;
         if seq_rtt >= 0 {
+            // tcp_update_rtt_min: a sample that may carry a delayed ACK's wait never enters
+            // the filter above its minimum.
             let ca_us = ((ca_rtt.max(0) as u64) / US).max(1);
-            self.min_rtt.running_min(MIN_RTT_WIN, now, ca_us * US);
+            if flag & FLAG_ACK_MAYBE_DELAYED == 0 || ca_us * US <= self.min_rtt.get() {
+                self.min_rtt.running_min(MIN_RTT_WIN, now, ca_us * US);
+            }
             let rto_min_us = self.rto_min() / US;
             self.rtt.sample(
                 ((seq_rtt as u64) / US).max(1),
@@ -2061,6 +2081,7 @@ impl TcpSender {
         }
         // Rate sample and congestion control (tcp_cong_control).
         let lost = (self.sk.lost - prior_lost) as u32;
+        self.rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
         let mut rs = self.rs;
         self.rate.generate(&mut self.sk, &mut rs, newly, lost, now);
         self.rs = rs;

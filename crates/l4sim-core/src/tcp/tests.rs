@@ -2183,6 +2183,53 @@ fn a_write_within_an_rto_of_the_last_send_keeps_the_window() {
     assert_eq!(h.s.sk.snd_cwnd, w);
 }
 
+#[test]
+fn a_lone_runt_acked_alone_does_not_raise_the_min_rtt_filter() {
+    // tcp_clean_rtx_queue's FLAG_ACK_MAYBE_DELAYED: an ACK of one segment shorter than
+    // mss_cache, sent when nothing else was in flight, may have waited for the receiver's
+    // delayed-ACK timer, so tcp_update_rtt_min keeps it out of the 300 s min filter when it
+    // is above the minimum, and the rate sample says so (`is_ack_delayed`, which BBR's min_rtt
+    // refresh reads). A connection kept open sends one write every 10 s for 400 s, each
+    // arriving 30 ms late (a 50 ms sample on a 20 ms path): runts leave the handshake's 20 ms
+    // in the filter, full segments replace it once it is 300 s old.
+    let run = |bytes: u64| {
+        let mut h = Harness::new(
+            100.0,
+            20.0,
+            1000,
+            spec(EcnSysctl::None),
+            spec(EcnSysctl::None),
+            Some(bytes),
+        );
+        h.s.keep_open();
+        h.filter = Box::new(|p, c| {
+            if p.is_data() && c.now > SEC {
+                Verdict::Delay(30 * MS)
+            } else {
+                Verdict::Pass
+            }
+        });
+        h.start();
+        h.run(SEC);
+        let mut delayed = Vec::new();
+        for i in 1..=40u64 {
+            let t = i * 10 * SEC;
+            h.run(t);
+            h.s.append(bytes, t, &mut h.out);
+            h.route_fwd();
+            h.run(t + SEC);
+            delayed.push(h.s.rate_sample().is_ack_delayed);
+        }
+        (h.s.sk.min_rtt / MS, delayed)
+    };
+    let (runt_min, runt_delayed) = run(1000);
+    assert_eq!(runt_min, 20);
+    assert!(runt_delayed.iter().all(|&d| d));
+    let (full_min, full_delayed) = run(1448);
+    assert_eq!(full_min, 50);
+    assert!(full_delayed.iter().all(|&d| !d));
+}
+
 // ------------------------------------------------------------------------- receive window
 
 #[test]
