@@ -309,8 +309,9 @@ fn a_qdisc_on_the_senders_own_egress_holds_tcp_in_the_socket() {
     // 1 ms at CUBIC's pacing rate (1.2 x cwnd / srtt in congestion avoidance, 2 x in slow
     // start): tens of packets at most, where the window is hundreds.
     assert!(q.max_backlog_pkts < 60, "{}", q.max_backlog_pkts);
+    // So the RTT stays below the 10 ms path plus those 60 packets at 100 Mbit/s (7.3 ms).
     let max_srtt = r.rtt_samples["f"].iter().copied().fold(0.0, f64::max);
-    assert!(max_srtt < 13.0, "{max_srtt}");
+    assert!(max_srtt < 17.3, "{max_srtt}");
 }
 
 #[test]

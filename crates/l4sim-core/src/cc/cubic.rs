@@ -1,5 +1,7 @@
-//! CUBIC with HyStart, following Linux `net/ipv4/tcp_cubic.c` (v2.3, the same logic in
-//! 5.10-5.15) and RFC 9438 for the model.
+//! CUBIC with HyStart, following Linux `net/ipv4/tcp_cubic.c` (v2.3) as 5.15.72 has it, and
+//! RFC 9438 for the model. Since 4e1fddc98d25 (5.16, in 5.15.y from 5.15.6) a HyStart round
+//! ends in `hystart_update`, on an ACK whose RTT HyStart samples, whether or not the flow is
+//! cwnd-limited (before, `bictcp_cong_avoid` ended it, only for cwnd-limited flows).
 //!
 //! Modelled as in Linux:
 //! - fixed-point cubic: time in 1/1024 s (`BICTCP_HZ` = 10 bit), `C = bic_scale*10/1024`,
@@ -57,10 +59,6 @@ pub struct CubicParams {
     /// tick). Unset: drawn uniformly from the flow's random stream, because a real host's
     /// tick phase is not under the experiment's control (it differs between hosts and runs).
     pub jiffies_phase_us: Option<f64>,
-    /// The socket is paced (`sk_pacing_status != SK_PACING_NONE`, i.e. the sender host runs
-    /// the `fq` qdisc). When false (Linux default without fq) HyStart's ACK-train threshold
-    /// is halved. A CC-requested pacing (`sk.pacing_needed`) also counts as paced.
-    pub paced: bool,
 }
 
 impl Default for CubicParams {
@@ -77,7 +75,6 @@ impl Default for CubicParams {
             hystart_ack_delta_us: 2000,
             hz: 250,
             jiffies_phase_us: None,
-            paced: false,
         }
     }
 }
@@ -298,13 +295,17 @@ impl Cubic {
 
     /// `hystart_update`, with `delay` in us.
     fn hystart_update(&mut self, sk: &mut Sock, delay: u32) {
+        if (sk.snd_una.wrapping_sub(self.end_seq) as i32) > 0 {
+            self.hystart_reset(sk);
+        }
         if self.p.hystart_detect & HYSTART_ACK_TRAIN != 0 {
             let now = sk.now / 1000;
             if now.saturating_sub(self.last_ack) <= self.p.hystart_ack_delta_us as u64 {
                 self.last_ack = now;
                 let mut threshold = self.delay_min + Self::hystart_ack_delay(sk);
-                // Unpaced: packets are not spread, so the train is half as long.
-                if !(self.p.paced || sk.pacing_needed) {
+                // Unpaced (`sk_pacing_status` NONE: neither the host's fq nor the CC paces):
+                // packets are not spread, so the train is half as long.
+                if !(sk.pacing_fq || sk.pacing_needed) {
                     threshold >>= 1;
                 }
                 if now.saturating_sub(self.round_start) > threshold as u64 {
@@ -381,15 +382,12 @@ impl CongestionControl for Cubic {
     }
 
     /// `bictcp_cong_avoid`.
-    fn cong_avoid(&mut self, sk: &mut Sock, ack: u32, acked: u32) {
+    fn cong_avoid(&mut self, sk: &mut Sock, _ack: u32, acked: u32) {
         if !sk.cwnd_limited() {
             return;
         }
         let mut acked = acked;
         if sk.in_slow_start() {
-            if self.p.hystart && (ack.wrapping_sub(self.end_seq) as i32) > 0 {
-                self.hystart_reset(sk);
-            }
             acked = sk.slow_start(acked);
             if acked == 0 {
                 return;
@@ -667,18 +665,41 @@ mod tests {
         assert!(c.found);
         assert_eq!(sk.snd_ssthresh, 64);
 
-        // Paced: the threshold is the full min RTT.
+        // Paced by the host's fq: the threshold is the full min RTT.
         let mut c = Cubic::new(CubicParams {
             hystart_detect: HYSTART_ACK_TRAIN,
-            paced: true,
+            ..Default::default()
+        });
+        let mut sk = Sock::new(1448);
+        sk.pacing_fq = true;
+        sk.snd_cwnd = 64;
+        sk.now = 1000 * MS;
+        c.init(&mut sk);
+        for i in 0..8 {
+            sk.now = 1000 * MS + i * MS;
+            feed_rtt(&mut c, &mut sk, 10 * MS);
+        }
+        assert!(!c.found);
+    }
+
+    #[test]
+    fn hystart_rounds_end_on_the_sampled_acks_whether_or_not_the_flow_is_cwnd_limited() {
+        // 4e1fddc98d25: the round restarts in hystart_update once snd_una passes the round's
+        // end, so a flow that is not cwnd-limited (cong_avoid returns at once) measures each
+        // train from its own round. ACKs 1 ms apart, min RTT 10 ms, unpaced (threshold 5 ms),
+        // rounds of 4 ACKs: no train ever lasts 5 ms.
+        let mut c = Cubic::new(CubicParams {
+            hystart_detect: HYSTART_ACK_TRAIN,
             ..Default::default()
         });
         let mut sk = Sock::new(1448);
         sk.snd_cwnd = 64;
         sk.now = 1000 * MS;
         c.init(&mut sk);
-        for i in 0..8 {
-            sk.now = 1000 * MS + i * MS;
+        for i in 1..40u32 {
+            sk.now = 1000 * MS + i as u64 * MS;
+            sk.snd_una = i;
+            sk.snd_nxt = i + 3;
             feed_rtt(&mut c, &mut sk, 10 * MS);
         }
         assert!(!c.found);

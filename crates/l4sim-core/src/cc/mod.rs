@@ -130,6 +130,8 @@ pub struct Sock {
     /// SK_PACING_NEEDED: the CC asked for pacing (enforced by TCP's internal pacing if the
     /// host has no fq qdisc).
     pub pacing_needed: bool,
+    /// SK_PACING_FQ: the sender host's `fq` qdisc paces the socket (`tcp.fq_pacing`).
+    pub pacing_fq: bool,
     pub ecn_mode: EcnMode,
     /// TCP_ECN_ECT_1: data goes out ECT(1) instead of ECT(0).
     pub ect1: bool,
@@ -177,6 +179,7 @@ impl Sock {
             pacing_rate: 0,
             max_pacing_rate: u64::MAX,
             pacing_needed: false,
+            pacing_fq: false,
             ecn_mode: EcnMode::None,
             ect1: false,
             lsndtime: 0,

@@ -259,6 +259,7 @@ impl TcpSender {
         let mss = spec.mss.map_or(params.mss, |m| m.min(params.mss));
         let mut sk = Sock::new(mss);
         sk.snd_cwnd = spec.init_cwnd;
+        sk.pacing_fq = spec.fq_pacing;
         let stats = SenderStats {
             established_at: NEVER,
             completed_at: NEVER,
@@ -943,7 +944,7 @@ impl TcpSender {
 
     /// Paced when the host has fq (EDT) or the CC asked for pacing (SK_PACING_NEEDED).
     fn paced(&self) -> bool {
-        self.spec.fq_pacing || self.sk.pacing_needed
+        self.sk.pacing_fq || self.sk.pacing_needed
     }
 
     fn pacing_blocked(&mut self, now: SimTime) -> bool {
@@ -1281,6 +1282,8 @@ impl TcpSender {
             return;
         }
         self.stats.rto_count += 1;
+        // The timeout ends a tail loss probe episode (`tcp_retransmit_timer`).
+        self.tlp_high_seq = None;
         self.enter_loss(now);
         // Retransmit the head regardless of cwnd.
         let head = self.sk.snd_una;
@@ -1943,8 +1946,15 @@ impl TcpSender {
                     self.sk.lost_out -= 1;
                 }
                 self.sk.delivered += 1;
-                self.rack
-                    .advance(s.st & S_EVER_RETRANS != 0, seq + 1, s.tx_time, now, min_rtt);
+                // Not for a retransmission whose ACK echoes a timestamp from before it: the
+                // original arrived (`tcp_skb_spurious_retrans`).
+                let spurious = s.st & S_EVER_RETRANS != 0
+                    && self.rcv_tsecr > 0
+                    && self.rcv_tsecr / MS < s.tx_time / MS;
+                if !spurious {
+                    self.rack
+                        .advance(s.st & S_EVER_RETRANS != 0, seq + 1, s.tx_time, now, min_rtt);
+                }
                 if s.st & S_EVER_RETRANS == 0 {
                     reord = reord.min(seq);
                 }
@@ -2013,6 +2023,15 @@ impl TcpSender {
             ca_rtt = seq_rtt;
         }
         self.rs.rtt = ca_rtt;
+        // A SACK of data sent before the head's last transmission re-arms the timers too
+        // (`tcp_clean_rtx_queue`), so the RTO counts from that transmission.
+        if pkts_acked == 0
+            && sack_rtt >= 0
+            && self.sk.snd_una < self.sk.snd_nxt
+            && sack_rtt as u64 > now - self.seg(self.sk.snd_una).tx_time
+        {
+            flag |= FLAG_SET_XMIT_TIMER;
+        }
         if seq_rtt >= 0 {
             // tcp_update_rtt_min: a sample that may carry a delayed ACK's wait never enters
             // the filter above its minimum.

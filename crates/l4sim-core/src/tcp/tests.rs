@@ -1323,6 +1323,119 @@ fn tail_loss_probe_repairs_a_lost_last_segment_without_recovery() {
     assert!(gap >= 2 * h.s.stats.established_at, "{gap}");
 }
 
+#[test]
+fn a_timeout_ends_the_tail_loss_probe_episode() {
+    // tcp_retransmit_timer clears tlp_high_seq: a retransmitted probe that is lost too is
+    // repaired by the RTO, and the ACK of the next write, beyond the probe's snd_nxt, is not
+    // taken for the probe's repair (tcp_process_tlp_ack would reduce the window again).
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1448 * 40),
+    );
+    h.s.keep_open();
+    let mut tx39 = 0;
+    h.filter = Box::new(move |p, _| {
+        if p.is_data() && p.seq == 39 {
+            tx39 += 1;
+            if tx39 <= 2 {
+                return Verdict::Drop;
+            }
+        }
+        Verdict::Pass
+    });
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!((h.s.stats.tlp_count, h.s.stats.rto_count), (1, 1));
+    assert_eq!(h.r.stats.bytes_delivered, 1448 * 40);
+    let (ssthresh, reductions) = (h.s.sk.snd_ssthresh, h.s.stats.cwr_count);
+    let t = h.now;
+    h.s.append(1448 * 10, t, &mut h.out);
+    h.route_fwd();
+    h.run(t + SEC);
+    assert_eq!(h.r.stats.bytes_delivered, 1448 * 50);
+    assert_eq!(
+        (h.s.sk.snd_ssthresh, h.s.stats.cwr_count),
+        (ssthresh, reductions)
+    );
+}
+
+#[test]
+fn a_retransmission_acked_by_its_original_does_not_advance_rack() {
+    // tcp_clean_rtx_queue skips tcp_rack_advance for a cumulatively ACKed retransmission whose
+    // ACK echoes a timestamp from before it (tcp_skb_spurious_retrans). The last of 21
+    // segments is held 300 ms, its retransmissions (the loss probe, the RTO's) 600 ms: the
+    // original's ACK completes the transfer, and RACK still dates from segment 19's send.
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1448 * 21),
+    );
+    h.filter = Box::new(|p, _| match (p.is_data() && p.seq == 20, p.retrans) {
+        (true, false) => Verdict::Delay(300 * MS),
+        (true, true) => Verdict::Delay(600 * MS),
+        _ => Verdict::Pass,
+    });
+    h.start();
+    h.run(5 * SEC);
+    assert_eq!(h.r.stats.bytes_delivered, 1448 * 21);
+    let first_retx = h.data().find(|(_, p, _)| p.retrans).unwrap().0;
+    let sent_19 = h.data().filter(|(_, p, _)| p.seq == 19).last().unwrap().0;
+    assert_eq!(h.s.rack().mstamp, sent_19);
+    assert!(sent_19 < first_retx);
+}
+
+#[test]
+fn a_sack_of_data_sent_before_the_heads_retransmission_rearms_the_rto() {
+    // tcp_clean_rtx_queue sets FLAG_SET_XMIT_TIMER for an ACK that only SACKs, when what it
+    // SACKs was sent before the head's last transmission: the RTO then counts from the last
+    // such SACK, not from the retransmission. Segment 5 of 15 and its fast retransmission are
+    // lost; segments 10-14, sent before that retransmission, are SACKed about an RTT after it.
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1448 * 15),
+    );
+    let mut tx5 = 0;
+    h.filter = Box::new(move |p, _| {
+        if p.is_data() && p.seq == 5 {
+            tx5 += 1;
+            if tx5 <= 2 {
+                return Verdict::Drop;
+            }
+        }
+        Verdict::Pass
+    });
+    h.start();
+    h.run_until(5 * SEC, |h| h.s.stats.rto_count == 1);
+    let rto = h.s.rto() / 2; // the timer that fired, before its backoff
+    let rto_at = h.now;
+    let last_ack = h
+        .rev
+        .iter()
+        .map(|(t, _)| *t + h.delay)
+        .filter(|&t| t <= rto_at)
+        .max()
+        .unwrap();
+    assert!(
+        rto_at - last_ack >= rto,
+        "RTO {} ms after the last ACK, RTO {} ms",
+        (rto_at - last_ack) / MS,
+        rto / MS
+    );
+    h.run(5 * SEC);
+    assert_eq!(h.r.stats.bytes_delivered, 1448 * 15);
+}
+
 /// A 1 MB transfer over a 20 ms, 10 Mbit/s path with a 1000-packet buffer, no ECN.
 fn megabyte_at_10mbit() -> Harness {
     Harness::new(
