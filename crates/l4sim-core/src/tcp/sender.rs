@@ -56,7 +56,8 @@
 //! for the next one (`tcp_update_metrics`), GRO, timer-wheel slack (durations are rounded to
 //! jiffies, expiries are exact).
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use super::ecn::{self, EcnRequest};
 use super::prr::Prr;
@@ -196,7 +197,10 @@ pub struct TcpSender {
     ts_head: u32,
     ts_tail: u32,
     sacked: SackedRanges,
-    lost_q: VecDeque<u32>,
+    /// Segments marked lost and not yet retransmitted, lowest first: Linux walks the
+    /// retransmission queue in sequence order from `retransmit_skb_hint`, which
+    /// `tcp_verify_retransmit_hint` moves back to any segment newly marked below it.
+    lost_q: BinaryHeap<Reverse<u32>>,
     rtt: RttEstimator,
     min_rtt: MinMax,
     rto: SimDuration,
@@ -294,7 +298,7 @@ impl TcpSender {
             ts_head: NIL,
             ts_tail: NIL,
             sacked: SackedRanges::default(),
-            lost_q: VecDeque::with_capacity(64),
+            lost_q: BinaryHeap::with_capacity(64),
             rtt: RttEstimator::default(),
             min_rtt: MinMax::default(),
             rto: TCP_TIMEOUT_INIT,
@@ -723,7 +727,7 @@ impl TcpSender {
         self.ts_unlink(seq);
         if self.seg(seq).st & S_QUEUED == 0 {
             self.seg_mut(seq).st |= S_QUEUED;
-            self.lost_q.push_back(seq);
+            self.lost_q.push(Reverse(seq));
         }
     }
 
@@ -1122,13 +1126,13 @@ impl TcpSender {
     #[cold]
     fn xmit_retransmit_queue(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut rearm = false;
-        while let Some(&seq) = self.lost_q.front() {
+        while let Some(&Reverse(seq)) = self.lost_q.peek() {
             let valid = seq >= self.sk.snd_una && {
                 let st = self.seg(seq).st;
                 st & S_LOST != 0 && st & (S_SACKED | S_RETRANS) == 0
             };
             if !valid {
-                self.lost_q.pop_front();
+                self.lost_q.pop();
                 if seq >= self.sk.snd_una {
                     self.seg_mut(seq).st &= !S_QUEUED;
                 }
@@ -1145,7 +1149,7 @@ impl TcpSender {
             {
                 break;
             }
-            self.lost_q.pop_front();
+            self.lost_q.pop();
             self.retransmit_one(seq, now, out);
             if self.in_cwnd_reduction() {
                 self.prr.out += 1;

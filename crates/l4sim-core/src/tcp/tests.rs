@@ -1436,6 +1436,48 @@ fn a_sack_of_data_sent_before_the_heads_retransmission_rearms_the_rto() {
     assert_eq!(h.r.stats.bytes_delivered, 1448 * 15);
 }
 
+#[test]
+fn a_lost_retransmission_goes_again_before_higher_lost_segments() {
+    // tcp_xmit_retransmit_queue walks the queue in sequence order from retransmit_skb_hint,
+    // and tcp_verify_retransmit_hint moves the hint back to a segment newly marked lost below
+    // it: segments 100-199 are lost at once, and the first retransmission of 100 too; RACK
+    // finds that out while PRR is still working through the others, and 100 goes again
+    // before them (the model queued it behind them before 0.9.20).
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1448 * 600),
+    );
+    let mut tx100 = 0;
+    h.filter = Box::new(move |p, _| {
+        if p.is_data() && (100..200).contains(&p.seq) {
+            if p.seq == 100 {
+                tx100 += 1;
+                if tx100 <= 2 {
+                    return Verdict::Drop;
+                }
+            } else if !p.retrans {
+                return Verdict::Drop;
+            }
+        }
+        Verdict::Pass
+    });
+    h.start();
+    h.run(10 * SEC);
+    assert_eq!(h.r.stats.bytes_delivered, 1448 * 600);
+    let retx: Vec<u32> = h.retransmitted_seqs();
+    let again = retx.iter().rposition(|&s| s == 100).unwrap();
+    let last = retx.iter().position(|&s| s == 199).unwrap();
+    assert!(
+        again < last && h.s.stats.rto_count == 0,
+        "{retx:?} {}",
+        h.s.stats.rto_count
+    );
+}
+
 /// A 1 MB transfer over a 20 ms, 10 Mbit/s path with a 1000-packet buffer, no ECN.
 fn megabyte_at_10mbit() -> Harness {
     Harness::new(
