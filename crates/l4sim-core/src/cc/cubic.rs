@@ -644,16 +644,23 @@ mod tests {
         assert_eq!(sk.snd_ssthresh, 32);
     }
 
-    #[test]
-    fn hystart_ack_train_exits_when_train_exceeds_half_min_rtt_unpaced() {
+    /// ACK-train detection only, cwnd 64, started at 1 s (paced by the host's fq or not).
+    fn ack_train_cubic(pacing_fq: bool) -> (Cubic, Sock) {
         let mut c = Cubic::new(CubicParams {
             hystart_detect: HYSTART_ACK_TRAIN,
             ..Default::default()
         });
         let mut sk = Sock::new(1448);
+        sk.pacing_fq = pacing_fq;
         sk.snd_cwnd = 64;
         sk.now = 1000 * MS;
         c.init(&mut sk);
+        (c, sk)
+    }
+
+    #[test]
+    fn hystart_ack_train_exits_when_train_exceeds_half_min_rtt_unpaced() {
+        let (mut c, mut sk) = ack_train_cubic(false);
         // ACKs 1 ms apart, min RTT 10 ms, unpaced: threshold 5 ms.
         for i in 0..5 {
             sk.now = 1000 * MS + i * MS;
@@ -666,15 +673,7 @@ mod tests {
         assert_eq!(sk.snd_ssthresh, 64);
 
         // Paced by the host's fq: the threshold is the full min RTT.
-        let mut c = Cubic::new(CubicParams {
-            hystart_detect: HYSTART_ACK_TRAIN,
-            ..Default::default()
-        });
-        let mut sk = Sock::new(1448);
-        sk.pacing_fq = true;
-        sk.snd_cwnd = 64;
-        sk.now = 1000 * MS;
-        c.init(&mut sk);
+        let (mut c, mut sk) = ack_train_cubic(true);
         for i in 0..8 {
             sk.now = 1000 * MS + i * MS;
             feed_rtt(&mut c, &mut sk, 10 * MS);
@@ -688,14 +687,7 @@ mod tests {
         // end, so a flow that is not cwnd-limited (cong_avoid returns at once) measures each
         // train from its own round. ACKs 1 ms apart, min RTT 10 ms, unpaced (threshold 5 ms),
         // rounds of 4 ACKs: no train ever lasts 5 ms.
-        let mut c = Cubic::new(CubicParams {
-            hystart_detect: HYSTART_ACK_TRAIN,
-            ..Default::default()
-        });
-        let mut sk = Sock::new(1448);
-        sk.snd_cwnd = 64;
-        sk.now = 1000 * MS;
-        c.init(&mut sk);
+        let (mut c, mut sk) = ack_train_cubic(false);
         for i in 1..40u32 {
             sk.now = 1000 * MS + i as u64 * MS;
             sk.snd_una = i;
@@ -707,14 +699,7 @@ mod tests {
 
     #[test]
     fn hystart_ack_train_ignores_spaced_acks() {
-        let mut c = Cubic::new(CubicParams {
-            hystart_detect: HYSTART_ACK_TRAIN,
-            ..Default::default()
-        });
-        let mut sk = Sock::new(1448);
-        sk.snd_cwnd = 64;
-        sk.now = 1000 * MS;
-        c.init(&mut sk);
+        let (mut c, mut sk) = ack_train_cubic(false);
         for i in 0..10 {
             sk.now = 1000 * MS + i * 3 * MS;
             feed_rtt(&mut c, &mut sk, 10 * MS);

@@ -266,6 +266,21 @@ fn first_tx_of(seqs: &'static [u32]) -> Filter {
     })
 }
 
+/// Drops the first `n` transmissions of segment `seq` (the original and its first
+/// retransmissions).
+fn first_txs_of(seq: u32, n: u32) -> Filter {
+    let mut sent = 0;
+    Box::new(move |p, _| {
+        if p.is_data() && p.seq == seq {
+            sent += 1;
+            if sent <= n {
+                return Verdict::Drop;
+            }
+        }
+        Verdict::Pass
+    })
+}
+
 // ------------------------------------------------------------------------- ECN negotiation
 
 const SYSCTLS: [EcnSysctl; 6] = [
@@ -1328,25 +1343,9 @@ fn a_timeout_ends_the_tail_loss_probe_episode() {
     // tcp_retransmit_timer clears tlp_high_seq: a retransmitted probe that is lost too is
     // repaired by the RTO, and the ACK of the next write, beyond the probe's snd_nxt, is not
     // taken for the probe's repair (tcp_process_tlp_ack would reduce the window again).
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1448 * 40),
-    );
+    let mut h = no_ecn(10.0, 20.0, Some(1448 * 40));
     h.s.keep_open();
-    let mut tx39 = 0;
-    h.filter = Box::new(move |p, _| {
-        if p.is_data() && p.seq == 39 {
-            tx39 += 1;
-            if tx39 <= 2 {
-                return Verdict::Drop;
-            }
-        }
-        Verdict::Pass
-    });
+    h.filter = first_txs_of(39, 2);
     h.start();
     h.run(5 * SEC);
     assert_eq!((h.s.stats.tlp_count, h.s.stats.rto_count), (1, 1));
@@ -1369,14 +1368,7 @@ fn a_retransmission_acked_by_its_original_does_not_advance_rack() {
     // ACK echoes a timestamp from before it (tcp_skb_spurious_retrans). The last of 21
     // segments is held 300 ms, its retransmissions (the loss probe, the RTO's) 600 ms: the
     // original's ACK completes the transfer, and RACK still dates from segment 19's send.
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1448 * 21),
-    );
+    let mut h = no_ecn(10.0, 20.0, Some(1448 * 21));
     h.filter = Box::new(|p, _| match (p.is_data() && p.seq == 20, p.retrans) {
         (true, false) => Verdict::Delay(300 * MS),
         (true, true) => Verdict::Delay(600 * MS),
@@ -1397,24 +1389,8 @@ fn a_sack_of_data_sent_before_the_heads_retransmission_rearms_the_rto() {
     // SACKs was sent before the head's last transmission: the RTO then counts from the last
     // such SACK, not from the retransmission. Segment 5 of 15 and its fast retransmission are
     // lost; segments 10-14, sent before that retransmission, are SACKed about an RTT after it.
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1448 * 15),
-    );
-    let mut tx5 = 0;
-    h.filter = Box::new(move |p, _| {
-        if p.is_data() && p.seq == 5 {
-            tx5 += 1;
-            if tx5 <= 2 {
-                return Verdict::Drop;
-            }
-        }
-        Verdict::Pass
-    });
+    let mut h = no_ecn(10.0, 20.0, Some(1448 * 15));
+    h.filter = first_txs_of(5, 2);
     h.start();
     h.run_until(5 * SEC, |h| h.s.stats.rto_count == 1);
     let rto = h.s.rto() / 2; // the timer that fired, before its backoff
@@ -1443,14 +1419,7 @@ fn a_lost_retransmission_goes_again_before_higher_lost_segments() {
     // it: segments 100-199 are lost at once, and the first retransmission of 100 too; RACK
     // finds that out while PRR is still working through the others, and 100 goes again
     // before them (the model queued it behind them before 0.9.20).
-    let mut h = Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1448 * 600),
-    );
+    let mut h = no_ecn(10.0, 20.0, Some(1448 * 600));
     let mut tx100 = 0;
     h.filter = Box::new(move |p, _| {
         if p.is_data() && (100..200).contains(&p.seq) {
@@ -1480,14 +1449,7 @@ fn a_lost_retransmission_goes_again_before_higher_lost_segments() {
 
 /// A 1 MB transfer over a 20 ms, 10 Mbit/s path with a 1000-packet buffer, no ECN.
 fn megabyte_at_10mbit() -> Harness {
-    Harness::new(
-        10.0,
-        20.0,
-        1000,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1_000_000),
-    )
+    no_ecn(10.0, 20.0, Some(1_000_000))
 }
 
 /// [`megabyte_at_10mbit`] with the first transmission of each segment in `late` held back
@@ -2248,16 +2210,22 @@ fn a_write_after_idle_restarts_the_window_as_tcp_cwnd_restart() {
 
 /// A 1 MB transfer over a 20 ms, 100 Mbit/s path with a 1000-packet buffer, no ECN, started.
 fn one_megabyte_at_100mbit() -> Harness {
-    let mut h = Harness::new(
-        100.0,
-        20.0,
+    let mut h = no_ecn(100.0, 20.0, Some(1_000_000));
+    h.start();
+    h
+}
+
+/// A transfer of `size` bytes (None: bulk) over a `rtt_ms`, `rate_mbps` path with a
+/// 1000-packet buffer, no ECN, not started.
+fn no_ecn(rate_mbps: f64, rtt_ms: f64, size: Option<u64>) -> Harness {
+    Harness::new(
+        rate_mbps,
+        rtt_ms,
         1000,
         spec(EcnSysctl::None),
         spec(EcnSysctl::None),
-        Some(1_000_000),
-    );
-    h.start();
-    h
+        size,
+    )
 }
 
 #[test]
@@ -2348,14 +2316,7 @@ fn a_lone_runt_acked_alone_does_not_raise_the_min_rtt_filter() {
     // arriving 30 ms late (a 50 ms sample on a 20 ms path): runts leave the handshake's 20 ms
     // in the filter, full segments replace it once it is 300 s old.
     let run = |bytes: u64| {
-        let mut h = Harness::new(
-            100.0,
-            20.0,
-            1000,
-            spec(EcnSysctl::None),
-            spec(EcnSysctl::None),
-            Some(bytes),
-        );
+        let mut h = no_ecn(100.0, 20.0, Some(bytes));
         h.s.keep_open();
         h.filter = Box::new(|p, c| {
             if p.is_data() && c.now > SEC {
