@@ -1579,8 +1579,12 @@ impl TcpSender {
     /// before the first retransmission, so the original arrived. In TCP timestamp ticks
     /// (1 ms, `TCP_TS_HZ`).
     fn packet_delayed(&self) -> bool {
-        self.retrans_stamp
-            .is_some_and(|t| self.rcv_tsecr > 0 && self.rcv_tsecr / MS < t / MS)
+        self.retrans_stamp.is_some_and(|t| self.tsecr_before(t))
+    }
+
+    /// `tcp_tsopt_ecr_before`: the ACK echoes a timestamp (1 ms ticks) from before `t`.
+    fn tsecr_before(&self, t: SimTime) -> bool {
+        self.rcv_tsecr > 0 && self.rcv_tsecr / MS < t / MS
     }
 
     /// `tcp_may_undo`: every retransmission was DSACKed, or the originals arrived.
@@ -1952,9 +1956,7 @@ impl TcpSender {
                 self.sk.delivered += 1;
                 // Not for a retransmission whose ACK echoes a timestamp from before it: the
                 // original arrived (`tcp_skb_spurious_retrans`).
-                let spurious = s.st & S_EVER_RETRANS != 0
-                    && self.rcv_tsecr > 0
-                    && self.rcv_tsecr / MS < s.tx_time / MS;
+                let spurious = s.st & S_EVER_RETRANS != 0 && self.tsecr_before(s.tx_time);
                 if !spurious {
                     self.rack
                         .advance(s.st & S_EVER_RETRANS != 0, seq + 1, s.tx_time, now, min_rtt);
