@@ -36,6 +36,8 @@ def test_check_clamps_numbers_snaps_web_load_and_rejects_nonsense():
     assert check("link.base_rtt", "25") == 25.0
     assert check("B.web", 60) == 100
     assert check("B.web", "3") == 0
+    assert check("A.al", 7) == 5 and check("A.al", 1) == 0 and check("A.al", 99) == 20
+    assert check("A.cbr", 2500) == 1000 and check("B.cbr", -1) == 0 and check("B.cbr", "12.5") == 12.5
     assert check("link.aqm", "pie10") == "pie10"
     for key, value, words in [
         ("link.aqm", "red-ish", "unknown choice"),
@@ -96,6 +98,38 @@ def test_session_applies_every_control_to_the_running_simulation():
     assert sum(x["tput_mbps"] for x in f["flows"]) < 21  # 20 Mbit/s now
     assert f["settings"]["link"] == {"aqm": "taildrop", "capacity": 20, "base_rtt": 10}
     assert s.sim.now == pytest.approx(4.0)  # never restarted
+
+
+def test_app_limited_and_cbr_streams_run_at_their_rates_in_their_clients_queue():
+    # 100 Mbit/s and no long flows: both streams get what they ask for
+    idle = {"long": 0, "web": 0}
+    s = Session({"link": {"capacity": 100}, "A": {**idle, "al": 10, "cbr": 20}, "B": {**idle, "cbr": 5}})
+    s.tick(1.0)
+    f = s.tick(2.0)
+    rate = {x["client"] + x["kind"]: x["tput_mbps"] for x in f["flows"]}
+    assert rate == pytest.approx({"Amessages": 10.0, "Audp": 20.0, "Budp": 5.0}, rel=0.05)
+    assert f["fct"] == {"A": [], "B": []}  # the stream's frames are not web transfers
+    assert f["delay"]["A"]["n"] > 0 and f["delay"]["B"]["n"] > 0
+
+    def packets() -> dict[str, int]:
+        """Packets per DualPI2 class in the next simulated second."""
+        s.sim.drain()
+        s.sim.step(1.0)
+        cls = s.sim.drain().raw["qdiscs"]["bottleneck"]["classes"]
+        return {c: sum(cls[c]["pkts"]) for c in ("l4s", "classic")}
+
+    # a CBR stream carries its client's codepoint: Prague's ECT(1) goes to DualPI2's L queue,
+    # and a CC change re-marks it (a new stream); CUBIC's Not-ECT goes to the classic queue
+    s.apply({"A": {"al": 0}, "B": {"cbr": 0}})
+    assert s.al["A"] is None and s.cbr["B"] is None
+    s.tick(0.5)
+    on_prague = packets()
+    s.set("A.cc", "cubic")
+    s.tick(0.5)
+    on_cubic = packets()
+    assert on_prague["classic"] == 0 and on_prague["l4s"] > 1500  # 20 Mbit/s of 1470 B datagrams
+    assert on_cubic["l4s"] == 0 and on_cubic["classic"] > 1500
+    assert {x["client"] + x["kind"] for x in s.tick(1.0)["flows"]} == {"Audp"}
 
 
 def test_switching_pie_to_dualpi2_cuts_the_l4s_clients_queue_delay():
@@ -336,6 +370,20 @@ def test_page_in_headless_chromium(browser_page):
     until(lambda d: d.execute_script(FCT_POINTS) > before + 20, "new completion-time points")
     driver.save_screenshot(str(out / "4-web.png"))
 
+    # an application-limited stream and a CBR share for B: their bars appear at their rates
+    choose("B.al", "5")
+    cbr = driver.find_element(By.CSS_SELECTOR, "[data-key='B.cbr']")
+    cbr.click()
+    cbr.send_keys(Keys.CONTROL, "a")
+    cbr.send_keys("8", Keys.TAB)
+    streams = "return document.getElementById('plot-rate').data[0].x.filter(x => /app-limited|CBR/.test(x)).length"
+    until(lambda d: d.execute_script(streams) == 2, "app-limited and CBR bars for B")
+    until(
+        lambda d: {x["kind"]: round(x["tput_mbps"]) for x in frame()["flows"] if x["client"] == "B"}.get("udp") == 8,
+        "B's CBR stream at 8 Mbit/s",
+    )
+    driver.save_screenshot(str(out / "5-streams.png"))
+
     # a second tab runs its own simulation; closing it leaves this one running
     first = driver.current_window_handle
     driver.switch_to.new_window("tab")
@@ -355,7 +403,7 @@ def test_page_in_headless_chromium(browser_page):
     box.send_keys("-5", Keys.TAB)  # leaving the box fires "change"
     until(lambda d: "out of range" in d.find_element(By.ID, "notice").text, "notice on the page")
     until(lambda d: frame()["settings"]["link"]["capacity"] == 2, "capacity clamped to 2")
-    driver.save_screenshot(str(out / "5-clamped.png"))
+    driver.save_screenshot(str(out / "6-clamped.png"))
 
     # Ctrl-C stops the server cleanly
     proc.send_signal(signal.SIGINT)

@@ -2,10 +2,11 @@
 
 Modelled on the 2016 DualPI2 demo (Nokia Bell Labs / Simula, ``L4STeam/l4sdemo``; see
 ``docs/traffic-demo-topologies.md`` section 1): two clients A and B download through one
-bottleneck. Each client has 0-10 long downloads (bulk flows) and a web-browsing load (a ``web``
-source: Poisson requests, each a new TCP connection, Pareto sizes), one congestion control with
-its ECN setting, and an extra RTT on top of the link's base RTT. The link has an AQM, a capacity
-and a base RTT.
+bottleneck. Each client has 0-10 long downloads (bulk flows), a web-browsing load (a ``web``
+source: Poisson requests, each a new TCP connection, Pareto sizes), an application-limited
+stream and a constant-bit-rate UDP share (both off by default), one congestion control with its
+ECN setting, and an extra RTT on top of the link's base RTT. The link has an AQM, a capacity and
+a base RTT.
 
 A :class:`Session` keeps one :class:`l4sim.Simulation` running indefinitely and turns every
 control change into a change of the running simulation (``add_flow``/``remove_flow``/
@@ -25,6 +26,15 @@ Choices where the demo's testbed has no direct counterpart here:
   when the capacity changes).
 * "DualPI2, any ECT" is ``ecn_mask = "any_ect"``: ECT(0) goes to the L queue too, how the 2016
   demo classified DCTCP; plain "DualPI2" is today's default (ECT(1) only).
+* "Application-limited" (the 2016 demo's AL check box) started an interactive game server
+  (``demo/sh/al_*.sh``) whose code and rate are not published. Here it is a frame stream on one
+  persistent TCP connection with the client's CC: 60 frames per second of the chosen rate's
+  size (a ``messages`` source, periodic), so the flow sends below its window, as an
+  application-limited one does. Off, 2, 5, 10 or 20 Mbit/s.
+* "CBR" is ``iperf -u -b RATE`` as the demo's ``__cbr.sh`` ran it: unresponsive UDP at a
+  constant rate (1470-byte datagrams, iperf's default). The 2016 demo classified by IP address;
+  here the stream carries the ECN codepoint of its client's CC (Not-ECT, ECT(0), or ECT(1) for
+  Prague), so it joins that client's queue. 0-1000 Mbit/s.
 * A client's queue delay mixes its flows' per-packet delay distributions weighted by their
   packet counts (:func:`mix_delay`).
 """
@@ -88,6 +98,12 @@ CCS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def _codepoint(cc: str) -> str:
+    """The ECN codepoint the client's CC sends: what its CBR stream carries."""
+    ecn = CCS[cc][1]["tcp"]["ecn"]
+    return {"none": "not_ect", "classic": "ect0", "accecn": "ect1"}[ecn]
+
+
 def _tail_drop(capacity: float) -> dict[str, Any]:
     return {"kind": "bfifo", "limit": max(1514, int(capacity * 1e6 / 8 * 0.100))}
 
@@ -121,9 +137,13 @@ AQMS: dict[str, tuple[str, Any]] = {
 }
 
 WEB_RATES = (0, 10, 100)  # requests/s
+AL_RATES = (0, 2, 5, 10, 20)  # Mbit/s of the application-limited stream (0: off)
+AL_FPS = 60  # its frames per second
+CBR_PACKET = 1470  # iperf's default UDP datagram, bytes
 #: Numeric controls: key -> (min, max, integer?). Values outside are clamped.
 RANGES: dict[str, tuple[float, float, bool]] = {
     "long": (0, 10, True),
+    "cbr": (0, 1000, False),
     "extra_rtt": (0, 200, False),
     "capacity": (2, 1000, False),
     "base_rtt": (1, 200, False),
@@ -133,16 +153,16 @@ WEB_SIZE = {"dist": "pareto", "alpha": 0.9, "min": 1000, "max": 1000000}
 
 DEFAULT: dict[str, Any] = {
     "link": {"aqm": "dualpi2", "capacity": 40, "base_rtt": 10},
-    "A": {"long": 1, "cc": "prague", "web": 10, "extra_rtt": 0},
-    "B": {"long": 1, "cc": "cubic", "web": 10, "extra_rtt": 0},
+    "A": {"long": 1, "cc": "prague", "web": 10, "al": 0, "cbr": 0, "extra_rtt": 0},
+    "B": {"long": 1, "cc": "cubic", "web": 10, "al": 0, "cbr": 0, "extra_rtt": 0},
 }
 
 
 def _preset(aqm: str, cc_a: str, cc_b: str) -> dict[str, Any]:
     return {
         "link": {"aqm": aqm, "capacity": 40, "base_rtt": 10},
-        "A": {"long": 1, "cc": cc_a, "web": 10, "extra_rtt": 0},
-        "B": {"long": 1, "cc": cc_b, "web": 10, "extra_rtt": 0},
+        "A": {"long": 1, "cc": cc_a, "web": 10, "al": 0, "cbr": 0, "extra_rtt": 0},
+        "B": {"long": 1, "cc": cc_b, "web": 10, "al": 0, "cbr": 0, "extra_rtt": 0},
     }
 
 
@@ -177,9 +197,9 @@ def check(key: str, value: Any) -> Any:
         raise DemoError(f"{key}: {value!r} is not a number") from None
     if not math.isfinite(x):
         raise DemoError(f"{key}: {value!r} is not a finite number")
-    if name == "web":
-        # the demo's three loads: snap to the nearest
-        return min(WEB_RATES, key=lambda r: abs(r - x))
+    if name in ("web", "al"):
+        # the demo's choices: snap to the nearest
+        return min(WEB_RATES if name == "web" else AL_RATES, key=lambda r: abs(r - x))
     lo, hi, integer = RANGES[name]
     x = min(max(x, lo), hi)
     return int(round(x)) if integer else x
@@ -260,10 +280,12 @@ class Session:
         )
         self.sim.remove_flow("_placeholder")
         self.settings: dict[str, Any] = copy.deepcopy(DEFAULT)
-        self.settings["A"] = {**DEFAULT["A"], "long": 0, "web": 0}
-        self.settings["B"] = {**DEFAULT["B"], "long": 0, "web": 0}
+        for c in CLIENTS:
+            self.settings[c] = {**DEFAULT[c], "long": 0, "web": 0, "al": 0, "cbr": 0}
         self.long: dict[str, list[str]] = {c: [] for c in CLIENTS}
         self.web: dict[str, str | None] = {c: None for c in CLIENTS}
+        self.al: dict[str, str | None] = {c: None for c in CLIENTS}
+        self.cbr: dict[str, str | None] = {c: None for c in CLIENTS}
         self._counter = 0
         self.apply(settings)
 
@@ -311,6 +333,12 @@ class Session:
             web = self.web[group]
             if web:
                 self.sim.set_flow(web, **CCS[v][1])
+            self._restart_al(group)
+            self._restart_cbr(group)
+        elif name == "al":
+            self._restart_al(group)
+        elif name == "cbr":
+            self._restart_cbr(group)
         elif name == "web":
             web = self.web[group]
             if v == 0 and web:
@@ -340,10 +368,36 @@ class Session:
         while len(self.long[client]) < want:
             self.long[client].append(self._add(client, "long"))
 
+    def _restart_al(self, client: str) -> None:
+        """The application-limited stream at the client's rate and CC (a new connection)."""
+        if self.al[client]:
+            self.sim.remove_flow(self.al[client])
+            self.al[client] = None
+        mbps = self.settings[client]["al"]
+        if mbps:
+            frame = max(1, round(mbps * 1e6 / 8 / AL_FPS))
+            source = {"kind": "messages", "rate": AL_FPS, "message_size": frame, "poisson": False, "persistent": True}
+            self.al[client] = self._add(client, "al", source=source)
+
+    def _restart_cbr(self, client: str) -> None:
+        """The constant-bit-rate UDP stream at the client's rate, marked as its CC marks."""
+        if self.cbr[client]:
+            self.sim.remove_flow(self.cbr[client])
+            self.cbr[client] = None
+        mbps = self.settings[client]["cbr"]
+        if mbps:
+            self._counter += 1
+            name = f"{client}-cbr{self._counter}"
+            source = {"kind": "udp", "rate_mbps": mbps, "packet_size": CBR_PACKET, "ecn": _codepoint(self.settings[client]["cc"])}
+            self.sim.add_flow(name=name, base_rtt=self._rtt(client), source=source)
+            self.cbr[client] = name
+
+    def _flows(self, client: str) -> list[str]:
+        return [f for f in [*self.long[client], self.web[client], self.al[client], self.cbr[client]] if f]
+
     def _set_rtt(self, client: str) -> None:
-        for f in [*self.long[client], self.web[client]]:
-            if f:
-                self.sim.set_flow(f, base_rtt=self._rtt(client))
+        for f in self._flows(client):
+            self.sim.set_flow(f, base_rtt=self._rtt(client))
 
     # --- displays ---
 
@@ -353,7 +407,7 @@ class Session:
         self.sim.step(dt)
         raw = self.sim.drain().raw
         now = float(raw["now"])
-        active = {f: c for c in CLIENTS for f in [*self.long[c], self.web[c]] if f}
+        active = {f: c for c in CLIENTS for f in self._flows(c)}
 
         flows = []
         for name, client in active.items():
@@ -390,9 +444,10 @@ class Session:
             delay[c] = mix_delay(parts)
 
         fct: dict[str, list[list[float]]] = {c: [] for c in CLIENTS}
+        web = {self.web[c]: c for c in CLIENTS if self.web[c]}
         for r in raw["connections"]:
-            c = r["flow"].split("-", 1)[0]
-            if c in fct:
+            c = web.get(r["flow"])
+            if c:
                 fct[c].append([r["size"], r["fct_s"], r["fct_no_handshake_s"]])
         fct = {c: pts[-MAX_FCT_POINTS:] for c, pts in fct.items()}
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from l4sim.demo.model import AQMS, CCS, CLIENTS, PRESETS, RANGES, WEB_RATES, DemoError, Session
+from l4sim.demo.model import AL_RATES, AQMS, CCS, CLIENTS, PRESETS, RANGES, WEB_RATES, DemoError, Session
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -51,6 +51,7 @@ def _hello(session: Session) -> dict[str, Any]:
         "aqms": {k: label for k, (label, _) in AQMS.items()},
         "presets": {k: label for k, (label, _) in PRESETS.items()},
         "web_rates": list(WEB_RATES),
+        "al_rates": list(AL_RATES),
         "ranges": {k: [lo, hi] for k, (lo, hi, _) in RANGES.items()},
         "speeds": list(SPEEDS),
         "settings": session.settings,

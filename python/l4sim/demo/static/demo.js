@@ -34,6 +34,7 @@ function buildControls(hello) {
     for (const el of box.querySelectorAll("[data-field]")) el.dataset.key = `${c}.${el.dataset.field}`;
     options(box.querySelector("[data-field=cc]"), hello.ccs);
     options(box.querySelector("[data-field=web]"), Object.fromEntries(hello.web_rates.map((r) => [r, r])));
+    options(box.querySelector("[data-field=al]"), Object.fromEntries(hello.al_rates.map((r) => [r, r || "off"])));
   }
   options(document.querySelector("[data-key='link.aqm']"), hello.aqms);
   for (const el of document.querySelectorAll("[data-key]")) {
@@ -82,7 +83,8 @@ function ccLabel(frame, c) {
 
 function draw(frame) {
   const flows = frame.flows;
-  const label = (f) => `${f.name} (${f.kind === "bulk" ? "long" : "web"})`;
+  const KINDS = { bulk: "long", web: "web", messages: "app-limited", udp: "CBR" };
+  const label = (f) => `${f.name} (${KINDS[f.kind] || f.kind})`;
   Plotly.react("plot-rate", [{
     type: "bar", x: flows.map(label), y: flows.map((f) => f.tput_mbps),
     marker: { color: flows.map((f) => COLORS[f.client]) },
