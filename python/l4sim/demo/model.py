@@ -355,10 +355,12 @@ class Session:
     def _rtt(self, client: str) -> float:
         return float(self.settings["link"]["base_rtt"] + self.settings[client]["extra_rtt"])
 
-    def _add(self, client: str, what: str, **fields: Any) -> str:
+    def _add(self, client: str, what: str, tcp: bool = True, **fields: Any) -> str:
+        """A new flow of the client's (with its CC's fields if ``tcp``); returns its name."""
         self._counter += 1
         name = f"{client}-{what}{self._counter}"
-        self.sim.add_flow(name=name, base_rtt=self._rtt(client), **CCS[self.settings[client]["cc"]][1], **fields)
+        cc = CCS[self.settings[client]["cc"]][1] if tcp else {}
+        self.sim.add_flow(name=name, base_rtt=self._rtt(client), **cc, **fields)
         return name
 
     def _resize_long(self, client: str) -> None:
@@ -386,11 +388,9 @@ class Session:
             self.cbr[client] = None
         mbps = self.settings[client]["cbr"]
         if mbps:
-            self._counter += 1
-            name = f"{client}-cbr{self._counter}"
-            source = {"kind": "udp", "rate_mbps": mbps, "packet_size": CBR_PACKET, "ecn": _codepoint(self.settings[client]["cc"])}
-            self.sim.add_flow(name=name, base_rtt=self._rtt(client), source=source)
-            self.cbr[client] = name
+            ecn = _codepoint(self.settings[client]["cc"])
+            source = {"kind": "udp", "rate_mbps": mbps, "packet_size": CBR_PACKET, "ecn": ecn}
+            self.cbr[client] = self._add(client, "cbr", tcp=False, source=source)
 
     def _flows(self, client: str) -> list[str]:
         return [f for f in [*self.long[client], self.web[client], self.al[client], self.cbr[client]] if f]
