@@ -181,6 +181,9 @@ pub struct TcpSender {
     syn_at: SimTime,
     /// Segments to send (u32::MAX: bulk) and the payload of the last one.
     total_segs: u32,
+    /// The most segments in flight while not cwnd-limited since the last check
+    /// (`snd_cwnd_used`, RFC 2861).
+    snd_cwnd_used: u32,
     last_payload: u32,
     /// Payload bytes per segment (`tcp_current_mss`): the MSS less the option bytes beyond
     /// the timestamps that every segment carries (the AccECN option, when in use).
@@ -289,6 +292,7 @@ impl TcpSender {
             skb_end: 0,
             syn_at: NEVER,
             total_segs: 0,
+            snd_cwnd_used: 0,
             last_payload: mss,
             mss_now: mss,
             opt_bytes: 0,
@@ -483,10 +487,7 @@ impl TcpSender {
             return;
         }
         let restart = self.spec.init_cwnd.min(self.sk.snd_cwnd);
-        if !self.in_cwnd_reduction() {
-            let w = self.sk.snd_cwnd;
-            self.sk.snd_ssthresh = self.sk.snd_ssthresh.max((w >> 1) + (w >> 2));
-        }
+        self.sk.snd_ssthresh = self.current_ssthresh();
         let mut cwnd = self.sk.snd_cwnd;
         loop {
             delta -= rto;
@@ -1113,13 +1114,43 @@ impl TcpSender {
     }
 
     /// `tcp_cwnd_validate`: the window-usage bookkeeping ([`crate::cc::Sock::cwnd_validate`]), then the
-    /// cwnd timestamp while the network is fed fully.
+    /// cwnd timestamp while the network is fed fully; while it starves, the most segments
+    /// out, and after an RTO of starving [`Self::cwnd_application_limited`].
     fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
-        let sk = &mut self.sk;
-        sk.cwnd_validate(is_cwnd_limited);
-        if sk.cwnd_limited() {
-            sk.snd_cwnd_stamp = sk.now;
+        self.sk.cwnd_validate(is_cwnd_limited);
+        if self.sk.cwnd_limited() {
+            self.snd_cwnd_used = 0;
+            self.sk.snd_cwnd_stamp = self.sk.now;
+        } else {
+            self.snd_cwnd_used = self.snd_cwnd_used.max(self.sk.packets_out);
+            if self.spec.slow_start_after_idle && !self.cc.has_cong_control() {
+                let jiffy = self.jiffy();
+                let starved =
+                    (self.sk.now / jiffy) as i64 - (self.sk.snd_cwnd_stamp / jiffy) as i64;
+                if starved >= (self.rto / jiffy) as i64 {
+                    self.cwnd_application_limited();
+                }
+            }
         }
+    }
+
+    /// `tcp_cwnd_application_limited` (RFC 2861's slow part): after an RTO in which the
+    /// window was not filled, in the Open state and with the application not blocked on the
+    /// send buffer, cwnd falls halfway to the most it used (at least the initial window) and
+    /// ssthresh keeps 3/4 of the old one (`tcp_current_ssthresh`). The model has no send
+    /// buffer: a bulk writer (iperf) always has SOCK_NOSPACE set, since its writes block on
+    /// the full buffer; a sized writer's writes are taken whole, as if they never blocked.
+    #[cold]
+    fn cwnd_application_limited(&mut self) {
+        if self.sk.ca_state == CaState::Open && self.total_segs != u32::MAX {
+            let win_used = self.snd_cwnd_used.max(self.spec.init_cwnd);
+            if win_used < self.sk.snd_cwnd {
+                self.sk.snd_ssthresh = self.current_ssthresh();
+                self.sk.snd_cwnd = (self.sk.snd_cwnd + win_used) >> 1;
+            }
+            self.snd_cwnd_used = 0;
+        }
+        self.sk.snd_cwnd_stamp = self.sk.now;
     }
 
     /// `tcp_xmit_retransmit_queue`: retransmit segments marked lost, within cwnd and pacing.

@@ -2208,6 +2208,86 @@ fn a_write_after_idle_restarts_the_window_as_tcp_cwnd_restart() {
     }
 }
 
+#[test]
+fn an_application_limited_window_decays_halfway_to_what_it_used_every_rto() {
+    // RFC 2861 as tcp_cwnd_application_limited: 1 MB grows Reno's window past 40; then a 3 KB
+    // write every 10 ms for 3 s keeps at most a few segments out, never cwnd-limited. Each RTO (about
+    // 220 ms) of that halves the distance to the initial window (what it used is less), and
+    // ssthresh keeps 3/4 of the window it had. With tcp_slow_start_after_idle off (the same
+    // sysctl gates both) the window stays; a bulk writer (SOCK_NOSPACE) is never cut either.
+    for on in [true, false] {
+        let s_spec = TcpSpec {
+            slow_start_after_idle: on,
+            ..spec(EcnSysctl::None)
+        };
+        let mut h = Harness::new(
+            100.0,
+            20.0,
+            1000,
+            s_spec,
+            spec(EcnSysctl::None),
+            Some(1_000_000),
+        );
+        h.s.keep_open();
+        h.start();
+        h.run_until(2 * SEC, |h| h.s.is_done());
+        assert!(h.s.is_done());
+        let (w, ss) = (h.s.sk.snd_cwnd, h.s.sk.snd_ssthresh);
+        assert!(w > 40, "window after 1 MB: {w}");
+        let (done, mut cwnds) = (h.now, vec![]);
+        for i in 0..300 {
+            let now = h.now;
+            h.s.append(3_000, now, &mut h.out);
+            h.route_fwd();
+            h.run(done + (i + 1) * 10 * MS);
+            cwnds.push(h.s.sk.snd_cwnd);
+            assert!(h.s.sk.packets_out <= 6, "{}", h.s.sk.packets_out);
+        }
+        if on {
+            // the first cut after one RTO of starving, not before; then halving steps
+            let first = cwnds
+                .iter()
+                .position(|&c| c != w)
+                .expect("the window was never cut");
+            assert!(
+                (1..=25).contains(&first),
+                "first cut after {first} writes: {cwnds:?}"
+            );
+            assert_eq!(cwnds[first], (w + 10) >> 1);
+            assert_eq!(h.s.sk.snd_ssthresh, ss.max((w >> 1) + (w >> 2)));
+            // Halving steps while the window is well above its use; near the end ssthresh
+            // (3/4 of the first window) keeps the flow in slow start, where it counts as
+            // cwnd-limited below twice its peak of segments out and grows back a little
+            // between cuts, as Linux's does.
+            let mut steps = cwnds.clone();
+            steps.dedup();
+            let mut expect = w;
+            for c in steps[1..].iter().take_while(|&&c| c > 20) {
+                expect = (expect + 10) >> 1;
+                assert_eq!(*c, expect, "{steps:?}");
+            }
+            assert!(steps.len() > 6, "{steps:?}");
+            assert!(cwnds[200..].iter().all(|&c| c <= 15), "{steps:?}");
+        } else {
+            assert!(cwnds.iter().all(|&c| c == w), "{cwnds:?}");
+        }
+    }
+    // A bulk sender limited by a small receive window: never cwnd-limited, never cut.
+    let mut h = Harness::new(
+        100.0,
+        20.0,
+        1000,
+        spec(EcnSysctl::None),
+        fixed_rcvbuf(EcnSysctl::None),
+        None,
+    );
+    h.start();
+    h.run(SEC);
+    let w = h.s.sk.snd_cwnd;
+    h.run(3 * SEC);
+    assert!(w > 44 && h.s.sk.snd_cwnd >= w, "{w} -> {}", h.s.sk.snd_cwnd);
+}
+
 /// A 1 MB transfer over a 20 ms, 100 Mbit/s path with a 1000-packet buffer, no ECN, started.
 fn one_megabyte_at_100mbit() -> Harness {
     let mut h = no_ecn(100.0, 20.0, Some(1_000_000));
