@@ -1123,7 +1123,12 @@ impl TcpSender {
             self.sk.snd_cwnd_stamp = self.sk.now;
         } else {
             self.snd_cwnd_used = self.snd_cwnd_used.max(self.sk.packets_out);
-            if self.spec.slow_start_after_idle && !self.cc.has_cong_control() {
+            // A bulk writer is never cut (SOCK_NOSPACE) and nothing else reads the stamp:
+            // it skips the check and its divisions.
+            if self.total_segs != u32::MAX
+                && self.spec.slow_start_after_idle
+                && !self.cc.has_cong_control()
+            {
                 let jiffy = self.jiffy();
                 let starved =
                     (self.sk.now / jiffy) as i64 - (self.sk.snd_cwnd_stamp / jiffy) as i64;
@@ -1139,10 +1144,11 @@ impl TcpSender {
     /// send buffer, cwnd falls halfway to the most it used (at least the initial window) and
     /// ssthresh keeps 3/4 of the old one (`tcp_current_ssthresh`). The model has no send
     /// buffer: a bulk writer (iperf) always has SOCK_NOSPACE set, since its writes block on
-    /// the full buffer; a sized writer's writes are taken whole, as if they never blocked.
+    /// the full buffer, so it never comes here; a sized writer's writes are taken whole, as if
+    /// they never blocked.
     #[cold]
     fn cwnd_application_limited(&mut self) {
-        if self.sk.ca_state == CaState::Open && self.total_segs != u32::MAX {
+        if self.sk.ca_state == CaState::Open {
             let win_used = self.snd_cwnd_used.max(self.spec.init_cwnd);
             if win_used < self.sk.snd_cwnd {
                 self.sk.snd_ssthresh = self.current_ssthresh();
