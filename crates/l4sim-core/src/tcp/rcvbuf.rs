@@ -111,8 +111,9 @@ impl RcvBuf {
         }
     }
 
-    /// The window of the SYN/ACK (unscaled, at most 65535).
-    pub fn syn_window(&self) -> u64 {
+    /// The window last advertised (`tp->rcv_wnd`), bytes; before the first ACK, the SYN/ACK's
+    /// (unscaled, at most 65535).
+    pub fn rcv_wnd(&self) -> u64 {
         self.rcv_wnd
     }
 
@@ -277,7 +278,7 @@ mod tests {
     fn initial_window_is_the_full_space_in_whole_segments() {
         let r = RcvBuf::new(RMEM, true, 1448);
         // tcp_full_space(131072) = 65536, rounded down to 45 x 1448.
-        assert_eq!(r.syn_window(), 65_160);
+        assert_eq!(r.rcv_wnd(), 65_160);
         // One segment (advmss 1460) reserved from 65536.
         assert_eq!(r.window_clamp(), 64_076);
         assert_eq!(r.rcv_ssthresh(), 64_076);

@@ -210,7 +210,7 @@ impl TcpReceiver {
     fn send_synack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.pkt(now);
         p.flags = flags::SYN | flags::ACK | ecn::synack_flags(self.mode, self.syn_ecn);
-        p.wnd = self.rwin.syn_window() as u32;
+        p.wnd = self.rwin.rcv_wnd() as u32;
         if self.mode == EcnMode::AccEcn
             || (self.mode == EcnMode::Rfc3168 && self.cc_flags.needs_ecn)
         {
@@ -438,11 +438,24 @@ impl TcpReceiver {
         self.ato
     }
 
-    /// `tcp_enter_quickack_mode`.
+    /// `tcp_enter_quickack_mode`: [`Self::incr_quickack`], and `ato` back to its minimum.
     #[cold]
     fn enter_quickack_mode(&mut self, n: u32) {
-        self.quick = self.quick.max(n);
+        self.incr_quickack(n);
         self.ato = TCP_ATO_MIN;
+    }
+
+    /// `tcp_incr_quickack`: at most `n` quick ACKs, and no more than the last advertised
+    /// window holds pairs of segments (at least 2).
+    #[cold]
+    fn incr_quickack(&mut self, n: u32) {
+        let pairs = self.rwin.rcv_wnd() / (2 * self.rcv_mss as u64);
+        let quickacks = if pairs == 0 {
+            2
+        } else {
+            pairs.min(u32::MAX as u64) as u32
+        };
+        self.quick = self.quick.max(quickacks.min(n));
     }
 
     /// `tcp_ecn_received_counters`: count CE in the ACE counter and ACK at once on every
@@ -477,7 +490,7 @@ impl TcpReceiver {
                 self.ato = ((self.ato >> 1) + m).min(self.rto);
             } else if m > self.rto {
                 // Too long a gap: tcp_incr_quickack, ato kept.
-                self.quick = self.quick.max(TCP_MAX_QUICKACKS);
+                self.incr_quickack(TCP_MAX_QUICKACKS);
             }
         }
         self.lrcvtime = now;

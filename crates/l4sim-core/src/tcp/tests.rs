@@ -2288,6 +2288,27 @@ fn an_application_limited_window_decays_halfway_to_what_it_used_every_rto() {
     assert!(w > 44 && h.s.sk.snd_cwnd >= w, "{w} -> {}", h.s.sk.snd_cwnd);
 }
 
+#[test]
+fn quick_acks_are_bounded_by_the_pairs_of_segments_the_window_holds() {
+    // tcp_incr_quickack: a receive buffer of 8 KB (tcp_rmem, no autotuning) advertises two
+    // segments, one pair: the first segment is ACKed at once, then every flight of two gets
+    // one ACK at its second segment. Without the bound the 16 quick ACKs of the first data
+    // would ACK both segments of the first eight flights.
+    let r_spec = TcpSpec {
+        rmem: [4096, 8192, 8192],
+        moderate_rcvbuf: false,
+        ..spec(EcnSysctl::None)
+    };
+    let mut h = Harness::new(100.0, 20.0, 1000, spec(EcnSysctl::None), r_spec, None);
+    h.start();
+    h.run(300 * MS);
+    let data = h.data().count();
+    let acks = h.rev.iter().filter(|(_, p)| !p.is_data()).count();
+    assert!(data >= 20, "{data}");
+    // the SYN/ACK, the quick ACK of the first segment, one per pair
+    assert!(acks <= 2 + data / 2 + 1, "{acks} ACKs for {data} segments");
+}
+
 /// A 1 MB transfer over a 20 ms, 100 Mbit/s path with a 1000-packet buffer, no ECN, started.
 fn one_megabyte_at_100mbit() -> Harness {
     let mut h = no_ecn(100.0, 20.0, Some(1_000_000));
