@@ -2127,7 +2127,9 @@ impl TcpSender {
         // The tail loss probe's outcome, then loss detection and the CA state machine (5.15's
         // `tcp_ack` order).
         self.process_tlp_ack(ack, flag);
-        let dubious = pkts_acked == 0
+        // tcp_ack_is_dubious: not FLAG_NOT_DUP (nothing ACKed, no window update; a pure
+        // receiver's ACKs carry no data), or FLAG_CA_ALERT, or not Open.
+        let dubious = (pkts_acked == 0 && !win_update)
             || flag & (FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK) != 0
             || self.sk.ca_state != CaState::Open;
         let mut rexmit = Rexmit::None;
