@@ -1196,7 +1196,7 @@ impl TcpSender {
             }
         }
         if rearm {
-            self.timer = Some((Timer::Rto, now + self.rto));
+            self.reset_xmit_timer(Timer::Rto, now, self.rto, TCP_RTO_MAX);
         }
     }
 
@@ -1233,7 +1233,27 @@ impl TcpSender {
             let delta = (self.head_tx_time() + self.rto) as i64 - now as i64;
             rto = self.jiffies(delta.max(1) as u64);
         }
-        self.timer = Some((Timer::Rto, now + rto.min(TCP_RTO_MAX)));
+        self.reset_xmit_timer(Timer::Rto, now, rto, TCP_RTO_MAX);
+    }
+
+    /// `tcp_reset_xmit_timer`: the timer `when` from now plus `tcp_pacing_delay`, the time to
+    /// the next paced departure (`tcp_wstamp_ns`) in whole jiffies (`nsecs_to_jiffies`
+    /// truncates, so only a gap of a jiffy or more delays it); at most `max_when`
+    /// (`inet_csk_reset_xmit_timer`).
+    fn reset_xmit_timer(
+        &mut self,
+        kind: Timer,
+        now: SimTime,
+        when: SimDuration,
+        max_when: SimDuration,
+    ) {
+        let gap = self.sk.wstamp.saturating_sub(now);
+        let delay = if gap < self.jiffy {
+            0
+        } else {
+            gap / self.jiffy * self.jiffy
+        };
+        self.timer = Some((kind, now + (when + delay).min(max_when)));
     }
 
     /// `tcp_schedule_loss_probe`.
@@ -1261,7 +1281,7 @@ impl TcpSender {
         if rto_delta > 0 {
             timeout = timeout.min(self.jiffies(rto_delta as u64));
         }
-        self.timer = Some((Timer::Tlp, now + timeout));
+        self.reset_xmit_timer(Timer::Tlp, now, timeout, TCP_RTO_MAX);
         true
     }
 
@@ -1471,7 +1491,9 @@ impl TcpSender {
         self.rack.advanced = false;
         let timeout = self.rack_detect_loss(now);
         if timeout > 0 {
-            self.timer = Some((Timer::Reo, now + self.jiffies(timeout) + self.timeout_min()));
+            // inet_csk_reset_xmit_timer directly: no pacing delay, at most the RTO.
+            let when = (self.jiffies(timeout) + self.timeout_min()).min(self.rto);
+            self.timer = Some((Timer::Reo, now + when));
             return true;
         }
         false
@@ -2314,6 +2336,18 @@ impl TcpSender {
     pub(crate) fn tx_in_flight(&self, seq: u32) -> (SimTime, u32) {
         let s = self.seg(seq);
         (s.tx_time, s.tx.in_flight)
+    }
+    /// Arm the tail loss probe (`tcp_schedule_loss_probe`) or, with `tlp` false, the RTO
+    /// (`tcp_rearm_rto`) now; returns the deadline.
+    #[cfg(test)]
+    pub(crate) fn arm_xmit_timer(&mut self, tlp: bool, now: SimTime) -> SimTime {
+        self.timer = None;
+        if tlp {
+            assert!(self.schedule_loss_probe(now, true));
+        } else {
+            self.rearm_rto(now);
+        }
+        self.timer.expect("armed").1
     }
     /// `tcp_try_undo_loss`'s undo, which unmarks every loss, for tests of what follows it.
     #[cfg(test)]

@@ -1339,6 +1339,35 @@ fn tail_loss_probe_repairs_a_lost_last_segment_without_recovery() {
 }
 
 #[test]
+fn the_probe_and_retransmission_timers_wait_for_the_next_paced_departure_in_whole_jiffies() {
+    // tcp_reset_xmit_timer adds tcp_pacing_delay: tcp_wstamp_ns less now, truncated to
+    // jiffies (4 ms at HZ 250), to the TLP and RTO deadlines.
+    let mut h = no_ecn(100.0, 20.0, None);
+    h.start();
+    h.run(SEC);
+    assert!(h.s.sk.packets_out > 0);
+    let (now, jiffy) = (h.now, 4 * MS);
+    for tlp in [true, false] {
+        let mut at = |wstamp: SimTime| {
+            h.s.sk.wstamp = wstamp;
+            h.s.arm_xmit_timer(tlp, now) - now
+        };
+        let plain = at(now);
+        assert_eq!(
+            at(now.saturating_sub(MS)),
+            plain,
+            "a departure due in the past adds nothing"
+        );
+        assert_eq!(
+            at(now + jiffy - 1),
+            plain,
+            "less than a jiffy truncates to 0"
+        );
+        assert_eq!(at(now + 2 * jiffy + 3 * MS), plain + 2 * jiffy);
+    }
+}
+
+#[test]
 fn a_timeout_ends_the_tail_loss_probe_episode() {
     // tcp_retransmit_timer clears tlp_high_seq: a retransmitted probe that is lost too is
     // repaired by the RTO, and the ACK of the next write, beyond the probe's snd_nxt, is not
