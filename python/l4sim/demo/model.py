@@ -372,25 +372,25 @@ class Session:
 
     def _restart_al(self, client: str) -> None:
         """The application-limited stream at the client's rate and CC (a new connection)."""
-        if self.al[client]:
-            self.sim.remove_flow(self.al[client])
-            self.al[client] = None
         mbps = self.settings[client]["al"]
-        if mbps:
-            frame = max(1, round(mbps * 1e6 / 8 / AL_FPS))
-            source = {"kind": "messages", "rate": AL_FPS, "message_size": frame, "poisson": False, "persistent": True}
-            self.al[client] = self._add(client, "al", source=source)
+        frame = max(1, round(mbps * 1e6 / 8 / AL_FPS))
+        source = {"kind": "messages", "rate": AL_FPS, "message_size": frame, "poisson": False, "persistent": True}
+        self._replace(self.al, client, "al", source if mbps else None)
 
     def _restart_cbr(self, client: str) -> None:
         """The constant-bit-rate UDP stream at the client's rate, marked as its CC marks."""
-        if self.cbr[client]:
-            self.sim.remove_flow(self.cbr[client])
-            self.cbr[client] = None
         mbps = self.settings[client]["cbr"]
-        if mbps:
-            ecn = _codepoint(self.settings[client]["cc"])
-            source = {"kind": "udp", "rate_mbps": mbps, "packet_size": CBR_PACKET, "ecn": ecn}
-            self.cbr[client] = self._add(client, "cbr", tcp=False, source=source)
+        ecn = _codepoint(self.settings[client]["cc"])
+        source = {"kind": "udp", "rate_mbps": mbps, "packet_size": CBR_PACKET, "ecn": ecn}
+        self._replace(self.cbr, client, "cbr", source if mbps else None, tcp=False)
+
+    def _replace(
+        self, streams: dict[str, str | None], client: str, what: str, source: dict[str, Any] | None, tcp: bool = True
+    ) -> None:
+        """Remove the client's stream in ``streams`` and start one with ``source`` (none if None)."""
+        if (old := streams[client]) is not None:
+            self.sim.remove_flow(old)
+        streams[client] = self._add(client, what, tcp=tcp, source=source) if source else None
 
     def _flows(self, client: str) -> list[str]:
         return [f for f in [*self.long[client], self.web[client], self.al[client], self.cbr[client]] if f]
@@ -446,9 +446,8 @@ class Session:
         fct: dict[str, list[list[float]]] = {c: [] for c in CLIENTS}
         web = {self.web[c]: c for c in CLIENTS if self.web[c]}
         for r in raw["connections"]:
-            c = web.get(r["flow"])
-            if c:
-                fct[c].append([r["size"], r["fct_s"], r["fct_no_handshake_s"]])
+            if owner := web.get(r["flow"]):
+                fct[owner].append([r["size"], r["fct_s"], r["fct_no_handshake_s"]])
         fct = {c: pts[-MAX_FCT_POINTS:] for c, pts in fct.items()}
 
         return {
