@@ -96,6 +96,8 @@ const S_TSORTED: u8 = 16;
 const S_QUEUED: u8 = 32;
 
 // ACK flags (subset of tcp_input.c FLAG_*).
+/// `tcp_ack_update_window` took the ACK's window (FLAG_WIN_UPDATE).
+const FLAG_WIN_UPDATE: u32 = 0x02;
 const FLAG_DATA_SACKED: u32 = 0x20;
 const FLAG_ECE: u32 = 0x40;
 const FLAG_LOST_RETRANS: u32 = 0x80;
@@ -1892,7 +1894,8 @@ impl TcpSender {
             self.set_state(CaState::Cwr);
             self.end_cwnd_reduction();
             self.try_keep_open();
-        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_DATA_SACKED) == 0 {
+        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_WIN_UPDATE | FLAG_DATA_SACKED) == 0 {
+            // A pure duplicate (not FLAG_NOT_DUP, no new SACK): original and probe arrived.
             self.tlp_high_seq = None;
         }
     }
@@ -1942,7 +1945,7 @@ impl TcpSender {
             ..Default::default()
         };
         self.rate.have_prior = false;
-        let mut flag = 0u32;
+        let mut flag = if win_update { FLAG_WIN_UPDATE } else { 0 };
         if ack > prior_snd_una {
             flag |= FLAG_SND_UNA_ADVANCED;
             self.retransmits = 0;
