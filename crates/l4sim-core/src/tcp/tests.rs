@@ -2198,24 +2198,30 @@ fn a_one_byte_flow_completes_in_one_round_trip_after_the_handshake() {
     assert_eq!(h.s.next_timer(), NEVER);
 }
 
+/// 1 MB over 100 Mbit/s, 20 ms (no ECN, not started), `tcp_slow_start_after_idle` set to `on`:
+/// it gates both the idle restart and RFC 2861's decay.
+fn megabyte_with_idle_sysctl(on: bool) -> Harness {
+    let s_spec = TcpSpec {
+        slow_start_after_idle: on,
+        ..spec(EcnSysctl::None)
+    };
+    Harness::new(
+        100.0,
+        20.0,
+        1000,
+        s_spec,
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    )
+}
+
 #[test]
 fn a_write_after_idle_restarts_the_window_as_tcp_cwnd_restart() {
     // 1 MB on 100 Mbit/s, 20 ms: Reno's window grows well past 10. After 2 s idle (RTO about
     // 220 ms: many RTOs), the next write starts from the initial window, and ssthresh keeps
     // 3/4 of the old window; with the sysctl off the window is what the last ACKs left.
     for on in [true, false] {
-        let s_spec = TcpSpec {
-            slow_start_after_idle: on,
-            ..spec(EcnSysctl::None)
-        };
-        let mut h = Harness::new(
-            100.0,
-            20.0,
-            1000,
-            s_spec,
-            spec(EcnSysctl::None),
-            Some(1_000_000),
-        );
+        let mut h = megabyte_with_idle_sysctl(on);
         h.start();
         h.run(2 * SEC);
         assert!(h.s.is_done());
@@ -2240,23 +2246,12 @@ fn a_write_after_idle_restarts_the_window_as_tcp_cwnd_restart() {
 #[test]
 fn an_application_limited_window_decays_halfway_to_what_it_used_every_rto() {
     // RFC 2861 as tcp_cwnd_application_limited: 1 MB grows Reno's window past 40; then a 3 KB
-    // write every 10 ms for 3 s keeps at most a few segments out, never cwnd-limited. Each RTO (about
-    // 220 ms) of that halves the distance to the initial window (what it used is less), and
-    // ssthresh keeps 3/4 of the window it had. With tcp_slow_start_after_idle off (the same
-    // sysctl gates both) the window stays; a bulk writer (SOCK_NOSPACE) is never cut either.
+    // write every 10 ms for 3 s keeps at most a few segments out, never cwnd-limited. Each RTO
+    // (about 220 ms) of that halves the distance to the initial window (what it used is
+    // less), and ssthresh keeps 3/4 of the window it had. With tcp_slow_start_after_idle off
+    // the window stays; a bulk writer (SOCK_NOSPACE) is never cut either.
     for on in [true, false] {
-        let s_spec = TcpSpec {
-            slow_start_after_idle: on,
-            ..spec(EcnSysctl::None)
-        };
-        let mut h = Harness::new(
-            100.0,
-            20.0,
-            1000,
-            s_spec,
-            spec(EcnSysctl::None),
-            Some(1_000_000),
-        );
+        let mut h = megabyte_with_idle_sysctl(on);
         h.s.keep_open();
         h.start();
         h.run_until(2 * SEC, |h| h.s.is_done());
