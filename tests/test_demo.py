@@ -109,6 +109,10 @@ def test_app_limited_and_cbr_streams_run_at_their_rates_in_their_clients_queue()
     rate = {x["client"] + x["kind"]: x["tput_mbps"] for x in f["flows"]}
     assert rate == pytest.approx({"Amessages": 10.0, "Audp": 20.0, "Budp": 5.0}, rel=0.05)
     assert f["fct"] == {"A": [], "B": []}  # the stream's frames are not web transfers
+    frame = round(10e6 / 8 / 60)  # 10 Mbit/s in 60 frames per second
+    assert f["stream"]["B"] == [] and 100 <= len(f["stream"]["A"]) <= 130  # 2 s of frames
+    # each frame arrives a one-way delay (5 ms) and its serialization (1.7 ms) after its write
+    assert all(size == frame and 0.0066 < fct < 0.01 for size, fct, _ in f["stream"]["A"])
     assert f["delay"]["A"]["n"] > 0 and f["delay"]["B"]["n"] > 0
 
     def packets() -> dict[str, int]:
@@ -378,6 +382,8 @@ def test_page_in_headless_chromium(browser_page):
     cbr.send_keys("8", Keys.TAB)
     streams = "return document.getElementById('plot-rate').data[0].x.filter(x => /app-limited|CBR/.test(x)).length"
     until(lambda d: d.execute_script(streams) == 2, "app-limited and CBR bars for B")
+    frames = "return document.getElementById('plot-fct').data.filter(t => /frames/.test(t.name)).length"
+    until(lambda d: d.execute_script(frames) == 1, "B's app-limited frames in the completion-time plot")
     until(
         lambda d: {x["kind"]: round(x["tput_mbps"]) for x in frame()["flows"] if x["client"] == "B"}.get("udp") == 8,
         "B's CBR stream at 8 Mbit/s",

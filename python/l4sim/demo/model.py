@@ -443,12 +443,17 @@ class Session:
             parts = [(h["n"], h["mean_ms"], h["cdf_ms"]) for f, h in q["delay"].items() if f.startswith(f"{c}-")]
             delay[c] = mix_delay(parts)
 
+        # completion times: of the web transfers, and of the app-limited stream's frames
         fct: dict[str, list[list[float]]] = {c: [] for c in CLIENTS}
-        web = {self.web[c]: c for c in CLIENTS if self.web[c]}
+        stream: dict[str, list[list[float]]] = {c: [] for c in CLIENTS}
+        owners = {w: fct[c] for c in CLIENTS if (w := self.web[c])}
+        owners.update({a: stream[c] for c in CLIENTS if (a := self.al[c])})
         for r in raw["connections"]:
-            if owner := web.get(r["flow"]):
-                fct[owner].append([r["size"], r["fct_s"], r["fct_no_handshake_s"]])
+            points = owners.get(r["flow"])
+            if points is not None:
+                points.append([r["size"], r["fct_s"], r["fct_no_handshake_s"]])
         fct = {c: pts[-MAX_FCT_POINTS:] for c, pts in fct.items()}
+        stream = {c: pts[-MAX_FCT_POINTS:] for c, pts in stream.items()}
 
         return {
             "type": "frame",
@@ -458,4 +463,5 @@ class Session:
             "history": list(self._history),
             "delay": delay,
             "fct": fct,
+            "stream": stream,
         }

@@ -4,7 +4,8 @@
 
 const COLORS = { A: "#1565c0", B: "#c62828" };
 const FCT_KEEP = 2000;  // completion-time points kept per client on the page
-const demo = (window.l4simDemo = { last: null, frames: 0, hello: null, fct: { A: [], B: [] } });
+// completion-time points kept per client: web transfers (fct) and app-limited frames (stream)
+const demo = (window.l4simDemo = { last: null, frames: 0, hello: null, fct: { A: [], B: [] }, stream: { A: [], B: [] } });
 const LAYOUT = { margin: { l: 55, r: 15, t: 35, b: 45 }, font: { size: 12 }, legend: { x: 0.01, y: 0.99, bgcolor: "rgba(255,255,255,0.7)" } };
 const CONFIG = { displayModeBar: false, responsive: true };
 let ws;
@@ -134,19 +135,27 @@ function draw(frame) {
   }, CONFIG);
 
   for (const c of demo.hello.clients) {
-    demo.fct[c].push(...frame.fct[c]);
-    if (demo.fct[c].length > FCT_KEEP) demo.fct[c].splice(0, demo.fct[c].length - FCT_KEEP);
+    for (const [kept, fresh] of [[demo.fct[c], frame.fct[c]], [demo.stream[c], frame.stream[c]]]) {
+      kept.push(...fresh);
+      if (kept.length > FCT_KEEP) kept.splice(0, kept.length - FCT_KEEP);
+    }
   }
   drawFct(frame);
 }
 
 function drawFct(frame) {
   const col = document.getElementById("fct-handshake").checked ? 1 : 2;
-  Plotly.react("plot-fct", demo.hello.clients.map((c) => ({
+  const web = demo.hello.clients.map((c) => ({
     x: demo.fct[c].map((p) => p[0]), y: demo.fct[c].map((p) => p[col]), mode: "markers", type: "scatter",
     name: `${c} (${ccLabel(frame, c)})`, marker: { color: COLORS[c], size: 4, opacity: 0.6 },
-  })), {
-    ...LAYOUT, title: { text: "Web transfers: completion time vs size" },
+  }));
+  // the app-limited stream's frames, all of one size: a column of their delivery times
+  const stream = demo.hello.clients.filter((c) => demo.stream[c].length).map((c) => ({
+    x: demo.stream[c].map((p) => p[0]), y: demo.stream[c].map((p) => p[col]), mode: "markers", type: "scatter",
+    name: `${c} app-limited frames`, marker: { color: COLORS[c], size: 6, opacity: 0.6, symbol: "diamond-open" },
+  }));
+  Plotly.react("plot-fct", [...web, ...stream], {
+    ...LAYOUT, title: { text: "Completion time vs size: web transfers, app-limited frames" },
     xaxis: { type: "log", title: { text: "size, bytes" } }, yaxis: { type: "log", title: { text: "completion time, s" } },
     showlegend: true,
   }, CONFIG);
