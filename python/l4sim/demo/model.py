@@ -161,8 +161,8 @@ DEFAULT: dict[str, Any] = {
 def _preset(aqm: str, cc_a: str, cc_b: str) -> dict[str, Any]:
     return {
         "link": {"aqm": aqm, "capacity": 40, "base_rtt": 10},
-        "A": {"long": 1, "cc": cc_a, "web": 10, "al": 0, "cbr": 0, "extra_rtt": 0},
-        "B": {"long": 1, "cc": cc_b, "web": 10, "al": 0, "cbr": 0, "extra_rtt": 0},
+        "A": {**DEFAULT["A"], "cc": cc_a},
+        "B": {**DEFAULT["B"], "cc": cc_b},
     }
 
 

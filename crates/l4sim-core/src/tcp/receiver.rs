@@ -450,12 +450,8 @@ impl TcpReceiver {
     #[cold]
     fn incr_quickack(&mut self, n: u32) {
         let pairs = self.rwin.rcv_wnd() / (2 * self.rcv_mss as u64);
-        let quickacks = if pairs == 0 {
-            2
-        } else {
-            pairs.min(u32::MAX as u64) as u32
-        };
-        self.quick = self.quick.max(quickacks.min(n));
+        let quickacks = if pairs == 0 { 2 } else { pairs };
+        self.quick = self.quick.max(quickacks.min(n as u64) as u32);
     }
 
     /// `tcp_ecn_received_counters`: count CE in the ACE counter and ACK at once on every

@@ -404,6 +404,13 @@ impl TcpSender {
     fn jiffy(&self) -> SimDuration {
         self.jiffy
     }
+    /// The jiffies from `then` to `now` as the host's clock counts them (`tcp_jiffies32`
+    /// differences), and the RTO in jiffies (`icsk_rto`).
+    fn jiffies_since(&self, then: SimTime, now: SimTime) -> (i64, i64) {
+        let jiffy = self.jiffy;
+        let elapsed = (now / jiffy) as i64 - (then / jiffy) as i64;
+        (elapsed, (self.rto / jiffy) as i64)
+    }
     /// TCP_TIMEOUT_MIN: 2 jiffies.
     fn timeout_min(&self) -> SimDuration {
         self.timeout_min
@@ -482,9 +489,7 @@ impl TcpSender {
         {
             return;
         }
-        let jiffy = self.jiffy();
-        let rto = (self.rto / jiffy) as i64;
-        let mut delta = (now / jiffy) as i64 - (self.sk.lsndtime / jiffy) as i64;
+        let (mut delta, rto) = self.jiffies_since(self.sk.lsndtime, now);
         if delta <= rto {
             return;
         }
@@ -1131,10 +1136,8 @@ impl TcpSender {
                 && self.spec.slow_start_after_idle
                 && !self.cc.has_cong_control()
             {
-                let jiffy = self.jiffy();
-                let starved =
-                    (self.sk.now / jiffy) as i64 - (self.sk.snd_cwnd_stamp / jiffy) as i64;
-                if starved >= (self.rto / jiffy) as i64 {
+                let (starved, rto) = self.jiffies_since(self.sk.snd_cwnd_stamp, self.sk.now);
+                if starved >= rto {
                     self.cwnd_application_limited();
                 }
             }
@@ -2154,15 +2157,15 @@ impl TcpSender {
         self.process_tlp_ack(ack, flag);
         // tcp_ack_is_dubious: not FLAG_NOT_DUP (nothing ACKed, no window update; a pure
         // receiver's ACKs carry no data), or FLAG_CA_ALERT, or not Open.
-        let dubious = (pkts_acked == 0 && !win_update)
+        let dubious = (pkts_acked == 0 && flag & FLAG_WIN_UPDATE == 0)
             || flag & (FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK) != 0
             || self.sk.ca_state != CaState::Open;
         let mut rexmit = Rexmit::None;
         if dubious {
             // A duplicate ACK: no progress, no window update, no DSACK (`num_dupack`).
-            let num_dupack = flag & (FLAG_SND_UNA_ADVANCED | FLAG_DSACKING_ACK) == 0
-                && pkts_acked == 0
-                && !win_update;
+            let num_dupack = flag & (FLAG_SND_UNA_ADVANCED | FLAG_DSACKING_ACK | FLAG_WIN_UPDATE)
+                == 0
+                && pkts_acked == 0;
             rexmit = self.fastretrans_alert(now, &mut flag, prior_snd_una, num_dupack);
         }
         if flag & FLAG_SET_XMIT_TIMER != 0 {
