@@ -383,11 +383,12 @@ pub enum AnyCc {
     Bbr3(bbr3::Bbr3),
 }
 
-/// Build the controller for a flow. `rng` is the flow's private CC stream.
-pub fn build(spec: &CcSpec, rng: Rng) -> AnyCc {
+/// Build the controller for a flow on a host of `hz` jiffies per second (its `tcp.hz`).
+/// `rng` is the flow's private CC stream.
+pub fn build(spec: &CcSpec, hz: u32, rng: Rng) -> AnyCc {
     match spec {
         CcSpec::Reno => AnyCc::Reno(reno::Reno),
-        CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::with_rng(p.clone(), rng)),
+        CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::with_rng(p.clone(), hz, rng)),
         CcSpec::Dctcp(p) => AnyCc::Dctcp(dctcp::Dctcp::new(p.clone())),
         CcSpec::Prague(p) => AnyCc::Prague(prague::Prague::new(p.clone())),
         CcSpec::Bbr(p) => AnyCc::Bbr(bbr1::Bbr1::new(p.clone(), rng)),

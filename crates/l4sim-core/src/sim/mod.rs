@@ -353,8 +353,9 @@ impl World {
             mss: f.mss,
         };
         let rcv_cc_spec = f.spec.receiver.cc.clone().unwrap_or_default();
-        let cc = cc::build(&f.spec.cc, Rng::new(seed, stream::CC + 2 * id));
-        let rcc = cc::build(&rcv_cc_spec, Rng::new(seed, stream::CC + 2 * id + 1));
+        let (hz, rhz) = (f.spec.tcp.hz, f.spec.receiver.tcp.hz);
+        let cc = cc::build(&f.spec.cc, hz, Rng::new(seed, stream::CC + 2 * id));
+        let rcc = cc::build(&rcv_cc_spec, rhz, Rng::new(seed, stream::CC + 2 * id + 1));
         let mut sender = TcpSender::new(&params, &f.spec.tcp, cc);
         // TSQ: at a plain device queue emit reports each data segment's transmit completion;
         // behind a qdisc, the port does as it sends the segment (or frees it).

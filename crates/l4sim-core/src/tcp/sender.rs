@@ -400,10 +400,6 @@ impl TcpSender {
     fn jiffies(&self, d: SimDuration) -> SimDuration {
         self.jiffy_div.div_ceil(d) * self.jiffy
     }
-    /// One tick of the host's clock (1/HZ).
-    fn jiffy(&self) -> SimDuration {
-        self.jiffy
-    }
     /// The jiffies from `then` to `now` as the host's clock counts them (`tcp_jiffies32`
     /// differences), and the RTO in jiffies (`icsk_rto`).
     fn jiffies_since(&self, then: SimTime, now: SimTime) -> (i64, i64) {
