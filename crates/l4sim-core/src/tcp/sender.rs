@@ -967,14 +967,16 @@ impl TcpSender {
         matches!(self.sk.ca_state, CaState::Cwr | CaState::Recovery)
     }
 
-    /// `tcp_write_xmit`: new data within cwnd (and pacing). `tlp` forces one segment out.
+    /// `tcp_write_xmit`: new data within cwnd (and pacing). `tlp` is the loss probe's
+    /// `push_one = 2`: one skb, without Nagle's test or a TSO deferral, and with a quota of one
+    /// segment when cwnd is full.
     fn write_xmit(&mut self, now: SimTime, out: &mut Vec<Packet>, tlp: bool) -> u32 {
         let mut sent = 0;
         let mut cwnd_limited = false;
         let prior_packets = self.sk.packets_out;
         let max_segs = self.tso_segs();
         while self.sk.snd_nxt < self.total_segs {
-            if !tlp && self.pacing_blocked(now) {
+            if self.pacing_blocked(now) {
                 break;
             }
             let in_flight = self.sk.packets_in_flight();
@@ -995,7 +997,7 @@ impl TcpSender {
             }
             // tcp_cwnd_test: at most half the window per skb, so at least two GSO bursts
             // are in flight.
-            let quota = if tlp || full {
+            let quota = if full {
                 1
             } else {
                 (cwnd >> 1).max(1).min(cwnd - in_flight)
@@ -2339,6 +2341,12 @@ impl TcpSender {
         let s = self.seg(seq);
         (s.tx_time, s.tx.in_flight)
     }
+    /// The tail loss probe's timer fires now (`tcp_send_loss_probe`).
+    #[cfg(test)]
+    pub(crate) fn fire_loss_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.send_loss_probe(now, out);
+    }
+
     /// Arm the tail loss probe (`tcp_schedule_loss_probe`) or, with `tlp` false, the RTO
     /// (`tcp_rearm_rto`) now; returns the deadline.
     #[cfg(test)]

@@ -1368,6 +1368,51 @@ fn the_probe_and_retransmission_timers_wait_for_the_next_paced_departure_in_whol
 }
 
 #[test]
+fn a_new_data_probe_is_one_skb_of_the_windows_quota_and_waits_for_pacing() {
+    // tcp_send_loss_probe -> tcp_write_xmit(push_one = 2): one skb, as tcp_cwnd_test's quota
+    // (half the window at most, what is left of it) and the TSO goal allow; a quota of one
+    // only when cwnd is full. tcp_pacing_check applies as for any send: a probe due before
+    // the next paced departure is not sent, and the RTO is re-armed.
+    let probe = |room: u32, paced: bool| {
+        let mut h = no_ecn(100.0, 20.0, None);
+        h.start();
+        h.run(SEC);
+        let (now, in_flight) = (h.now, h.s.sk.packets_in_flight());
+        h.s.sk.snd_cwnd = in_flight + room;
+        if paced {
+            h.s.sk.pacing_needed = true;
+            h.s.sk.wstamp = now + MS;
+        }
+        let (before, probes) = (h.s.sk.snd_nxt, h.s.stats.tlp_count);
+        h.s.fire_loss_probe(now, &mut h.out);
+        let goal = h.s.tso_segs();
+        (
+            h.s.sk.snd_nxt - before,
+            h.s.stats.tlp_count - probes,
+            goal,
+            in_flight,
+        )
+    };
+    let (sent, probes, goal, in_flight) = probe(6, false);
+    assert!(
+        goal >= 6 && in_flight >= 12,
+        "goal {goal}, in flight {in_flight}"
+    );
+    assert_eq!((sent, probes), (6, 1));
+    assert_eq!(
+        probe(0, false).0,
+        1,
+        "a full window still lets one segment out"
+    );
+    let (sent, probes, _, _) = probe(6, true);
+    assert_eq!(
+        (sent, probes),
+        (0, 0),
+        "before the paced departure: nothing sent, no probe"
+    );
+}
+
+#[test]
 fn a_timeout_ends_the_tail_loss_probe_episode() {
     // tcp_retransmit_timer clears tlp_high_seq: a retransmitted probe that is lost too is
     // repaired by the RTO, and the ACK of the next write, beyond the probe's snd_nxt, is not
