@@ -11,8 +11,10 @@
 //! handshake RTT (SYN/ACK sent to first ACK), as `tcp_synack_rtt_meas` gives Linux servers.
 //! The receive buffer and the window each ACK offers are `rcvbuf.rs`'s; the application
 //! reads in-order data at once, so `__tcp_ack_snd_check`'s "window advances far enough" test
-//! is left out (`tcp_cleanup_rbuf` would send that ACK at the same instant). Jiffies rounding
-//! of the delayed-ACK timer is not modelled.
+//! is left out (`tcp_cleanup_rbuf` would send that ACK at the same instant). The delayed-ACK
+//! engine counts in the host's jiffies (`tcp.hz`, ticks from time 0), as Linux's does: `ato`,
+//! the inter-arrival time it adapts to and the timer's deadline are whole jiffies, and the
+//! timer fires on a tick.
 
 use std::collections::BTreeMap;
 
@@ -22,9 +24,9 @@ use super::{AccEcnImpl, ConnParams, ReceiverStats, TcpSpec, TCP_RTO_MAX, TCP_TIM
 use crate::cc::{AnyCc, CcFlags, CongestionControl, EcnMode};
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
 use crate::rng::Rng;
-use crate::time::{SimDuration, SimTime, MS, NEVER, US};
+use crate::time::{Divisor, SimDuration, SimTime, MS, NEVER, SEC, US};
 
-/// TCP_DELACK_MIN = TCP_ATO_MIN (HZ/25).
+/// TCP_DELACK_MIN = TCP_ATO_MIN (HZ/25 jiffies).
 pub const TCP_ATO_MIN: SimDuration = 40 * MS;
 /// TCP_MAX_QUICKACKS.
 pub const TCP_MAX_QUICKACKS: u32 = 16;
@@ -68,10 +70,14 @@ pub struct TcpReceiver {
     n_sacks: usize,
     dsack: Option<(u32, u32)>,
     ts_recent: SimTime,
-    // Delayed-ACK engine (`icsk_ack`).
+    // Delayed-ACK engine (`icsk_ack`), in jiffies of `jiffy` ns.
     quick: u32,
-    ato: SimDuration,
-    lrcvtime: SimTime,
+    jiffy: SimDuration,
+    jiffy_div: Divisor,
+    /// TCP_ATO_MIN in jiffies.
+    ato_min: u64,
+    ato: u64,
+    lrcvtime: u64,
     ack_pending: bool,
     ack_now: bool,
     delack_at: SimTime,
@@ -113,6 +119,7 @@ impl TcpReceiver {
         cc_flags: CcFlags,
         rng: Rng,
     ) -> TcpReceiver {
+        let jiffy = SEC / spec.hz.max(1) as u64;
         TcpReceiver {
             stats: ReceiverStats::default(),
             params: params.clone(),
@@ -137,6 +144,9 @@ impl TcpReceiver {
             dsack: None,
             ts_recent: 0,
             quick: 0,
+            jiffy,
+            jiffy_div: Divisor::new(jiffy),
+            ato_min: TCP_ATO_MIN / jiffy,
             ato: 0,
             lrcvtime: 0,
             ack_pending: false,
@@ -435,14 +445,24 @@ impl TcpReceiver {
     /// The delayed-ACK engine's `ato` (`icsk_ack.ato`).
     #[cfg(test)]
     pub(crate) fn ato(&self) -> SimDuration {
-        self.ato
+        self.ato * self.jiffy
+    }
+
+    /// `jiffies` at `t`.
+    fn jiffies(&self, t: SimTime) -> u64 {
+        self.jiffy_div.div_rem(t).0
+    }
+
+    /// `icsk_rto` in jiffies.
+    fn rto_jiffies(&self) -> u64 {
+        self.jiffy_div.div_ceil(self.rto)
     }
 
     /// `tcp_enter_quickack_mode`: [`Self::incr_quickack`], and `ato` back to its minimum.
     #[cold]
     fn enter_quickack_mode(&mut self, n: u32) {
         self.incr_quickack(n);
-        self.ato = TCP_ATO_MIN;
+        self.ato = self.ato_min;
     }
 
     /// `tcp_incr_quickack`: at most `n` quick ACKs, and no more than the last advertised
@@ -476,15 +496,16 @@ impl TcpReceiver {
 
     /// `tcp_event_data_recv`: adapt `ato` to the inter-arrival time.
     fn event_data_recv(&mut self, now: SimTime) {
+        let now = self.jiffies(now);
         if self.ato == 0 {
             self.enter_quickack_mode(TCP_MAX_QUICKACKS);
         } else {
             let m = now.saturating_sub(self.lrcvtime);
-            if m <= TCP_ATO_MIN / 2 {
-                self.ato = (self.ato >> 1) + TCP_ATO_MIN / 2;
+            if m <= self.ato_min / 2 {
+                self.ato = (self.ato >> 1) + self.ato_min / 2;
             } else if m < self.ato {
-                self.ato = ((self.ato >> 1) + m).min(self.rto);
-            } else if m > self.rto {
+                self.ato = ((self.ato >> 1) + m).min(self.rto_jiffies());
+            } else if m > self.rto_jiffies() {
                 // Too long a gap: tcp_incr_quickack, ato kept.
                 self.incr_quickack(TCP_MAX_QUICKACKS);
             }
@@ -562,22 +583,24 @@ impl TcpReceiver {
         self.comp_at = now + delay;
     }
 
-    /// `tcp_send_delayed_ack`.
+    /// `tcp_send_delayed_ack`, in jiffies: the timer fires when the tick `ato` jiffies on
+    /// begins.
     fn send_delayed_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut ato = self.ato;
-        if ato > TCP_ATO_MIN {
-            let mut max_ato = 500 * MS; // HZ/2
+        if ato > self.ato_min {
+            let mut max_ato = SEC / 2 / self.jiffy; // HZ/2
             if self.rtt > 0 {
-                let rtt = self.rtt.max(TCP_ATO_MIN);
+                let rtt = self.jiffy_div.div_ceil(self.rtt).max(self.ato_min);
                 if rtt < max_ato {
                     max_ato = rtt;
                 }
             }
             ato = ato.min(max_ato);
         }
-        let mut timeout = now + ato;
+        let jiffies = self.jiffies(now);
+        let mut timeout = (jiffies + ato) * self.jiffy;
         if self.delack_at != NEVER {
-            if self.delack_at <= now + (ato >> 2) {
+            if self.delack_at <= (jiffies + (ato >> 2)) * self.jiffy {
                 self.send_ack(now, out);
                 return;
             }
@@ -661,7 +684,7 @@ impl TcpReceiver {
         if self.quick > 0 {
             self.quick -= 1;
             if self.quick == 0 {
-                self.ato = TCP_ATO_MIN;
+                self.ato = self.ato_min;
             }
         }
         self.ack_pending = false;
@@ -681,7 +704,7 @@ impl TcpReceiver {
             self.delack_at = NEVER;
             if self.ack_pending {
                 // Delayed ACK missed: inflate ato.
-                self.ato = (self.ato << 1).min(self.rto);
+                self.ato = (self.ato << 1).min(self.rto_jiffies());
                 self.send_ack(now, out);
             }
         }

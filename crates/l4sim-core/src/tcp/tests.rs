@@ -11,7 +11,7 @@ use super::*;
 use crate::cc::{reno::Reno, AnyCc, CaState, CcFlags, EcnMode};
 use crate::packet::{flags, Ecn, Packet};
 use crate::rng::Rng;
-use crate::time::{Rate, SimDuration, SimTime, MS, NEVER, SEC};
+use crate::time::{Rate, SimDuration, SimTime, MS, NEVER, SEC, US};
 
 enum Verdict {
     Pass,
@@ -1087,13 +1087,8 @@ fn a_lone_segment_is_acked_by_the_delayed_ack_timer() {
     assert!(h.r.stats.acks_sent < 33);
 }
 
-#[test]
-fn leaving_quick_ack_mode_deflates_the_delayed_ack_timeout() {
-    // Segments 30 ms apart: each grows ato to ato/2 + 30 ms (tcp_event_data_recv), toward
-    // 60 ms, while the 16 quick ACKs go out at once. The last quick ACK sets ato back to
-    // TCP_ATO_MIN (tcp_dec_quickack_mode), so the next segment makes it 40/2 + 30 = 50 ms,
-    // not 60. (The delayed-ACK timer takes at most max(srtt, 40 ms) of it, so a longer ato
-    // shows only on paths of more than 40 ms.)
+/// A receiver that has seen the SYN at time 0, with its ACKs so far cleared.
+fn receiver_after_syn() -> (TcpReceiver, Vec<Packet>) {
     let p = params(None);
     let s = spec(EcnSysctl::None);
     let mut r = TcpReceiver::with_cc_flags(&p, &s, CcFlags::default(), Rng::new(1, 2));
@@ -1102,22 +1097,50 @@ fn leaving_quick_ack_mode_deflates_the_delayed_ack_timeout() {
     syn.flags = flags::SYN;
     r.on_packet(&syn, 0, &mut out);
     out.clear();
+    (r, out)
+}
+
+#[test]
+fn leaving_quick_ack_mode_deflates_the_delayed_ack_timeout() {
+    // Segments 30 ms apart, 7 or 8 jiffies at HZ 250 (tcp_event_data_recv counts in
+    // tcp_jiffies32): each grows ato to ato/2 + m, toward 60 ms, while the 16 quick ACKs go
+    // out at once. The last quick ACK sets ato back to TCP_ATO_MIN, 10 jiffies
+    // (tcp_dec_quickack_mode), so the next segment makes it 5 + m jiffies, not 60 ms. (The
+    // delayed-ACK timer takes at most max(srtt, 40 ms) of it, so a longer ato shows only on
+    // paths of more than 40 ms.)
+    let (mut r, mut out) = receiver_after_syn();
     let mut seq = 0;
+    let at = |seq: u32| (seq as u64 + 1) * 30 * MS;
     while r.stats.acks_sent < 16 {
         assert!(seq < 40, "no 16 quick ACKs");
-        r.on_packet(
-            &data_pkt(seq, Ecn::NotEct),
-            (seq as u64 + 1) * 30 * MS,
-            &mut out,
-        );
+        r.on_packet(&data_pkt(seq, Ecn::NotEct), at(seq), &mut out);
         seq += 1;
     }
     assert_eq!(out.len(), 16, "every segment ACKed at once");
     assert_eq!(r.ato(), receiver::TCP_ATO_MIN);
-    let now = (seq as u64 + 1) * 30 * MS;
-    r.on_packet(&data_pkt(seq, Ecn::NotEct), now, &mut out);
+    r.on_packet(&data_pkt(seq, Ecn::NotEct), at(seq), &mut out);
     assert_eq!(out.len(), 16, "a delayed ACK");
-    assert_eq!(r.ato(), 50 * MS);
+    let jiffy = 4 * MS;
+    let m = at(seq) / jiffy - at(seq - 1) / jiffy;
+    assert_eq!(r.ato(), (5 + m) * jiffy, "m = {m} jiffies");
+}
+
+#[test]
+fn the_delayed_ack_timer_fires_on_the_tick_ato_jiffies_on() {
+    // tcp_send_delayed_ack: timeout = jiffies + ato, so a lone segment arriving 3.5 ms into a
+    // 4 ms tick is ACKed 10 ticks after that tick began, 36.5 ms later, not 40 ms.
+    let (mut r, mut out) = receiver_after_syn();
+    for seq in 0..16 {
+        r.on_packet(&data_pkt(seq, Ecn::NotEct), MS * (1 + seq as u64), &mut out);
+    }
+    assert_eq!(out.len(), 16, "the quick ACKs");
+    let t = 103 * MS + 500 * US;
+    r.on_packet(&data_pkt(16, Ecn::NotEct), t, &mut out);
+    assert_eq!(out.len(), 16, "the segment waits");
+    let tick = 100 * MS;
+    assert_eq!(r.next_timer(), tick + 10 * 4 * MS);
+    r.on_timer(r.next_timer(), &mut out);
+    assert_eq!(out.len(), 17);
 }
 
 // ------------------------------------------------------------------------- loss recovery
