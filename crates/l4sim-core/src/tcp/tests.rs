@@ -780,15 +780,23 @@ fn accecn_sender_counts_exactly_the_marks_the_receiver_saw() {
 }
 
 /// Drive a receiver directly: established AccECN connection, then in-order data.
-fn accecn_receiver(s: TcpSpec) -> (TcpReceiver, Vec<Packet>) {
+/// A receiver of `s` that has answered, at time 0, a SYN with `syn_flags` (SYN included):
+/// the receiver, its SYN/ACK, and an empty output buffer.
+fn receiver_after_syn(s: TcpSpec, syn_flags: u8) -> (TcpReceiver, Packet, Vec<Packet>) {
     let p = params(None);
     let mut r = TcpReceiver::with_cc_flags(&p, &s, CcFlags::default(), Rng::new(1, 2));
     let mut out = Vec::new();
     let mut syn = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
-    syn.flags = flags::SYN | ecn::syn_flags(EcnRequest::AccEcn);
+    syn.flags = syn_flags;
     r.on_packet(&syn, 0, &mut out);
-    assert!(out[0].has(flags::CWR) && !out[0].has(flags::AE) && !out[0].has(flags::ECE));
+    let synack = out.remove(0);
     out.clear();
+    (r, synack, out)
+}
+
+fn accecn_receiver(s: TcpSpec) -> (TcpReceiver, Vec<Packet>) {
+    let (r, synack, out) = receiver_after_syn(s, flags::SYN | ecn::syn_flags(EcnRequest::AccEcn));
+    assert!(synack.has(flags::CWR) && !synack.has(flags::AE) && !synack.has(flags::ECE));
     (r, out)
 }
 
@@ -1087,19 +1095,6 @@ fn a_lone_segment_is_acked_by_the_delayed_ack_timer() {
     assert!(h.r.stats.acks_sent < 33);
 }
 
-/// A receiver that has seen the SYN at time 0, with its ACKs so far cleared.
-fn receiver_after_syn() -> (TcpReceiver, Vec<Packet>) {
-    let p = params(None);
-    let s = spec(EcnSysctl::None);
-    let mut r = TcpReceiver::with_cc_flags(&p, &s, CcFlags::default(), Rng::new(1, 2));
-    let mut out = Vec::new();
-    let mut syn = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
-    syn.flags = flags::SYN;
-    r.on_packet(&syn, 0, &mut out);
-    out.clear();
-    (r, out)
-}
-
 #[test]
 fn leaving_quick_ack_mode_deflates_the_delayed_ack_timeout() {
     // Segments 30 ms apart, 7 or 8 jiffies at HZ 250 (tcp_event_data_recv counts in
@@ -1108,7 +1103,7 @@ fn leaving_quick_ack_mode_deflates_the_delayed_ack_timeout() {
     // (tcp_dec_quickack_mode), so the next segment makes it 5 + m jiffies, not 60 ms. (The
     // delayed-ACK timer takes at most max(srtt, 40 ms) of it, so a longer ato shows only on
     // paths of more than 40 ms.)
-    let (mut r, mut out) = receiver_after_syn();
+    let (mut r, _, mut out) = receiver_after_syn(spec(EcnSysctl::None), flags::SYN);
     let mut seq = 0;
     let at = |seq: u32| (seq as u64 + 1) * 30 * MS;
     while r.stats.acks_sent < 16 {
@@ -1129,7 +1124,7 @@ fn leaving_quick_ack_mode_deflates_the_delayed_ack_timeout() {
 fn the_delayed_ack_timer_fires_on_the_tick_ato_jiffies_on() {
     // tcp_send_delayed_ack: timeout = jiffies + ato, so a lone segment arriving 3.5 ms into a
     // 4 ms tick is ACKed 10 ticks after that tick began, 36.5 ms later, not 40 ms.
-    let (mut r, mut out) = receiver_after_syn();
+    let (mut r, _, mut out) = receiver_after_syn(spec(EcnSysctl::None), flags::SYN);
     for seq in 0..16 {
         r.on_packet(&data_pkt(seq, Ecn::NotEct), MS * (1 + seq as u64), &mut out);
     }
