@@ -152,6 +152,59 @@ impl TxClock {
     }
 }
 
+/// A host's jiffies at `hz` ticks per second, counted from time 0, and when its `timer_list`
+/// timers run.
+#[derive(Clone, Copy, Debug)]
+pub struct Jiffies {
+    jiffy: SimDuration,
+    div: Divisor,
+}
+
+impl Jiffies {
+    pub fn new(hz: u32) -> Jiffies {
+        let jiffy = SEC / hz.max(1) as u64;
+        Jiffies {
+            jiffy,
+            div: Divisor::new(jiffy),
+        }
+    }
+    /// One tick, ns.
+    #[inline]
+    pub fn jiffy(&self) -> SimDuration {
+        self.jiffy
+    }
+    /// `jiffies` at time `t`.
+    #[inline]
+    pub fn at(&self, t: SimTime) -> u64 {
+        self.div.div_rem(t).0
+    }
+    /// `usecs_to_jiffies` / `nsecs_to_jiffies` rounding up: `d` in whole jiffies.
+    #[inline]
+    pub fn ceil(&self, d: SimDuration) -> u64 {
+        self.div.div_ceil(d)
+    }
+    /// When a `timer_list` armed at time `now` to expire at jiffy `expires` runs: the start
+    /// of the tick at which the timer wheel (kernel/time/timer.c, `calc_wheel_index` and
+    /// `calc_index`, LVL_DEPTH 9 for HZ > 100) finds it. Level n holds the timers due
+    /// [LVL_START(n), LVL_START(n + 1)) jiffies from the wheel's clock (LVL_START(n) =
+    /// 63 << 3(n - 1), LVL_START(0) = 0) in buckets of 8^n jiffies, and a timer goes into the
+    /// bucket after the one its expiry falls in, so that it never runs early even when armed
+    /// at the end of a tick: one jiffy after `expires` at level 0 (under 63 jiffies, 252 ms at
+    /// HZ 250), up to 8 jiffies after at level 1, and so on. The wheel's clock is taken to be
+    /// `jiffies` (`forward_timer_base`); an expiry already past runs at the next tick.
+    #[inline]
+    pub fn timer_runs(&self, now: SimTime, expires: u64) -> SimTime {
+        let clk = self.at(now);
+        let delta = expires.saturating_sub(clk);
+        let mut lvl = 0;
+        while lvl < 8 && delta >= 63 << (3 * lvl) {
+            lvl += 1;
+        }
+        let shift = 3 * lvl;
+        (((expires.max(clk) >> shift) + 1) << shift) * self.jiffy
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,5 +291,39 @@ mod tests {
     fn bytes_in_inverts_tx_time() {
         let r = Rate::mbps(100.0);
         assert_eq!(r.bytes_in(SEC), 12_500_000);
+    }
+
+    #[test]
+    fn a_timer_runs_on_the_wheels_tick_after_its_expiry_never_early() {
+        // kernel/time/timer.c: at HZ 100, schedule_timeout(5) from jiffy 0 sleeps until the
+        // tick of jiffy 6 (60 ms), the "off by one" tglx explains (lkml, 2021-05-12).
+        assert_eq!(Jiffies::new(100).timer_runs(0, 5), 60 * MS);
+        let j = Jiffies::new(250);
+        // Level 0 (under 63 jiffies): the tick after the expiry, wherever in its tick the
+        // timer was armed: a 10-jiffy timeout runs 40-44 ms later.
+        assert_eq!(j.timer_runs(0, 10), 44 * MS);
+        assert_eq!(j.timer_runs(3_999_999, 10), 44 * MS);
+        assert_eq!(j.timer_runs(4 * MS, 11), 48 * MS);
+        assert_eq!(j.timer_runs(0, 62), 63 * 4 * MS);
+        // Level 1 (63-503 jiffies): 8-jiffy buckets, the one after the expiry's.
+        assert_eq!(j.timer_runs(0, 63), 64 * 4 * MS);
+        assert_eq!(j.timer_runs(0, 70), 72 * 4 * MS);
+        assert_eq!(j.timer_runs(0, 72), 80 * 4 * MS);
+        // Level 2 (504-4031): 64-jiffy buckets. TCP_TIMEOUT_INIT (1 s, 250 jiffies) is level 1.
+        assert_eq!(j.timer_runs(0, 504), 512 * 4 * MS);
+        assert_eq!(j.timer_runs(0, 250), 256 * 4 * MS);
+        // The level is chosen by the distance from the clock, the bucket by the expiry.
+        assert_eq!(j.timer_runs(100 * 4 * MS, 150), 151 * 4 * MS);
+        let mut rng = crate::rng::Rng::new(5, 1);
+        for _ in 0..10_000 {
+            let now = rng.below(1 << 30) as u64 * 1000;
+            let when = 1 + rng.below(5000) as u64;
+            let expires = j.at(now) + when;
+            let runs = j.timer_runs(now, expires);
+            assert_eq!(runs % (4 * MS), 0, "on a tick");
+            assert!(runs > expires * 4 * MS, "after the expiry's tick");
+            // At most one bucket of the level late: 12.5 % of the timeout, or one jiffy.
+            assert!(runs <= (expires + 1 + when / 8) * 4 * MS, "{now} {when}");
+        }
     }
 }

@@ -20,8 +20,10 @@
 //! takes its bytes on the wire, its counters are not read); the handshake's third ACK is
 //! folded into the first data segment; the receive window counts whole segments at the
 //! sender; HZ sets the jiffy to which the sender rounds its RTO, TLP and RACK timer durations
-//! (`usecs_to_jiffies`), and TCP_TIMEOUT_MIN (2 jiffies); timers themselves fire at exact
-//! times (no timer-wheel slack) and the receiver's delayed-ACK timer is exact.
+//! (`usecs_to_jiffies`), TCP_TIMEOUT_MIN (2 jiffies) and the receiver's delayed-ACK engine,
+//! and these `timer_list` timers (and the SYN and SYN/ACK retransmission timers) run on the
+//! timer wheel's tick after their expiry (`time::Jiffies::timer_runs`); pacing's and SACK
+//! compression's hrtimers are exact. Every host's ticks start at time 0.
 
 use serde::{Deserialize, Serialize};
 

@@ -13,8 +13,8 @@
 //! reads in-order data at once, so `__tcp_ack_snd_check`'s "window advances far enough" test
 //! is left out (`tcp_cleanup_rbuf` would send that ACK at the same instant). The delayed-ACK
 //! engine counts in the host's jiffies (`tcp.hz`, ticks from time 0), as Linux's does: `ato`,
-//! the inter-arrival time it adapts to and the timer's deadline are whole jiffies, and the
-//! timer fires on a tick.
+//! the inter-arrival time it adapts to and the timer's expiry are whole jiffies, and the timer
+//! runs on the timer wheel's tick after its expiry (as the SYN/ACK's does).
 
 use std::collections::BTreeMap;
 
@@ -24,7 +24,7 @@ use super::{AccEcnImpl, ConnParams, ReceiverStats, TcpSpec, TCP_RTO_MAX, TCP_TIM
 use crate::cc::{AnyCc, CcFlags, CongestionControl, EcnMode};
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
 use crate::rng::Rng;
-use crate::time::{Divisor, SimDuration, SimTime, MS, NEVER, SEC, US};
+use crate::time::{Jiffies, SimDuration, SimTime, MS, NEVER, SEC, US};
 
 /// TCP_DELACK_MIN = TCP_ATO_MIN (HZ/25 jiffies).
 pub const TCP_ATO_MIN: SimDuration = 40 * MS;
@@ -70,16 +70,18 @@ pub struct TcpReceiver {
     n_sacks: usize,
     dsack: Option<(u32, u32)>,
     ts_recent: SimTime,
-    // Delayed-ACK engine (`icsk_ack`), in jiffies of `jiffy` ns.
+    // Delayed-ACK engine (`icsk_ack`), in the host's jiffies.
     quick: u32,
-    jiffy: SimDuration,
-    jiffy_div: Divisor,
+    clock: Jiffies,
     /// TCP_ATO_MIN in jiffies.
     ato_min: u64,
     ato: u64,
     lrcvtime: u64,
     ack_pending: bool,
     ack_now: bool,
+    /// The delayed-ACK timer's expiry (`icsk_ack.timeout`, jiffies) and when the timer wheel
+    /// runs it (NEVER: not pending).
+    delack_timeout: u64,
     delack_at: SimTime,
     // SACK compression.
     compressed_ack: u32,
@@ -119,7 +121,7 @@ impl TcpReceiver {
         cc_flags: CcFlags,
         rng: Rng,
     ) -> TcpReceiver {
-        let jiffy = SEC / spec.hz.max(1) as u64;
+        let clock = Jiffies::new(spec.hz);
         TcpReceiver {
             stats: ReceiverStats::default(),
             params: params.clone(),
@@ -144,13 +146,13 @@ impl TcpReceiver {
             dsack: None,
             ts_recent: 0,
             quick: 0,
-            jiffy,
-            jiffy_div: Divisor::new(jiffy),
-            ato_min: TCP_ATO_MIN / jiffy,
+            clock,
+            ato_min: TCP_ATO_MIN / clock.jiffy(),
             ato: 0,
             lrcvtime: 0,
             ack_pending: false,
             ack_now: false,
+            delack_timeout: 0,
             delack_at: NEVER,
             compressed_ack: 0,
             dup_ack_counter: 0,
@@ -232,7 +234,11 @@ impl TcpReceiver {
         }
         out.push(p);
         self.synack_sent_at = now;
-        self.synack_at = now + (TCP_TIMEOUT_INIT << self.synack_retries.min(7)).min(TCP_RTO_MAX);
+        // The request sock's timer (`reqsk_queue_hash_req`, `reqsk_timer_handler`).
+        let when = (TCP_TIMEOUT_INIT << self.synack_retries.min(7)).min(TCP_RTO_MAX);
+        self.synack_at = self
+            .clock
+            .timer_runs(now, self.jiffies(now) + self.clock.ceil(when));
     }
 
     pub fn on_packet(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
@@ -445,17 +451,17 @@ impl TcpReceiver {
     /// The delayed-ACK engine's `ato` (`icsk_ack.ato`).
     #[cfg(test)]
     pub(crate) fn ato(&self) -> SimDuration {
-        self.ato * self.jiffy
+        self.ato * self.clock.jiffy()
     }
 
     /// `jiffies` at `t`.
     fn jiffies(&self, t: SimTime) -> u64 {
-        self.jiffy_div.div_rem(t).0
+        self.clock.at(t)
     }
 
     /// `icsk_rto` in jiffies.
     fn rto_jiffies(&self) -> u64 {
-        self.jiffy_div.div_ceil(self.rto)
+        self.clock.ceil(self.rto)
     }
 
     /// `tcp_enter_quickack_mode`: [`Self::incr_quickack`], and `ato` back to its minimum.
@@ -583,14 +589,14 @@ impl TcpReceiver {
         self.comp_at = now + delay;
     }
 
-    /// `tcp_send_delayed_ack`, in jiffies: the timer fires when the tick `ato` jiffies on
-    /// begins.
+    /// `tcp_send_delayed_ack`, in jiffies: the timer expires `ato` jiffies after this tick and
+    /// runs on the timer wheel's next tick after that ([`Jiffies::timer_runs`]).
     fn send_delayed_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut ato = self.ato;
         if ato > self.ato_min {
-            let mut max_ato = SEC / 2 / self.jiffy; // HZ/2
+            let mut max_ato = SEC / 2 / self.clock.jiffy(); // HZ/2
             if self.rtt > 0 {
-                let rtt = self.jiffy_div.div_ceil(self.rtt).max(self.ato_min);
+                let rtt = self.clock.ceil(self.rtt).max(self.ato_min);
                 if rtt < max_ato {
                     max_ato = rtt;
                 }
@@ -598,15 +604,16 @@ impl TcpReceiver {
             ato = ato.min(max_ato);
         }
         let jiffies = self.jiffies(now);
-        let mut timeout = (jiffies + ato) * self.jiffy;
+        let mut timeout = jiffies + ato;
         if self.delack_at != NEVER {
-            if self.delack_at <= (jiffies + (ato >> 2)) * self.jiffy {
+            if self.delack_timeout <= jiffies + (ato >> 2) {
                 self.send_ack(now, out);
                 return;
             }
-            timeout = timeout.min(self.delack_at);
+            timeout = timeout.min(self.delack_timeout);
         }
-        self.delack_at = timeout;
+        self.delack_timeout = timeout;
+        self.delack_at = self.clock.timer_runs(now, timeout);
     }
 
     fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {

@@ -53,8 +53,7 @@
 //! grows on SACKs too (`tcp_may_raise_cwnd`).
 //!
 //! Not modelled: the reordering degree a closed connection leaves in the route's TCP metrics
-//! for the next one (`tcp_update_metrics`), GRO, timer-wheel slack (durations are rounded to
-//! jiffies, expiries are exact).
+//! for the next one (`tcp_update_metrics`), GRO.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -71,7 +70,7 @@ use crate::cc::{
     AckSample, AnyCc, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock,
 };
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
-use crate::time::{Divisor, SimDuration, SimTime, MS, NEVER, SEC, US};
+use crate::time::{Jiffies, SimDuration, SimTime, MS, NEVER, SEC, US};
 
 const NIL: u32 = u32::MAX;
 
@@ -162,12 +161,11 @@ pub struct TcpSender {
     pub(crate) cc_flags: CcFlags,
     params: ConnParams,
     pub(crate) spec: TcpSpec,
-    /// `spec.rto_min_ms` and one tick of the host's clock (1/HZ), in ns, worked out once:
-    /// the ACK path asks for both on every ACK.
+    /// `spec.rto_min_ms` in ns, worked out once: the ACK path asks for it on every ACK.
     rto_min: SimDuration,
-    jiffy: SimDuration,
-    /// `jiffy` as a divisor ([`TcpSender::jiffies`] rounds every timer to it).
-    jiffy_div: Divisor,
+    /// The host's jiffies (`spec.hz`): timer durations are whole jiffies, and the timers run
+    /// on the timer wheel's ticks.
+    clock: Jiffies,
     /// TCP_TIMEOUT_MIN (2 jiffies, as `2 * SEC / hz`), for the TLP and RACK timers.
     timeout_min: SimDuration,
     phase: Phase,
@@ -274,7 +272,6 @@ impl TcpSender {
             completed_at: NEVER,
             ..Default::default()
         };
-        let jiffy = SEC / spec.hz.max(1) as u64;
         let mut s = TcpSender {
             sk,
             cc_flags: cc.flags(),
@@ -283,8 +280,7 @@ impl TcpSender {
             params: params.clone(),
             spec: spec.clone(),
             rto_min: (spec.rto_min_ms * MS as f64).round() as SimDuration,
-            jiffy,
-            jiffy_div: Divisor::new(jiffy),
+            clock: Jiffies::new(spec.hz),
             timeout_min: 2 * SEC / spec.hz.max(1) as u64,
             phase: Phase::Closed,
             ecn_req: EcnRequest::None,
@@ -398,14 +394,20 @@ impl TcpSender {
     /// `usecs_to_jiffies`: timer durations are whole jiffies (rounded up), as Linux keeps
     /// icsk_rto and the TLP/RACK timeouts.
     fn jiffies(&self, d: SimDuration) -> SimDuration {
-        self.jiffy_div.div_ceil(d) * self.jiffy
+        self.clock.ceil(d) * self.clock.jiffy()
     }
     /// The jiffies from `then` to `now` as the host's clock counts them (`tcp_jiffies32`
     /// differences), and the RTO in jiffies (`icsk_rto`).
     fn jiffies_since(&self, then: SimTime, now: SimTime) -> (i64, i64) {
-        let jiffy = self.jiffy;
-        let elapsed = (now / jiffy) as i64 - (then / jiffy) as i64;
-        (elapsed, (self.rto / jiffy) as i64)
+        let c = &self.clock;
+        let elapsed = c.at(now) as i64 - c.at(then) as i64;
+        (elapsed, c.at(self.rto) as i64)
+    }
+    /// `inet_csk_reset_xmit_timer`: the retransmission timer (`kind`) expires `when` (whole
+    /// jiffies) after this tick and runs when the timer wheel gets to it.
+    fn arm_timer(&mut self, kind: Timer, now: SimTime, when: SimDuration) {
+        let expires = self.clock.at(now) + self.clock.ceil(when);
+        self.timer = Some((kind, self.clock.timer_runs(now, expires)));
     }
     /// TCP_TIMEOUT_MIN: 2 jiffies.
     fn timeout_min(&self) -> SimDuration {
@@ -534,7 +536,10 @@ impl TcpSender {
             p.flags = flags::SYN;
         }
         out.push(p);
-        self.syn_at = now + (TCP_TIMEOUT_INIT << self.syn_retries.min(7)).min(TCP_RTO_MAX);
+        let when = (TCP_TIMEOUT_INIT << self.syn_retries.min(7)).min(TCP_RTO_MAX);
+        self.syn_at = self
+            .clock
+            .timer_runs(now, self.clock.at(now) + self.clock.ceil(when));
     }
 
     fn pkt(&self, now: SimTime) -> Packet {
@@ -1251,12 +1256,8 @@ impl TcpSender {
         max_when: SimDuration,
     ) {
         let gap = self.sk.wstamp.saturating_sub(now);
-        let delay = if gap < self.jiffy {
-            0
-        } else {
-            gap / self.jiffy * self.jiffy
-        };
-        self.timer = Some((kind, now + (when + delay).min(max_when)));
+        let delay = self.clock.at(gap) * self.clock.jiffy();
+        self.arm_timer(kind, now, (when + delay).min(max_when));
     }
 
     /// `tcp_schedule_loss_probe`.
@@ -1357,7 +1358,7 @@ impl TcpSender {
         }
         self.retransmits += 1;
         self.rto = (self.rto * 2).min(TCP_RTO_MAX);
-        self.timer = Some((Timer::Rto, now + self.rto));
+        self.arm_timer(Timer::Rto, now, self.rto);
     }
 
     /// `tcp_enter_loss`.
@@ -1496,7 +1497,7 @@ impl TcpSender {
         if timeout > 0 {
             // inet_csk_reset_xmit_timer directly: no pacing delay, at most the RTO.
             let when = (self.jiffies(timeout) + self.timeout_min()).min(self.rto);
-            self.timer = Some((Timer::Reo, now + when));
+            self.arm_timer(Timer::Reo, now, when);
             return true;
         }
         false

@@ -438,8 +438,10 @@ fn retransmitted_syn_drops_the_ecn_request_after_one_second() {
     h.start();
     h.run(3 * SEC);
     assert_eq!(h.s.stats.syn_retrans, 1);
+    // The 1 s SYN timer (250 jiffies, the timer wheel's level 1 with its 8-jiffy buckets)
+    // runs at jiffy 256: 1.024 s, then one 20 ms round trip.
     let est = h.s.stats.established_at;
-    assert!((SEC + 20 * MS..SEC + 25 * MS).contains(&est), "{est}");
+    assert!((SEC + 44 * MS..SEC + 49 * MS).contains(&est), "{est}");
     assert_eq!(h.s.stats.ecn_mode, EcnMode::None);
     assert!(h.s.stats.completed_at != NEVER);
 }
@@ -1121,9 +1123,10 @@ fn leaving_quick_ack_mode_deflates_the_delayed_ack_timeout() {
 }
 
 #[test]
-fn the_delayed_ack_timer_fires_on_the_tick_ato_jiffies_on() {
-    // tcp_send_delayed_ack: timeout = jiffies + ato, so a lone segment arriving 3.5 ms into a
-    // 4 ms tick is ACKed 10 ticks after that tick began, 36.5 ms later, not 40 ms.
+fn the_delayed_ack_timer_runs_on_the_tick_after_ato_jiffies() {
+    // tcp_send_delayed_ack: timeout = jiffies + ato, and the timer wheel runs a timer on the
+    // tick after its expiry, so a lone segment arriving 3.5 ms into a 4 ms tick is ACKed 11
+    // ticks after that tick began, 40.5 ms later (40-44 ms, not 40).
     let (mut r, _, mut out) = receiver_after_syn(spec(EcnSysctl::None), flags::SYN);
     for seq in 0..16 {
         r.on_packet(&data_pkt(seq, Ecn::NotEct), MS * (1 + seq as u64), &mut out);
@@ -1133,7 +1136,7 @@ fn the_delayed_ack_timer_fires_on_the_tick_ato_jiffies_on() {
     r.on_packet(&data_pkt(16, Ecn::NotEct), t, &mut out);
     assert_eq!(out.len(), 16, "the segment waits");
     let tick = 100 * MS;
-    assert_eq!(r.next_timer(), tick + 10 * 4 * MS);
+    assert_eq!(r.next_timer(), tick + 11 * 4 * MS);
     r.on_timer(r.next_timer(), &mut out);
     assert_eq!(out.len(), 17);
 }
@@ -1217,19 +1220,21 @@ fn rto_fires_when_a_whole_window_is_lost_and_restarts_from_snd_una_with_cwnd_one
         false
     });
     let (cwnd, state, t, pkt) = at_rto.expect("RTO fired");
-    // The probe went out 2 srtt + 2 jiffies after the window; the RTO restarts from it.
+    // The probe's timer expires 2 srtt + 2 jiffies after the window (HZ 250: whole 4 ms
+    // jiffies, usecs_to_jiffies rounds up) and runs on the tick after that; the RTO restarts
+    // from the probe.
     let t_tlp = h.data().find(|(_, p, _)| p.seq == 10).unwrap().0;
     let t0 = h.data().next().unwrap().0;
     let srtt = h.s.stats.established_at; // the handshake sample (SYN sent at 0)
-                                         // HZ=250: durations in whole 4 ms jiffies (usecs_to_jiffies rounds up).
-    let jiffies = |d: SimDuration| d.div_ceil(4 * MS) * 4 * MS;
-    assert_eq!(t_tlp - t0, jiffies(2 * srtt) + 8 * MS, "srtt {srtt}");
+    let clock = crate::time::Jiffies::new(250);
+    let runs = |at: SimTime, d: SimDuration| clock.timer_runs(at, clock.at(at) + clock.ceil(d));
+    assert_eq!(t_tlp, runs(t0, 2 * srtt + 8 * MS), "srtt {srtt}");
     assert_eq!(state, CaState::Loss);
     assert_eq!(cwnd, 1);
     assert!(pkt.retrans && pkt.seq == 0, "{pkt:?}");
     assert_eq!(h.s.stats.tlp_count, 1);
     // RTO = srtt + max(2 srtt, rto_min) after the handshake sample: 20 + 200 ms.
-    assert_eq!(t - t_tlp, jiffies(srtt + 200 * MS));
+    assert_eq!(t, runs(t_tlp, srtt + 200 * MS));
     assert_eq!(h.s.sk.snd_ssthresh, 5);
     assert!(h.r.stats.bytes_delivered > 1_000_000);
 }
@@ -1252,17 +1257,29 @@ fn rto_backoff_doubles_the_timeout() {
         }
     });
     h.start();
-    h.run(8 * SEC);
-    let rtx0: Vec<SimTime> = h
-        .data()
-        .filter(|(_, p, _)| p.retrans && p.seq == 0)
-        .map(|(t, _, _)| *t)
-        .collect();
-    assert!(rtx0.len() >= 4, "{rtx0:?}");
-    for w in rtx0.windows(3) {
-        assert_eq!(w[2] - w[1], 2 * (w[1] - w[0]), "{rtx0:?}");
+    // Each timeout doubles icsk_rto and re-arms the timer with it; the timer runs on the
+    // timer wheel's tick after that expiry (a whole bucket of 8 or 64 jiffies once the RTO
+    // is 63 jiffies or more), so the gaps double only roughly.
+    let mut armed: Vec<(SimTime, SimDuration)> = vec![];
+    h.run_until(8 * SEC, |h| {
+        if h.s.stats.rto_count as usize > armed.len() {
+            armed.push((h.now, h.s.rto()));
+        }
+        false
+    });
+    assert!(armed.len() >= 4, "{armed:?}");
+    let clock = crate::time::Jiffies::new(250);
+    for w in armed.windows(2) {
+        let ((t0, rto0), (t1, rto1)) = (w[0], w[1]);
+        assert_eq!(rto1, 2 * rto0, "{armed:?}");
+        assert_eq!(
+            t1,
+            clock.timer_runs(t0, clock.at(t0) + rto0 / (4 * MS)),
+            "{armed:?}"
+        );
     }
-    assert!(h.s.stats.rto_count >= 4);
+    let gaps: Vec<SimDuration> = armed.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    assert!(gaps.windows(2).any(|g| g[1] != 2 * g[0]), "{gaps:?}");
 }
 
 #[test]
@@ -1365,6 +1382,12 @@ fn the_probe_and_retransmission_timers_wait_for_the_next_paced_departure_in_whol
     h.run(SEC);
     assert!(h.s.sk.packets_out > 0);
     let (now, jiffy) = (h.now, 4 * MS);
+    // The RTO here is over 63 jiffies: its timer runs in the wheel's 8-jiffy buckets.
+    let clock = crate::time::Jiffies::new(250);
+    let rto_runs =
+        |delay: u64| clock.timer_runs(now, clock.at(now) + clock.ceil(h.s.rto()) + delay) - now;
+    let rto_delayed = rto_runs(2);
+    assert_ne!(rto_delayed, rto_runs(0) + 2 * jiffy);
     for tlp in [true, false] {
         let mut at = |wstamp: SimTime| {
             h.s.sk.wstamp = wstamp;
@@ -1381,7 +1404,8 @@ fn the_probe_and_retransmission_timers_wait_for_the_next_paced_departure_in_whol
             plain,
             "less than a jiffy truncates to 0"
         );
-        assert_eq!(at(now + 2 * jiffy + 3 * MS), plain + 2 * jiffy);
+        let delayed = if tlp { plain + 2 * jiffy } else { rto_delayed };
+        assert_eq!(at(now + 2 * jiffy + 3 * MS), delayed);
     }
 }
 
