@@ -11,7 +11,8 @@
 //! classful `tbf` (a token bucket over a child), `prio` (strict-priority bands of children),
 //! `htb` (rate/ceil leaf classes) and `wifi` (a Wi-Fi transmitter's aggregates over a child),
 //! which nest any of them. Periodic controllers (PIE, DualPI2,
-//! adaptive RED) expose their update times through `next_timer`/`on_timer`. Like Linux
+//! adaptive RED) expose their update times through `next_timer`/`on_timer`; PIE's and RED's
+//! are `timer_list`s, run by the timer wheel of a kernel at [`KERNEL_HZ`], DualPI2's an hrtimer. Like Linux
 //! under an HTB parent, they expect `dequeue` only while they hold packets; a dequeue on an
 //! empty qdisc is the root-qdisc case (it starts RED's idle period and zeroes DualPI2's
 //! sampled delays).
@@ -21,7 +22,16 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::hist::Histogram;
 use crate::packet::{Ecn, Packet};
 use crate::rng::Rng;
-use crate::time::{SimTime, NEVER};
+use crate::time::{Jiffies, SimTime, NEVER};
+
+/// CONFIG_HZ of the kernel a qdisc runs in (Ubuntu's, and the testbed's 5.15 build's):
+/// PIE's and adaptive RED's update timers count in its jiffies.
+pub const KERNEL_HZ: u32 = 250;
+
+/// The jiffies of [`KERNEL_HZ`].
+pub fn kernel_jiffies() -> Jiffies {
+    Jiffies::new(KERNEL_HZ)
+}
 
 pub mod codel;
 pub mod dualpi2;

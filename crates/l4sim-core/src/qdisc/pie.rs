@@ -14,8 +14,11 @@
 //!   consumption; or, with `dq_rate_estimator`, Linux's drain-rate estimator.
 //! - Timer: `pie_calculate_probability` (auto-scaling of alpha/beta below 10%, 2% step cap
 //!   above 10%, +2% above 250 ms, 1/64 decay after two zero-delay periods, reset when idle).
-//!   Linux arms the first update HZ/2 = 500 ms after creation and then every `tupdate`
-//!   jiffies: `tupdate_ms` is used as given (15 ms is 16 ms on a HZ=250 kernel).
+//!   Linux's `adapt_timer` is a `timer_list`: armed HZ/2 jiffies after creation, then
+//!   `tupdate` jiffies after each update (`usecs_to_jiffies`, rounded up: 15 ms is 4
+//!   jiffies at HZ 250), and run by the timer wheel on the tick after its expiry
+//!   ([`crate::time::Jiffies::timer_runs`]): the first update at 512 ms, then one every 5
+//!   jiffies, 20 ms, for the default 15 ms.
 
 use std::collections::VecDeque;
 
@@ -24,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_ms, check_nonzero, check_pos_ms, Drop, DropReason, QueueDisc};
 use crate::packet::{hdr, Packet};
 use crate::rng::Rng;
-use crate::time::{SimTime, MS};
+use crate::time::{Jiffies, SimTime, MS};
 
 /// Probability 1.
 pub const MAX_PROB: u64 = u64::MAX >> 8;
@@ -32,8 +35,6 @@ const PSCHED_SHIFT: u32 = 6;
 const PSCHED_TICKS_PER_SEC: u64 = 1_000_000_000 >> PSCHED_SHIFT;
 const QUEUE_THRESHOLD: u64 = 16384;
 const PIE_SCALE: u32 = 8;
-/// First update after creation: HZ/2.
-const FIRST_UPDATE: SimTime = 500 * MS;
 
 #[inline]
 fn ticks(ns: SimTime) -> u64 {
@@ -139,7 +140,9 @@ pub struct PieStats {
 pub struct Pie {
     limit: usize,
     target: u64,
-    tupdate: SimTime,
+    /// `tupdate` in jiffies of `clock`.
+    tupdate: u64,
+    clock: Jiffies,
     alpha: u32,
     beta: u32,
     ecn: bool,
@@ -157,10 +160,13 @@ pub struct Pie {
 impl Pie {
     pub fn new(p: &PieParams, rng: Rng) -> Pie {
         let us = |ms: f64| (ms * 1000.0).round() as u64;
+        let clock = super::kernel_jiffies();
+        let hz = crate::time::SEC / clock.jiffy();
         Pie {
             limit: p.limit as usize,
             target: ticks(us(p.target_ms) * 1000),
-            tupdate: us(p.tupdate_ms) * 1000,
+            tupdate: clock.ceil(us(p.tupdate_ms) * 1000),
+            clock,
             alpha: p.alpha,
             beta: p.beta,
             ecn: p.ecn,
@@ -170,7 +176,8 @@ impl Pie {
             v: PieVars::new(),
             q: VecDeque::with_capacity(1024),
             bytes: 0,
-            next_update: FIRST_UPDATE,
+            // pie_init: mod_timer(jiffies + HZ / 2) at creation, time 0.
+            next_update: clock.timer_runs(0, hz / 2),
             rng,
             stats: PieStats::default(),
         }
@@ -413,7 +420,9 @@ impl QueueDisc for Pie {
             return;
         }
         self.calculate_probability();
-        self.next_update = now + self.tupdate;
+        self.next_update = self
+            .clock
+            .timer_runs(now, self.clock.at(now) + self.tupdate);
     }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("prob", self.prob()));
@@ -478,11 +487,22 @@ mod tests {
     }
 
     #[test]
-    fn pie_first_update_is_half_a_second_after_creation_then_every_tupdate() {
+    fn pie_updates_run_on_the_timer_wheel_half_a_second_then_tupdate_jiffies_on() {
+        // HZ 250: HZ/2 = 125 jiffies (level 1, 8-jiffy buckets) runs at jiffy 128, 512 ms;
+        // tupdate 15 ms = 4 jiffies (rounded up), run on the tick after: every 20 ms.
         let mut q = pie(PieParams::default());
-        assert_eq!(q.next_timer(), 500 * MS);
-        q.on_timer(500 * MS);
-        assert_eq!(q.next_timer(), 515 * MS);
+        assert_eq!(q.next_timer(), 512 * MS);
+        q.on_timer(512 * MS);
+        assert_eq!(q.next_timer(), 532 * MS);
+        q.on_timer(532 * MS);
+        assert_eq!(q.next_timer(), 552 * MS);
+        // 8 ms is two whole jiffies: every 12 ms.
+        let mut q = pie(PieParams {
+            tupdate_ms: 8.0,
+            ..PieParams::default()
+        });
+        q.on_timer(512 * MS);
+        assert_eq!(q.next_timer(), 524 * MS);
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! - above max: "hard mark" = drop, or CE-mark with `ecn` unless `harddrop`; between: "prob
 //!   mark" = drop, or CE-mark with `ecn` (Not-ECT packets are dropped);
 //! - the queue is a bfifo of `limit` bytes;
-//! - adaptive RED (Floyd 2001 as in red.h): every 500 ms (first at 500 ms) max_P grows by
+//! - adaptive RED (Floyd 2001 as in red.h): every HZ/2 jiffies (`red_adaptative_timer`, a
+//!   `timer_list` the timer wheel runs every 512 ms at HZ 250, the first at 512 ms) max_P grows by
 //!   min(1%, max_P/4) when qavg is above `min + 0.6 (max - min)` and max_P <= 50%, or shrinks to
 //!   0.9 max_P when qavg is below `min + 0.4 (max - min)` and max_P >= 1%.
 //! - idle time: an idle period starts when a dequeue finds the queue empty (as Linux, so under
@@ -158,7 +159,15 @@ pub fn eval_ewma(qmin: u64, burst: u32, avpkt: u32) -> Option<u32> {
 const RED_ONE_PERCENT: u32 = 42_949_673; // round(2^32 / 100)
 const MAX_P_MIN: u32 = RED_ONE_PERCENT;
 const MAX_P_MAX: u32 = 50 * RED_ONE_PERCENT;
+/// `red_adaptative_timer`'s period, HZ/2 jiffies.
 const ADAPT_PERIOD: SimTime = 500 * MS;
+
+/// When `red_adaptative_timer`, a `timer_list` re-armed HZ/2 jiffies on at `now`, runs: on
+/// the timer wheel's level 1 (8-jiffy buckets), 512 ms later at HZ 250.
+fn next_adapt(now: SimTime) -> SimTime {
+    let clock = super::kernel_jiffies();
+    clock.timer_runs(now, clock.at(now) + clock.ceil(ADAPT_PERIOD))
+}
 
 /// `reciprocal_value`.
 fn reciprocal_value(d: u32) -> u32 {
@@ -233,7 +242,8 @@ impl Red {
             q: VecDeque::with_capacity(1024),
             bytes: 0,
             next_adapt: if p.adaptive {
-                ADAPT_PERIOD
+                // red_init: mod_timer(jiffies + HZ / 2) at creation, time 0.
+                next_adapt(0)
             } else {
                 crate::time::NEVER
             },
@@ -389,7 +399,7 @@ impl QueueDisc for Red {
         self.next_adapt
     }
 
-    /// `red_adaptative_algo`, every 500 ms when adaptive.
+    /// `red_adaptative_algo`, every HZ/2 jiffies when adaptive.
     fn on_timer(&mut self, now: SimTime) {
         if !self.adaptive || now < self.next_adapt {
             return;
@@ -404,7 +414,7 @@ impl QueueDisc for Red {
             self.max_p = (self.max_p / 10) * 9;
         }
         self.set_max_p_reciprocal();
-        self.next_adapt = now + ADAPT_PERIOD;
+        self.next_adapt = next_adapt(now);
     }
 
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -548,19 +558,21 @@ mod tests {
         p.adaptive = true;
         p.ecn = true;
         let mut q = red(p);
-        assert_eq!(q.next_timer(), 500 * MS);
+        // Every HZ/2 = 125 jiffies, run by the timer wheel at the next multiple of 8 jiffies
+        // after the expiry: 512 ms at HZ 250.
+        assert_eq!(q.next_timer(), 512 * MS);
         hold(&mut q, 80, Ecn::Ect0, 5000);
         let p0 = q.max_p();
-        q.on_timer(500 * MS);
+        q.on_timer(512 * MS);
         assert!(
             (q.max_p() - (p0 + p0 / 4.0)).abs() < 1e-6,
             "{} {p0}",
             q.max_p()
         );
-        assert_eq!(q.next_timer(), 1000 * MS);
+        assert_eq!(q.next_timer(), 1024 * MS);
         hold(&mut q, 10, Ecn::Ect0, 5000);
         let p1 = q.max_p();
-        q.on_timer(1000 * MS);
+        q.on_timer(1024 * MS);
         assert!((q.max_p() - p1 * 0.9).abs() < 1e-6);
     }
 }
