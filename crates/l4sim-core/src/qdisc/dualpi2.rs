@@ -481,6 +481,11 @@ impl QueueDisc for DualPi2 {
         self.next_update
     }
 
+    /// `dualpi2_init`: the hrtimer starts `tupdate` from now.
+    fn start(&mut self, now: SimTime) {
+        self.next_update = now + self.tupdate;
+    }
+
     fn on_timer(&mut self, now: SimTime) {
         if now < self.next_update {
             return;

@@ -131,6 +131,13 @@ pub trait QueueDisc {
         NEVER
     }
     fn on_timer(&mut self, _now: SimTime) {}
+    /// The qdisc is created at `now` (its `init`, as `tc qdisc replace` runs it): a periodic
+    /// controller arms its first update from then. A new qdisc is as if created at time 0.
+    fn start(&mut self, now: SimTime) {
+        for c in self.children_mut() {
+            c.start(now);
+        }
+    }
     /// Internal variables for time series and summaries (e.g. ("p_c", 0.01)).
     fn observe(&self, _out: &mut Vec<(&'static str, f64)>) {}
     /// For a qdisc that holds packets it may not send yet (`tbf` without tokens): when it
@@ -388,6 +395,9 @@ impl QueueDisc for AnyQdisc {
     }
     fn set_dev_mtu(&mut self, psched_mtu: u32) {
         dispatch!(self, q => q.set_dev_mtu(psched_mtu))
+    }
+    fn start(&mut self, now: SimTime) {
+        dispatch!(self, q => q.start(now))
     }
     fn may_duplicate(&self) -> bool {
         dispatch!(self, q => q.may_duplicate())
@@ -784,6 +794,9 @@ impl QueueDisc for Qdisc {
     fn set_dev_mtu(&mut self, psched_mtu: u32) {
         self.inner.set_dev_mtu(psched_mtu)
     }
+    fn start(&mut self, now: SimTime) {
+        self.inner.start(now)
+    }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         self.inner.observe(out)
     }
@@ -991,6 +1004,32 @@ mod tests {
             let (f, m) = parse(s).unwrap().validate().unwrap_err();
             assert_eq!(f, field, "{s}");
             assert!(m.contains(value), "{s}: {m}");
+        }
+    }
+
+    #[test]
+    fn a_qdisc_created_mid_run_arms_its_first_update_from_then() {
+        // `tc qdisc replace` at 10.001 s: PIE's and adaptive RED's timer_list HZ/2 on (125
+        // jiffies, run at the next multiple of 8 jiffies: 10.528 s at HZ 250), DualPI2's
+        // hrtimer tupdate (16 ms) on; under a prio band as at the root.
+        let now = 10 * crate::time::SEC + crate::time::MS;
+        let ms = crate::time::MS;
+        for (spec, first) in [
+            (r#"{"kind":"pie"}"#, 10_528 * ms),
+            (r#"{"kind":"dualpi2"}"#, now + 16 * ms),
+            (
+                r#"{"kind":"red","min":30000,"max":90000,"limit":400000,"adaptive":true}"#,
+                10_528 * ms,
+            ),
+            (
+                r#"{"kind":"prio","bands":2,"children":[{"kind":"pfifo","limit":100},{"kind":"pie"}]}"#,
+                10_528 * ms,
+            ),
+        ] {
+            let mut q = build(&parse(spec).unwrap(), Rng::new(1, 2));
+            assert!(q.next_timer() < now, "{spec}: set up as at time 0");
+            q.start(now);
+            assert_eq!(q.next_timer(), first, "{spec}");
         }
     }
 

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_ms, check_nonzero, check_pos_ms, Drop, DropReason, QueueDisc};
 use crate::packet::{hdr, Packet};
 use crate::rng::Rng;
-use crate::time::{Jiffies, SimTime, MS};
+use crate::time::{Jiffies, SimTime, MS, NEVER, SEC};
 
 /// Probability 1.
 pub const MAX_PROB: u64 = u64::MAX >> 8;
@@ -161,8 +161,7 @@ impl Pie {
     pub fn new(p: &PieParams, rng: Rng) -> Pie {
         let us = |ms: f64| (ms * 1000.0).round() as u64;
         let clock = super::kernel_jiffies();
-        let hz = crate::time::SEC / clock.jiffy();
-        Pie {
+        let mut q = Pie {
             limit: p.limit as usize,
             target: ticks(us(p.target_ms) * 1000),
             tupdate: clock.ceil(us(p.tupdate_ms) * 1000),
@@ -176,11 +175,12 @@ impl Pie {
             v: PieVars::new(),
             q: VecDeque::with_capacity(1024),
             bytes: 0,
-            // pie_init: mod_timer(jiffies + HZ / 2) at creation, time 0.
-            next_update: clock.timer_runs(0, hz / 2),
+            next_update: NEVER,
             rng,
             stats: PieStats::default(),
-        }
+        };
+        q.start(0);
+        q
     }
 
     /// Drop probability as a fraction (may exceed 1, as Linux's u64 may exceed MAX_PROB).
@@ -415,11 +415,19 @@ impl QueueDisc for Pie {
     fn next_timer(&self) -> SimTime {
         self.next_update
     }
+    /// `pie_init`: mod_timer(jiffies + HZ / 2).
+    fn start(&mut self, now: SimTime) {
+        let half_a_second = SEC / 2 / self.clock.jiffy();
+        self.next_update = self
+            .clock
+            .timer_runs(now, self.clock.at(now) + half_a_second);
+    }
     fn on_timer(&mut self, now: SimTime) {
         if now < self.next_update {
             return;
         }
         self.calculate_probability();
+        // pie_timer: mod_timer(jiffies + tupdate).
         self.next_update = self
             .clock
             .timer_runs(now, self.clock.at(now) + self.tupdate);

@@ -398,6 +398,12 @@ impl QueueDisc for Red {
     fn next_timer(&self) -> SimTime {
         self.next_adapt
     }
+    /// `red_init`: mod_timer(jiffies + HZ / 2) when adaptive.
+    fn start(&mut self, now: SimTime) {
+        if self.adaptive {
+            self.next_adapt = next_adapt(now);
+        }
+    }
 
     /// `red_adaptative_algo`, every HZ/2 jiffies when adaptive.
     fn on_timer(&mut self, now: SimTime) {

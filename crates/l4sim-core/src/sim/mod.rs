@@ -1463,6 +1463,7 @@ impl World {
         if let Some(spec) = qdisc_spec {
             let idx = self.next_conn_id ^ (q as u64) << 40;
             let mut inner = qdisc::build(&spec, Rng::new(self.seed, stream::QDISC + 0x1000 + idx));
+            inner.start(now);
             let mtu = self.net.pipes[self.net.ports[q].line as usize].mtu;
             if mtu != hdr::MTU {
                 inner.set_dev_mtu(mtu + hdr::ETH);
