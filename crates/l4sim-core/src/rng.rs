@@ -25,6 +25,8 @@ pub mod stream {
     pub const TCP: u64 = 3 << 32;
     pub const TRAFFIC: u64 = 4 << 32;
     pub const TOPOLOGY: u64 = 5 << 32;
+    /// Per node: its clock's tick phase.
+    pub const TICK: u64 = 6 << 32;
 }
 
 impl Rng {

@@ -678,6 +678,9 @@ impl Scenario {
                 if t.hz == 0 {
                     return Err(err(format!("{p}.{side}.hz"), "must be at least 1, got 0"));
                 }
+                if let Some(us) = t.jiffies_phase_us {
+                    nonneg(&format!("{p}.{side}.jiffies_phase_us"), us)?;
+                }
                 for (k, v) in [
                     ("pacing_ss_ratio", t.pacing_ss_ratio),
                     ("pacing_ca_ratio", t.pacing_ca_ratio),
@@ -880,6 +883,16 @@ mod tests {
         );
         let e = Scenario::from_json(&bad).unwrap_err();
         assert_eq!(e.field, "flows[0].tcp.hz", "{e}");
+    }
+
+    #[test]
+    fn a_negative_tick_phase_is_rejected_with_its_path() {
+        let bad = OK.replace(
+            "\"cc\": {\"name\": \"reno\"}",
+            "\"cc\": {\"name\": \"reno\"}, \"receiver\": {\"tcp\": {\"jiffies_phase_us\": -1}}",
+        );
+        let e = Scenario::from_json(&bad).unwrap_err();
+        assert_eq!(e.field, "flows[0].receiver.tcp.jiffies_phase_us", "{e}");
     }
 
     #[test]

@@ -152,20 +152,29 @@ impl TxClock {
     }
 }
 
-/// A host's jiffies at `hz` ticks per second, counted from time 0, and when its `timer_list`
-/// timers run.
+/// A host's jiffies at `hz` ticks per second, and when its `timer_list` timers run. Its ticks
+/// fall `jiffy - phase` ns after time 0 and every jiffy after: a host's tick phase is its own
+/// (set by when it booted), so hosts' ticks do not line up.
 #[derive(Clone, Copy, Debug)]
 pub struct Jiffies {
     jiffy: SimDuration,
     div: Divisor,
+    /// The clock's time is simulated time plus `phase` (less than a jiffy).
+    phase: SimDuration,
 }
 
 impl Jiffies {
+    /// Ticks at time 0 and every 1/`hz` s.
     pub fn new(hz: u32) -> Jiffies {
+        Jiffies::with_phase(hz, 0)
+    }
+    /// Ticks `phase` (taken modulo one jiffy) ahead of simulated time.
+    pub fn with_phase(hz: u32, phase: SimDuration) -> Jiffies {
         let jiffy = SEC / hz.max(1) as u64;
         Jiffies {
             jiffy,
             div: Divisor::new(jiffy),
+            phase: phase % jiffy,
         }
     }
     /// One tick, ns.
@@ -173,15 +182,24 @@ impl Jiffies {
     pub fn jiffy(&self) -> SimDuration {
         self.jiffy
     }
+    /// The tick phase, ns.
+    pub fn phase(&self) -> SimDuration {
+        self.phase
+    }
     /// `jiffies` at time `t`.
     #[inline]
     pub fn at(&self, t: SimTime) -> u64 {
-        self.div.div_rem(t).0
+        self.div.div_rem(t + self.phase).0
     }
     /// `usecs_to_jiffies` / `nsecs_to_jiffies` rounding up: `d` in whole jiffies.
     #[inline]
     pub fn ceil(&self, d: SimDuration) -> u64 {
         self.div.div_ceil(d)
+    }
+    /// `nsecs_to_jiffies`, truncating: the whole jiffies in `d`.
+    #[inline]
+    pub fn floor(&self, d: SimDuration) -> u64 {
+        self.div.div_rem(d).0
     }
     /// When a `timer_list` armed at time `now` to expire at jiffy `expires` runs: the start
     /// of the tick at which the timer wheel (kernel/time/timer.c, `calc_wheel_index` and
@@ -201,7 +219,7 @@ impl Jiffies {
             lvl += 1;
         }
         let shift = 3 * lvl;
-        (((expires.max(clk) >> shift) + 1) << shift) * self.jiffy
+        (((expires.max(clk) >> shift) + 1) << shift) * self.jiffy - self.phase
     }
 }
 
@@ -314,6 +332,11 @@ mod tests {
         assert_eq!(j.timer_runs(0, 250), 256 * 4 * MS);
         // The level is chosen by the distance from the clock, the bucket by the expiry.
         assert_eq!(j.timer_runs(100 * 4 * MS, 150), 151 * 4 * MS);
+        // A host whose clock is 1 ms ahead ticks at 3 ms, 7 ms, ...: jiffy 1 begins at 3 ms.
+        let h = Jiffies::with_phase(250, MS);
+        assert_eq!((h.at(0), h.at(3 * MS - 1), h.at(3 * MS)), (0, 0, 1));
+        assert_eq!(h.timer_runs(3 * MS, 11), 47 * MS);
+        assert_eq!(Jiffies::with_phase(250, 9 * MS).phase(), MS);
         let mut rng = crate::rng::Rng::new(5, 1);
         for _ in 0..10_000 {
             let now = rng.below(1 << 30) as u64 * 1000;

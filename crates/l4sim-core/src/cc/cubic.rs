@@ -6,8 +6,8 @@
 //! Modelled as in Linux:
 //! - fixed-point cubic: time in 1/1024 s (`BICTCP_HZ` = 10 bit), `C = bic_scale*10/1024`,
 //!   `K = cbrt(cube_factor * (W_max - cwnd))` with `cube_factor = 2^40 / (bic_scale*10)`;
-//! - `epoch_start` and `last_time` in **jiffies** (the sending host's `CONFIG_HZ`, its `tcp.hz`,
-//!   counted from the host's tick phase, `jiffies_phase_us`, random per run unless set):
+//! - `epoch_start` and `last_time` in **jiffies** (the sending host's clock: its `tcp.hz` and
+//!   its tick phase, drawn per host unless `tcp.jiffies_phase_us` sets it):
 //!   the cubic target is recomputed at most once per jiffy and elapsed time is quantised
 //!   to jiffies; `delay_min` is converted with `usecs_to_jiffies` (rounding up);
 //! - `cnt` (ACKs per +1 cwnd) with the 20 cap before the first loss, the Reno-friendly
@@ -23,7 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{AckSample, CaEvent, CaState, CongestionControl, Sock};
-use crate::time::SEC;
+use crate::time::{Jiffies, SEC};
 
 /// `BICTCP_BETA_SCALE`.
 const BETA_SCALE: u32 = 1024;
@@ -54,10 +54,6 @@ pub struct CubicParams {
     pub hystart_detect: u32,
     pub hystart_low_window: u32,
     pub hystart_ack_delta_us: u32,
-    /// Phase of the sender host's jiffies tick at simulated time 0, us (taken modulo one
-    /// tick). Unset: drawn uniformly from the flow's random stream, because a real host's
-    /// tick phase is not under the experiment's control (it differs between hosts and runs).
-    pub jiffies_phase_us: Option<f64>,
 }
 
 impl Default for CubicParams {
@@ -72,7 +68,6 @@ impl Default for CubicParams {
             hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
             hystart_low_window: 16,
             hystart_ack_delta_us: 2000,
-            jiffies_phase_us: None,
         }
     }
 }
@@ -81,10 +76,9 @@ impl Default for CubicParams {
 #[derive(Clone, Debug)]
 pub struct Cubic {
     p: CubicParams,
-    /// The sending host's `CONFIG_HZ` (jiffies per second).
+    /// The sending host's jiffies and its `CONFIG_HZ` (jiffies per second).
+    clock: Jiffies,
     hz: u32,
-    /// Tick phase in ns, added to simulated time before converting to jiffies.
-    phase_ns: u64,
     /// Precomputed at module load in Linux.
     beta_scale: u32,
     cube_rtt_scale: u64,
@@ -114,34 +108,23 @@ pub struct Cubic {
 }
 
 impl Cubic {
-    /// A controller on a host of `hz` jiffies per second whose tick phase is
-    /// `jiffies_phase_us`, or drawn from `rng` if unset.
-    pub fn with_rng(p: CubicParams, hz: u32, mut rng: crate::rng::Rng) -> Cubic {
-        Self::build(p, hz, Some(&mut rng))
-    }
-
-    /// A controller at HZ 250 whose tick phase is `jiffies_phase_us`, or 0 if unset.
+    /// A controller on a host with HZ 250 ticking from time 0.
     pub fn new(p: CubicParams) -> Cubic {
-        Self::build(p, 250, None)
+        Self::on_host(p, Jiffies::new(250))
     }
 
-    fn build(p: CubicParams, hz: u32, rng: Option<&mut crate::rng::Rng>) -> Cubic {
-        let hz = hz.max(1);
+    /// A controller on a host whose jiffies are `clock`.
+    pub fn on_host(p: CubicParams, clock: Jiffies) -> Cubic {
+        let hz = (SEC / clock.jiffy()) as u32;
         let beta = p.beta.min(BETA_SCALE - 1);
         let beta_scale = 8 * (BETA_SCALE + beta) / 3 / (BETA_SCALE - beta);
         let bic_scale = p.bic_scale.max(1) as u64;
         let cube_rtt_scale = bic_scale * 10;
         let cube_factor = (1u64 << (10 + 3 * BICTCP_HZ)) / (bic_scale * 10);
-        let tick_ns = SEC / hz as u64;
-        let phase_ns = match (p.jiffies_phase_us, rng) {
-            (Some(us), _) => (us.max(0.0) * 1000.0) as u64 % tick_ns,
-            (None, Some(r)) => (r.uniform() * tick_ns as f64) as u64,
-            (None, None) => 0,
-        };
         Cubic {
             p,
+            clock,
             hz,
-            phase_ns,
             beta_scale,
             cube_rtt_scale,
             cube_factor,
@@ -166,17 +149,12 @@ impl Cubic {
 
     /// `tcp_jiffies32` for the simulated time.
     fn jiffies(&self, now_ns: u64) -> u64 {
-        let t = now_ns + self.phase_ns;
-        // In 64 bits (a division by a constant) for the first 200 days at HZ 1000.
-        match t.checked_mul(self.hz as u64) {
-            Some(x) => x / SEC,
-            None => (t as u128 * self.hz as u128 / SEC as u128) as u64,
-        }
+        self.clock.at(now_ns)
     }
 
     /// `usecs_to_jiffies` (rounds up).
     fn usecs_to_jiffies(&self, us: u32) -> u64 {
-        (us as u64 * self.hz as u64).div_ceil(1_000_000)
+        self.clock.ceil(us as u64 * 1000)
     }
 
     /// `bictcp_reset`.
@@ -485,29 +463,6 @@ mod tests {
     use super::*;
     use crate::time::MS;
 
-    #[test]
-    fn jiffies_are_the_128_bit_value_either_side_of_the_64_bit_path() {
-        for hz in [100, 250, 300, 1000] {
-            let c = Cubic::build(CubicParams::default(), hz, None);
-            let limit = u64::MAX / hz as u64;
-            for t in [
-                0,
-                1,
-                999_999,
-                4 * MS + 1,
-                60 * SEC + 7,
-                limit - 1,
-                limit,
-                limit + 1,
-                u64::MAX / 2,
-            ] {
-                let t = t - c.phase_ns.min(t);
-                let wide = ((t + c.phase_ns) as u128 * hz as u128 / SEC as u128) as u64;
-                assert_eq!(c.jiffies(t), wide, "t {t} ns at HZ {hz}");
-            }
-        }
-    }
-
     /// Values of `cubic_root` worked out by hand from tcp_cubic.c (C's u32/u64 arithmetic),
     /// where they differ from the exact cube root: the table alone below 64, the table and one
     /// Newton step above, for K of W_max - cwnd = 1, 10, 100 and 1000 segments.
@@ -815,38 +770,12 @@ mod tests {
     #[test]
     fn jiffies_count_ticks_from_the_hosts_phase() {
         // HZ 250: 4 ms ticks. With a 3 ms phase the first tick falls at 1 ms.
-        let c = Cubic::new(CubicParams {
-            jiffies_phase_us: Some(3000.0),
-            ..CubicParams::default()
-        });
+        let c = Cubic::on_host(CubicParams::default(), Jiffies::with_phase(250, 3 * MS));
         assert_eq!(c.jiffies(999_999), 0);
         assert_eq!(c.jiffies(1_000_000), 1);
         assert_eq!(c.jiffies(5_000_000), 2);
-        // The phase is taken modulo one tick.
-        let d = Cubic::new(CubicParams {
-            jiffies_phase_us: Some(7000.0),
-            ..CubicParams::default()
-        });
-        assert_eq!(d.jiffies(1_000_000), 1);
-    }
-
-    #[test]
-    fn an_unset_phase_is_drawn_per_run_and_reproducible_per_seed() {
-        let phase = |seed| {
-            Cubic::with_rng(CubicParams::default(), 250, crate::rng::Rng::new(seed, 7)).phase_ns
-        };
-        assert_eq!(phase(1), phase(1));
-        let phases: Vec<u64> = (1..20).map(phase).collect();
-        assert!(phases.iter().all(|&p| p < 4_000_000));
-        assert!(phases.windows(2).any(|w| w[0] != w[1]));
-        // A set phase wins over the stream.
-        let fixed = CubicParams {
-            jiffies_phase_us: Some(250.0),
-            ..CubicParams::default()
-        };
-        assert_eq!(
-            Cubic::with_rng(fixed, 250, crate::rng::Rng::new(3, 7)).phase_ns,
-            250_000
-        );
+        // At HZ 1000 a jiffy is 1 ms; HZ/32 is 31 jiffies.
+        let d = Cubic::on_host(CubicParams::default(), Jiffies::new(1000));
+        assert_eq!((d.jiffies(7 * MS), d.hz / 32), (7, 31));
     }
 }

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::rng::Rng;
-use crate::time::{SimDuration, SimTime};
+use crate::time::{Jiffies, SimDuration, SimTime};
 
 pub mod bbr1;
 pub mod bbr2;
@@ -383,12 +383,12 @@ pub enum AnyCc {
     Bbr3(bbr3::Bbr3),
 }
 
-/// Build the controller for a flow on a host of `hz` jiffies per second (its `tcp.hz`).
-/// `rng` is the flow's private CC stream.
-pub fn build(spec: &CcSpec, hz: u32, rng: Rng) -> AnyCc {
+/// Build the controller for a flow on a host whose jiffies are `clock` (its `tcp.hz` and tick
+/// phase). `rng` is the flow's private CC stream.
+pub fn build(spec: &CcSpec, clock: Jiffies, rng: Rng) -> AnyCc {
     match spec {
         CcSpec::Reno => AnyCc::Reno(reno::Reno),
-        CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::with_rng(p.clone(), hz, rng)),
+        CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::on_host(p.clone(), clock)),
         CcSpec::Dctcp(p) => AnyCc::Dctcp(dctcp::Dctcp::new(p.clone())),
         CcSpec::Prague(p) => AnyCc::Prague(prague::Prague::new(p.clone())),
         CcSpec::Bbr(p) => AnyCc::Bbr(bbr1::Bbr1::new(p.clone(), rng)),

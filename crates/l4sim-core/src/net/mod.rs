@@ -206,6 +206,15 @@ impl Network {
         policy[dst as usize].push((dscp, e));
     }
 
+    /// The node whose egress shaped port `q` is.
+    pub fn port_node(&self, q: u32) -> u32 {
+        self.adj
+            .iter()
+            .find(|&&(_, _, e)| e == Egress::Port(q))
+            .map(|&(from, _, _)| from)
+            .expect("every port is some node's egress")
+    }
+
     /// Where `node` sends a packet with `dscp` toward `dst`.
     #[inline]
     pub fn next_hop(&self, node: u32, dst: u32, dscp: u8) -> Option<Egress> {

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_ms, check_nonzero, check_pos_ms, Drop, DropReason, QueueDisc};
 use crate::packet::{hdr, Ecn, Packet};
 use crate::rng::Rng;
-use crate::time::SimTime;
+use crate::time::{SimDuration, SimTime};
 
 /// `MAX_PROB`: probability 1 as a u32.
 pub const MAX_PROB: u32 = u32::MAX;
@@ -482,7 +482,7 @@ impl QueueDisc for DualPi2 {
     }
 
     /// `dualpi2_init`: the hrtimer starts `tupdate` from now.
-    fn start(&mut self, now: SimTime) {
+    fn start(&mut self, now: SimTime, _tick_phase: SimDuration) {
         self.next_update = now + self.tupdate;
     }
 

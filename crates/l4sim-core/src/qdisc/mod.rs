@@ -22,15 +22,15 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::hist::Histogram;
 use crate::packet::{Ecn, Packet};
 use crate::rng::Rng;
-use crate::time::{Jiffies, SimTime, NEVER};
+use crate::time::{Jiffies, SimDuration, SimTime, NEVER};
 
 /// CONFIG_HZ of the kernel a qdisc runs in (Ubuntu's, and the testbed's 5.15 build's):
 /// PIE's and adaptive RED's update timers count in its jiffies.
 pub const KERNEL_HZ: u32 = 250;
 
-/// The jiffies of [`KERNEL_HZ`].
-pub fn kernel_jiffies() -> Jiffies {
-    Jiffies::new(KERNEL_HZ)
+/// The jiffies of a node at [`KERNEL_HZ`] with `tick_phase`.
+pub fn kernel_jiffies(tick_phase: SimDuration) -> Jiffies {
+    Jiffies::with_phase(KERNEL_HZ, tick_phase)
 }
 
 pub mod codel;
@@ -131,11 +131,12 @@ pub trait QueueDisc {
         NEVER
     }
     fn on_timer(&mut self, _now: SimTime) {}
-    /// The qdisc is created at `now` (its `init`, as `tc qdisc replace` runs it): a periodic
-    /// controller arms its first update from then. A new qdisc is as if created at time 0.
-    fn start(&mut self, now: SimTime) {
+    /// The qdisc is created at `now` (its `init`, as `tc qdisc replace` runs it) on a node
+    /// whose jiffies (at [`KERNEL_HZ`]) have `tick_phase`: a periodic controller arms its first
+    /// update from then. A new qdisc is as if created at time 0 on a node ticking from 0.
+    fn start(&mut self, now: SimTime, tick_phase: SimDuration) {
         for c in self.children_mut() {
-            c.start(now);
+            c.start(now, tick_phase);
         }
     }
     /// Internal variables for time series and summaries (e.g. ("p_c", 0.01)).
@@ -396,8 +397,8 @@ impl QueueDisc for AnyQdisc {
     fn set_dev_mtu(&mut self, psched_mtu: u32) {
         dispatch!(self, q => q.set_dev_mtu(psched_mtu))
     }
-    fn start(&mut self, now: SimTime) {
-        dispatch!(self, q => q.start(now))
+    fn start(&mut self, now: SimTime, tick_phase: SimDuration) {
+        dispatch!(self, q => q.start(now, tick_phase))
     }
     fn may_duplicate(&self) -> bool {
         dispatch!(self, q => q.may_duplicate())
@@ -794,8 +795,8 @@ impl QueueDisc for Qdisc {
     fn set_dev_mtu(&mut self, psched_mtu: u32) {
         self.inner.set_dev_mtu(psched_mtu)
     }
-    fn start(&mut self, now: SimTime) {
-        self.inner.start(now)
+    fn start(&mut self, now: SimTime, tick_phase: SimDuration) {
+        self.inner.start(now, tick_phase)
     }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         self.inner.observe(out)
@@ -1028,8 +1029,16 @@ mod tests {
         ] {
             let mut q = build(&parse(spec).unwrap(), Rng::new(1, 2));
             assert!(q.next_timer() < now, "{spec}: set up as at time 0");
-            q.start(now);
+            q.start(now, 0);
             assert_eq!(q.next_timer(), first, "{spec}");
+            // On a node whose clock is 1 ms ahead the timer_lists run 1 ms earlier.
+            q.start(now, crate::time::MS);
+            let shift = if spec.contains("dualpi2") {
+                0
+            } else {
+                crate::time::MS
+            };
+            assert_eq!(q.next_timer(), first - shift, "{spec}");
         }
     }
 

@@ -17,8 +17,9 @@
 //!   Linux's `adapt_timer` is a `timer_list`: armed HZ/2 jiffies after creation, then
 //!   `tupdate` jiffies after each update (`usecs_to_jiffies`, rounded up: 15 ms is 4
 //!   jiffies at HZ 250), and run by the timer wheel on the tick after its expiry
-//!   ([`crate::time::Jiffies::timer_runs`]): the first update at 512 ms, then one every 5
-//!   jiffies, 20 ms, for the default 15 ms.
+//!   ([`crate::time::Jiffies::timer_runs`]) of the node's kernel (HZ 250, the node's tick
+//!   phase): the first update 500-532 ms after creation, then one every 5 jiffies, 20 ms, for
+//!   the default 15 ms.
 
 use std::collections::VecDeque;
 
@@ -27,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_ms, check_nonzero, check_pos_ms, Drop, DropReason, QueueDisc};
 use crate::packet::{hdr, Packet};
 use crate::rng::Rng;
-use crate::time::{Jiffies, SimTime, MS, NEVER, SEC};
+use crate::time::{Jiffies, SimDuration, SimTime, MS, NEVER, SEC};
 
 /// Probability 1.
 pub const MAX_PROB: u64 = u64::MAX >> 8;
@@ -160,7 +161,7 @@ pub struct Pie {
 impl Pie {
     pub fn new(p: &PieParams, rng: Rng) -> Pie {
         let us = |ms: f64| (ms * 1000.0).round() as u64;
-        let clock = super::kernel_jiffies();
+        let clock = super::kernel_jiffies(0);
         let mut q = Pie {
             limit: p.limit as usize,
             target: ticks(us(p.target_ms) * 1000),
@@ -179,7 +180,7 @@ impl Pie {
             rng,
             stats: PieStats::default(),
         };
-        q.start(0);
+        q.start(0, 0);
         q
     }
 
@@ -416,7 +417,8 @@ impl QueueDisc for Pie {
         self.next_update
     }
     /// `pie_init`: mod_timer(jiffies + HZ / 2).
-    fn start(&mut self, now: SimTime) {
+    fn start(&mut self, now: SimTime, tick_phase: SimDuration) {
+        self.clock = super::kernel_jiffies(tick_phase);
         let half_a_second = SEC / 2 / self.clock.jiffy();
         self.next_update = self
             .clock

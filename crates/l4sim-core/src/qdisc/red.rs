@@ -13,9 +13,10 @@
 //!   mark" = drop, or CE-mark with `ecn` (Not-ECT packets are dropped);
 //! - the queue is a bfifo of `limit` bytes;
 //! - adaptive RED (Floyd 2001 as in red.h): every HZ/2 jiffies (`red_adaptative_timer`, a
-//!   `timer_list` the timer wheel runs every 512 ms at HZ 250, the first at 512 ms) max_P grows by
-//!   min(1%, max_P/4) when qavg is above `min + 0.6 (max - min)` and max_P <= 50%, or shrinks to
-//!   0.9 max_P when qavg is below `min + 0.4 (max - min)` and max_P >= 1%.
+//!   `timer_list` the timer wheel runs every 512 ms at HZ 250, the first 500-532 ms after
+//!   creation) max_P grows by min(1%, max_P/4) when qavg is above `min + 0.6 (max - min)`
+//!   and max_P <= 50%, or shrinks to 0.9 max_P when qavg is below `min + 0.4 (max - min)` and
+//!   max_P >= 1%.
 //! - idle time: an idle period starts when a dequeue finds the queue empty (as Linux, so under
 //!   a classful parent that never dequeues an empty child, it rarely starts) and ends at the
 //!   next enqueue. Linux approximates the decay `qavg * (1 - W)^(idle / xmit_time(avpkt))`
@@ -29,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_nonzero, Drop, DropReason, QueueDisc};
 use crate::packet::Packet;
 use crate::rng::Rng;
-use crate::time::{SimTime, MS};
+use crate::time::{Jiffies, SimDuration, SimTime, MS};
 
 fn default_avpkt() -> u32 {
     1000
@@ -162,10 +163,10 @@ const MAX_P_MAX: u32 = 50 * RED_ONE_PERCENT;
 /// `red_adaptative_timer`'s period, HZ/2 jiffies.
 const ADAPT_PERIOD: SimTime = 500 * MS;
 
-/// When `red_adaptative_timer`, a `timer_list` re-armed HZ/2 jiffies on at `now`, runs: on
-/// the timer wheel's level 1 (8-jiffy buckets), 512 ms later at HZ 250.
-fn next_adapt(now: SimTime) -> SimTime {
-    let clock = super::kernel_jiffies();
+/// When `red_adaptative_timer`, a `timer_list` re-armed HZ/2 jiffies on at `now` by a node
+/// whose jiffies are `clock`, runs: on the timer wheel's level 1 (8-jiffy buckets), 512 ms
+/// later at HZ 250.
+fn next_adapt(clock: &Jiffies, now: SimTime) -> SimTime {
     clock.timer_runs(now, clock.at(now) + clock.ceil(ADAPT_PERIOD))
 }
 
@@ -209,6 +210,8 @@ pub struct Red {
     q: VecDeque<Packet>,
     bytes: u64,
     next_adapt: SimTime,
+    /// The node's jiffies, for the adaptive timer.
+    clock: Jiffies,
     rng: Rng,
     pub stats: RedStats,
 }
@@ -243,10 +246,11 @@ impl Red {
             bytes: 0,
             next_adapt: if p.adaptive {
                 // red_init: mod_timer(jiffies + HZ / 2) at creation, time 0.
-                next_adapt(0)
+                next_adapt(&super::kernel_jiffies(0), 0)
             } else {
                 crate::time::NEVER
             },
+            clock: super::kernel_jiffies(0),
             rng,
             stats: RedStats::default(),
         }
@@ -399,9 +403,10 @@ impl QueueDisc for Red {
         self.next_adapt
     }
     /// `red_init`: mod_timer(jiffies + HZ / 2) when adaptive.
-    fn start(&mut self, now: SimTime) {
+    fn start(&mut self, now: SimTime, tick_phase: SimDuration) {
+        self.clock = super::kernel_jiffies(tick_phase);
         if self.adaptive {
-            self.next_adapt = next_adapt(now);
+            self.next_adapt = next_adapt(&self.clock, now);
         }
     }
 
@@ -420,7 +425,7 @@ impl QueueDisc for Red {
             self.max_p = (self.max_p / 10) * 9;
         }
         self.set_max_p_reciprocal();
-        self.next_adapt = next_adapt(now);
+        self.next_adapt = next_adapt(&self.clock, now);
     }
 
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {

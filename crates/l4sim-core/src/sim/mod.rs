@@ -22,7 +22,7 @@ use crate::qdisc::{self, Class, QueueDisc};
 use crate::rng::{stream, Rng};
 use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
 use crate::tcp::{tsq, ConnParams, TcpReceiver, TcpSender};
-use crate::time::{millis, secs, to_secs, Rate, SimTime, NEVER, SEC};
+use crate::time::{millis, secs, to_secs, Jiffies, Rate, SimDuration, SimTime, NEVER, SEC};
 use crate::traffic::udp::{UdpParams, UdpReceiver, UdpSender};
 use crate::traffic::udp_prague::{UdpPragueReceiver, UdpPragueSender};
 use crate::traffic::{Source, SourceSpec, Transfer};
@@ -197,6 +197,10 @@ impl World {
                 secs(f.start),
             );
         }
+        for q in 0..w.net.ports.len() {
+            let phase = w.node_tick_phase(w.net.port_node(q as u32));
+            w.net.ports[q].qdisc.start(0, phase);
+        }
         for (i, p) in w.net.ports.iter().enumerate() {
             let t = p.qdisc.inner.next_timer();
             if t != NEVER {
@@ -205,6 +209,11 @@ impl World {
         }
         w.sched.schedule(w.sample_interval, Event::Sample);
         Ok(w)
+    }
+
+    /// The tick phase of node `node`'s kernel, for its qdiscs' timers ([`qdisc::KERNEL_HZ`]).
+    fn node_tick_phase(&self, node: u32) -> SimDuration {
+        tick_phase(self.seed, node, qdisc::KERNEL_HZ, None)
     }
 
     /// Set up flow `f` on its hosts, starting at `start`.
@@ -341,6 +350,11 @@ impl World {
         let seed = self.seed;
         let f = &self.flows[fi];
         let mut hrng = Rng::new(seed, stream::TCP + 2 * id);
+        let (hz, rhz) = (f.spec.tcp.hz, f.spec.receiver.tcp.hz);
+        let tick_phases = (
+            tick_phase(seed, f.hosts.0, hz, f.spec.tcp.jiffies_phase_us),
+            tick_phase(seed, f.hosts.1, rhz, f.spec.receiver.tcp.jiffies_phase_us),
+        );
         let params = ConnParams {
             flow: slot as u32,
             group: fi as u16,
@@ -351,11 +365,19 @@ impl World {
             hash_rev: hrng.next_u32(),
             size,
             mss: f.mss,
+            tick_phases,
         };
         let rcv_cc_spec = f.spec.receiver.cc.clone().unwrap_or_default();
-        let (hz, rhz) = (f.spec.tcp.hz, f.spec.receiver.tcp.hz);
-        let cc = cc::build(&f.spec.cc, hz, Rng::new(seed, stream::CC + 2 * id));
-        let rcc = cc::build(&rcv_cc_spec, rhz, Rng::new(seed, stream::CC + 2 * id + 1));
+        let clocks = (
+            Jiffies::with_phase(hz, tick_phases.0),
+            Jiffies::with_phase(rhz, tick_phases.1),
+        );
+        let cc = cc::build(&f.spec.cc, clocks.0, Rng::new(seed, stream::CC + 2 * id));
+        let rcc = cc::build(
+            &rcv_cc_spec,
+            clocks.1,
+            Rng::new(seed, stream::CC + 2 * id + 1),
+        );
         let mut sender = TcpSender::new(&params, &f.spec.tcp, cc);
         // TSQ: at a plain device queue emit reports each data segment's transmit completion;
         // behind a qdisc, the port does as it sends the segment (or frees it).
@@ -1463,7 +1485,7 @@ impl World {
         if let Some(spec) = qdisc_spec {
             let idx = self.next_conn_id ^ (q as u64) << 40;
             let mut inner = qdisc::build(&spec, Rng::new(self.seed, stream::QDISC + 0x1000 + idx));
-            inner.start(now);
+            inner.start(now, self.node_tick_phase(self.net.port_node(q as u32)));
             let mtu = self.net.pipes[self.net.ports[q].line as usize].mtu;
             if mtu != hdr::MTU {
                 inner.set_dev_mtu(mtu + hdr::ETH);
@@ -1585,6 +1607,16 @@ impl World {
     }
 }
 
+/// The tick phase of host `node`'s jiffies at `hz`: as its TCP settings fix it, or drawn from
+/// the run's seed for the node, so every connection of a host shares its clock.
+fn tick_phase(seed: u64, node: u32, hz: u32, fixed_us: Option<f64>) -> SimDuration {
+    let jiffy = SEC / hz.max(1) as u64;
+    match fixed_us {
+        Some(us) => (us * 1000.0) as u64 % jiffy,
+        None => (Rng::new(seed, stream::TICK + node as u64).uniform() * jiffy as f64) as u64,
+    }
+}
+
 fn new_track(p: &crate::net::Port) -> QdiscTrack {
     QdiscTrack {
         last_sum: 0,
@@ -1626,4 +1658,26 @@ pub fn run_json(json: &str) -> Result<String, ScenarioError> {
     let sc = Scenario::from_json(json)?;
     let r = run(&sc)?;
     Ok(serde_json::to_string(&r).expect("results serialize"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hosts_tick_phase_is_its_own_and_the_same_for_all_its_connections() {
+        // Drawn from the run's seed per node: the same for every call (every connection of
+        // the host, the qdiscs of the node), different between nodes and between seeds,
+        // within one jiffy; a phase the scenario sets wins, modulo one jiffy.
+        let jiffy = 4 * crate::time::MS;
+        assert_eq!(tick_phase(7, 3, 250, None), tick_phase(7, 3, 250, None));
+        let phases: Vec<SimDuration> = (0..20).map(|n| tick_phase(7, n, 250, None)).collect();
+        assert!(phases.iter().all(|&p| p < jiffy));
+        assert!(phases.windows(2).all(|w| w[0] != w[1]));
+        assert_ne!(tick_phase(7, 3, 250, None), tick_phase(8, 3, 250, None));
+        assert_eq!(tick_phase(7, 3, 250, Some(1500.0)), 1_500_000);
+        assert_eq!(tick_phase(7, 3, 250, Some(5000.0)), 1_000_000);
+        // At HZ 1000 the same draw within a 1 ms jiffy.
+        assert!(tick_phase(7, 3, 1000, None) < crate::time::MS);
+    }
 }

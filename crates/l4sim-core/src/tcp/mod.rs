@@ -23,7 +23,8 @@
 //! (`usecs_to_jiffies`), TCP_TIMEOUT_MIN (2 jiffies) and the receiver's delayed-ACK engine,
 //! and these `timer_list` timers (and the SYN and SYN/ACK retransmission timers) run on the
 //! timer wheel's tick after their expiry (`time::Jiffies::timer_runs`); pacing's and SACK
-//! compression's hrtimers are exact. Every host's ticks start at time 0.
+//! compression's hrtimers are exact. Each host ticks with its own phase
+//! (`ConnParams::tick_phases`).
 
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +118,11 @@ pub struct TcpSpec {
     /// Kernel HZ: the sender's RTO/TLP/RACK durations are whole jiffies, TCP_TIMEOUT_MIN is 2
     /// jiffies. Ubuntu kernels use 250.
     pub hz: u32,
+    /// Phase of this host's jiffies tick at time 0, us (taken modulo one tick): its clock reads
+    /// this much past a tick at time 0. Unset: drawn per host from the run's seed, since a
+    /// host's tick phase is not under the experiment's control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jiffies_phase_us: Option<f64>,
     /// `net.ipv4.tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`, percent.
     pub pacing_ss_ratio: u32,
     pub pacing_ca_ratio: u32,
@@ -165,6 +171,7 @@ impl Default for TcpSpec {
             rto_min_ms: 200.0,
             mss: None,
             hz: 250,
+            jiffies_phase_us: None,
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
             accecn_accept: AccEcnAccept::Mainline,
@@ -200,6 +207,8 @@ pub struct ConnParams {
     pub size: Option<u64>,
     /// MSS of the path (`Network::path_mss`); the sender's `TCP_MAXSEG` may lower it.
     pub mss: u32,
+    /// The tick phase of the sender's and the receiver's host, ns (`time::Jiffies::with_phase`).
+    pub tick_phases: (SimDuration, SimDuration),
 }
 
 /// Sender counters reported per flow.

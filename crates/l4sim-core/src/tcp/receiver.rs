@@ -12,7 +12,7 @@
 //! The receive buffer and the window each ACK offers are `rcvbuf.rs`'s; the application
 //! reads in-order data at once, so `__tcp_ack_snd_check`'s "window advances far enough" test
 //! is left out (`tcp_cleanup_rbuf` would send that ACK at the same instant). The delayed-ACK
-//! engine counts in the host's jiffies (`tcp.hz`, ticks from time 0), as Linux's does: `ato`,
+//! engine counts in the host's jiffies (`tcp.hz` and its tick phase), as Linux's does: `ato`,
 //! the inter-arrival time it adapts to and the timer's expiry are whole jiffies, and the timer
 //! runs on the timer wheel's tick after its expiry (as the SYN/ACK's does).
 
@@ -121,7 +121,7 @@ impl TcpReceiver {
         cc_flags: CcFlags,
         rng: Rng,
     ) -> TcpReceiver {
-        let clock = Jiffies::new(spec.hz);
+        let clock = Jiffies::with_phase(spec.hz, params.tick_phases.1);
         TcpReceiver {
             stats: ReceiverStats::default(),
             params: params.clone(),

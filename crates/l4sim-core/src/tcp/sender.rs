@@ -280,7 +280,7 @@ impl TcpSender {
             params: params.clone(),
             spec: spec.clone(),
             rto_min: (spec.rto_min_ms * MS as f64).round() as SimDuration,
-            clock: Jiffies::new(spec.hz),
+            clock: Jiffies::with_phase(spec.hz, params.tick_phases.0),
             timeout_min: 2 * SEC / spec.hz.max(1) as u64,
             phase: Phase::Closed,
             ecn_req: EcnRequest::None,
@@ -401,7 +401,7 @@ impl TcpSender {
     fn jiffies_since(&self, then: SimTime, now: SimTime) -> (i64, i64) {
         let c = &self.clock;
         let elapsed = c.at(now) as i64 - c.at(then) as i64;
-        (elapsed, c.at(self.rto) as i64)
+        (elapsed, c.floor(self.rto) as i64)
     }
     /// `inet_csk_reset_xmit_timer`: the retransmission timer (`kind`) expires `when` (whole
     /// jiffies) after this tick and runs when the timer wheel gets to it.
@@ -1256,7 +1256,7 @@ impl TcpSender {
         max_when: SimDuration,
     ) {
         let gap = self.sk.wstamp.saturating_sub(now);
-        let delay = self.clock.at(gap) * self.clock.jiffy();
+        let delay = self.clock.floor(gap) * self.clock.jiffy();
         self.arm_timer(kind, now, (when + delay).min(max_when));
     }
 

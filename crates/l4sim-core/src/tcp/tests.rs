@@ -62,6 +62,7 @@ fn params(size: Option<u64>) -> ConnParams {
         hash_rev: 12,
         size,
         mss: crate::packet::hdr::MSS,
+        tick_phases: (0, 0),
     }
 }
 
