@@ -212,7 +212,17 @@ impl Jiffies {
     /// `jiffies` (`forward_timer_base`); an expiry already past runs at the next tick.
     #[inline]
     pub fn timer_runs(&self, now: SimTime, expires: u64) -> SimTime {
+        self.runs(self.at(now), expires)
+    }
+    /// [`Jiffies::timer_runs`] for a timer armed at `now` for `when`, rounded up to whole
+    /// jiffies (`usecs_to_jiffies`, `msecs_to_jiffies`).
+    #[inline]
+    pub fn timer_in(&self, now: SimTime, when: SimDuration) -> SimTime {
         let clk = self.at(now);
+        self.runs(clk, clk + self.ceil(when))
+    }
+    #[inline]
+    fn runs(&self, clk: u64, expires: u64) -> SimTime {
         let delta = expires.saturating_sub(clk);
         let mut lvl = 0;
         while lvl < 8 && delta >= 63 << (3 * lvl) {

@@ -419,10 +419,7 @@ impl QueueDisc for Pie {
     /// `pie_init`: mod_timer(jiffies + HZ / 2).
     fn start(&mut self, now: SimTime, tick_phase: SimDuration) {
         self.clock = super::kernel_jiffies(tick_phase);
-        let half_a_second = SEC / 2 / self.clock.jiffy();
-        self.next_update = self
-            .clock
-            .timer_runs(now, self.clock.at(now) + half_a_second);
+        self.next_update = self.clock.timer_in(now, SEC / 2);
     }
     fn on_timer(&mut self, now: SimTime) {
         if now < self.next_update {

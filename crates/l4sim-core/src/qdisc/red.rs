@@ -167,7 +167,7 @@ const ADAPT_PERIOD: SimTime = 500 * MS;
 /// whose jiffies are `clock`, runs: on the timer wheel's level 1 (8-jiffy buckets), 512 ms
 /// later at HZ 250.
 fn next_adapt(clock: &Jiffies, now: SimTime) -> SimTime {
-    clock.timer_runs(now, clock.at(now) + clock.ceil(ADAPT_PERIOD))
+    clock.timer_in(now, ADAPT_PERIOD)
 }
 
 /// `reciprocal_value`.

@@ -236,9 +236,7 @@ impl TcpReceiver {
         self.synack_sent_at = now;
         // The request sock's timer (`reqsk_queue_hash_req`, `reqsk_timer_handler`).
         let when = (TCP_TIMEOUT_INIT << self.synack_retries.min(7)).min(TCP_RTO_MAX);
-        self.synack_at = self
-            .clock
-            .timer_runs(now, self.jiffies(now) + self.clock.ceil(when));
+        self.synack_at = self.clock.timer_in(now, when);
     }
 
     pub fn on_packet(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {

@@ -406,8 +406,7 @@ impl TcpSender {
     /// `inet_csk_reset_xmit_timer`: the retransmission timer (`kind`) expires `when` (whole
     /// jiffies) after this tick and runs when the timer wheel gets to it.
     fn arm_timer(&mut self, kind: Timer, now: SimTime, when: SimDuration) {
-        let expires = self.clock.at(now) + self.clock.ceil(when);
-        self.timer = Some((kind, self.clock.timer_runs(now, expires)));
+        self.timer = Some((kind, self.clock.timer_in(now, when)));
     }
     /// TCP_TIMEOUT_MIN: 2 jiffies.
     fn timeout_min(&self) -> SimDuration {
@@ -537,9 +536,7 @@ impl TcpSender {
         }
         out.push(p);
         let when = (TCP_TIMEOUT_INIT << self.syn_retries.min(7)).min(TCP_RTO_MAX);
-        self.syn_at = self
-            .clock
-            .timer_runs(now, self.clock.at(now) + self.clock.ceil(when));
+        self.syn_at = self.clock.timer_in(now, when);
     }
 
     fn pkt(&self, now: SimTime) -> Packet {

@@ -1228,7 +1228,7 @@ fn rto_fires_when_a_whole_window_is_lost_and_restarts_from_snd_una_with_cwnd_one
     let t0 = h.data().next().unwrap().0;
     let srtt = h.s.stats.established_at; // the handshake sample (SYN sent at 0)
     let clock = crate::time::Jiffies::new(250);
-    let runs = |at: SimTime, d: SimDuration| clock.timer_runs(at, clock.at(at) + clock.ceil(d));
+    let runs = |at: SimTime, d: SimDuration| clock.timer_in(at, d);
     assert_eq!(t_tlp, runs(t0, 2 * srtt + 8 * MS), "srtt {srtt}");
     assert_eq!(state, CaState::Loss);
     assert_eq!(cwnd, 1);
