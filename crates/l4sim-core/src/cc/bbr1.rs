@@ -13,14 +13,16 @@
 //! units (gains in 1/256).
 //!
 //! Simplifications (documented, Linux behaviour assumed):
-//! - Linux keeps min_rtt/PROBE_RTT stamps in jiffies; we use exact simulated time.
+//! - min_rtt and PROBE_RTT stamps in the host's jiffies (`tcp_jiffies32`), as Linux keeps
+//!   them: the 10 s filter expires and the 200 ms of PROBE_RTT end on ticks (`after()`: the
+//!   first tick past the stamp plus the span, `msecs_to_jiffies` rounding up).
 //! - TSO goal (`bbr_tso_segs_goal`) uses the default `sk_pacing_shift` of 10.
 
 use serde::{Deserialize, Serialize};
 
 use super::{AckSample, CaEvent, CaState, CcFlags, CongestionControl, RateSample, Sock};
 use crate::rng::Rng;
-use crate::time::SimTime;
+use crate::time::{Jiffies, SimTime, MS};
 
 pub(crate) const BW_SCALE: u32 = 24;
 pub(crate) const BW_UNIT: u64 = 1 << BW_SCALE;
@@ -198,9 +200,12 @@ pub(crate) fn us_delta(a: SimTime, b: SimTime) -> i64 {
 pub struct Bbr1 {
     p: Bbr1Params,
     rng: Rng,
+    /// The host's jiffies, for the stamps below.
+    clock: Jiffies,
     min_rtt_us: u32,
-    min_rtt_stamp: SimTime,
-    probe_rtt_done_stamp: SimTime,
+    /// Jiffies.
+    min_rtt_stamp: u64,
+    probe_rtt_done_stamp: u64,
     bw: Minmax,
     rtt_cnt: u32,
     next_rtt_delivered: u64,
@@ -236,10 +241,17 @@ pub struct Bbr1 {
 }
 
 impl Bbr1 {
+    /// On a host with HZ 250 ticking from time 0.
     pub fn new(p: Bbr1Params, rng: Rng) -> Bbr1 {
+        Self::on_host(p, rng, Jiffies::new(250))
+    }
+
+    /// On a host whose jiffies are `clock`.
+    pub fn on_host(p: Bbr1Params, rng: Rng, clock: Jiffies) -> Bbr1 {
         Bbr1 {
             p,
             rng,
+            clock,
             min_rtt_us: u32::MAX,
             min_rtt_stamp: 0,
             probe_rtt_done_stamp: 0,
@@ -661,22 +673,26 @@ impl Bbr1 {
     }
 
     fn check_probe_rtt_done(&mut self, sk: &mut Sock) {
-        if !(self.probe_rtt_done_stamp != 0 && sk.now > self.probe_rtt_done_stamp) {
+        let now = self.clock.at(sk.now);
+        if !(self.probe_rtt_done_stamp != 0 && now > self.probe_rtt_done_stamp) {
             return;
         }
-        self.min_rtt_stamp = sk.now; // wait a while until the next PROBE_RTT
+        self.min_rtt_stamp = now; // wait a while until the next PROBE_RTT
         sk.snd_cwnd = sk.snd_cwnd.max(self.prior_cwnd);
         self.reset_mode(sk);
     }
 
     fn update_min_rtt(&mut self, sk: &mut Sock, rs: &RateSample) {
-        let win = self.p.min_rtt_win_sec as u64 * 1_000_000_000;
-        let filter_expired = sk.now > self.min_rtt_stamp + win;
+        let now = self.clock.at(sk.now);
+        let win = self
+            .clock
+            .ceil(self.p.min_rtt_win_sec as u64 * crate::time::SEC);
+        let filter_expired = now > self.min_rtt_stamp + win;
         if rs.rtt >= 0 {
             let rtt_us = (rs.rtt / 1000).min(u32::MAX as i64) as u32;
             if rtt_us < self.min_rtt_us || (filter_expired && !rs.is_ack_delayed) {
                 self.min_rtt_us = rtt_us;
-                self.min_rtt_stamp = sk.now;
+                self.min_rtt_stamp = now;
             }
         }
         if self.p.probe_rtt_mode_ms > 0
@@ -693,7 +709,8 @@ impl Bbr1 {
             let v = sk.delivered + sk.packets_in_flight() as u64;
             sk.app_limited = if v > 0 { v } else { 1 };
             if self.probe_rtt_done_stamp == 0 && sk.packets_in_flight() <= self.p.cwnd_min_target {
-                self.probe_rtt_done_stamp = sk.now + self.p.probe_rtt_mode_ms as u64 * 1_000_000;
+                self.probe_rtt_done_stamp =
+                    now + self.clock.ceil(self.p.probe_rtt_mode_ms as u64 * MS);
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = sk.delivered;
             } else if self.probe_rtt_done_stamp != 0 {
@@ -757,7 +774,7 @@ impl CongestionControl for Bbr1 {
         } else {
             (sk.min_rtt / 1000).min(u32::MAX as u64) as u32
         };
-        self.min_rtt_stamp = sk.now;
+        self.min_rtt_stamp = self.clock.at(sk.now);
         self.bw.reset(self.rtt_cnt, 0);
         self.has_seen_rtt = false;
         self.init_pacing_rate_from_rtt(sk);

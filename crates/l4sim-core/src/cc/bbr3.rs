@@ -174,8 +174,14 @@ impl Bbr3Params {
 pub struct Bbr3(pub Bbr2);
 
 impl Bbr3 {
+    /// On a host with HZ 250 ticking from time 0.
     pub fn new(p: Bbr3Params, rng: Rng) -> Bbr3 {
         Bbr3(Bbr2::new(p.engine(), rng))
+    }
+
+    /// On a host whose jiffies are `clock`.
+    pub fn on_host(p: Bbr3Params, rng: Rng, clock: crate::time::Jiffies) -> Bbr3 {
+        Bbr3(Bbr2::on_host(p.engine(), rng, clock))
     }
 }
 

@@ -391,9 +391,9 @@ pub fn build(spec: &CcSpec, clock: Jiffies, rng: Rng) -> AnyCc {
         CcSpec::Cubic(p) => AnyCc::Cubic(cubic::Cubic::on_host(p.clone(), clock)),
         CcSpec::Dctcp(p) => AnyCc::Dctcp(dctcp::Dctcp::new(p.clone())),
         CcSpec::Prague(p) => AnyCc::Prague(prague::Prague::new(p.clone())),
-        CcSpec::Bbr(p) => AnyCc::Bbr(bbr1::Bbr1::new(p.clone(), rng)),
-        CcSpec::Bbr2(p) => AnyCc::Bbr2(bbr2::Bbr2::new(p.clone(), rng)),
-        CcSpec::Bbr3(p) => AnyCc::Bbr3(bbr3::Bbr3::new(p.clone(), rng)),
+        CcSpec::Bbr(p) => AnyCc::Bbr(bbr1::Bbr1::on_host(p.clone(), rng, clock)),
+        CcSpec::Bbr2(p) => AnyCc::Bbr2(bbr2::Bbr2::on_host(p.clone(), rng, clock)),
+        CcSpec::Bbr3(p) => AnyCc::Bbr3(bbr3::Bbr3::on_host(p.clone(), rng, clock)),
     }
 }
 

@@ -22,14 +22,15 @@
 //! difference: the core marks segments, Linux marks skbs, so a lost GSO skb of n segments is
 //! n calls with `tcp_skb_pcount` 1 here.
 //!
-//! Times use exact simulated time instead of jiffies.
+//! The min_rtt and PROBE_RTT stamps are in the host's jiffies (`tcp_jiffies32`), as Linux
+//! keeps them (`probe_rtt.rs`); the rest of the clocks are microseconds (`tcp_mstamp`).
 
 use serde::{Deserialize, Serialize};
 
 use super::bbr1::{bw_to_mbps, BbrMode, BBR_UNIT};
 use super::{AckSample, CaEvent, CaState, CcFlags, CongestionControl, EcnMode, RateSample, Sock};
 use crate::rng::Rng;
-use crate::time::SimTime;
+use crate::time::{Jiffies, SimTime};
 
 mod model;
 mod probe_bw;
@@ -230,13 +231,16 @@ pub struct Bbr2 {
     p: Bbr2Params,
     r: Resolved,
     rng: Rng,
+    /// The host's jiffies, for the min_rtt and PROBE_RTT stamps.
+    clock: Jiffies,
     mss: u32,
     // v1-shared state
     min_rtt_us: u32,
-    min_rtt_stamp: SimTime,
-    probe_rtt_done_stamp: SimTime,
+    /// Jiffies, as the two stamps below.
+    min_rtt_stamp: u64,
+    probe_rtt_done_stamp: u64,
     probe_rtt_min_us: u32,
-    probe_rtt_min_stamp: SimTime,
+    probe_rtt_min_stamp: u64,
     next_rtt_delivered: u64,
     cycle_mstamp: SimTime,
     mode: BbrMode,
@@ -310,12 +314,19 @@ pub(crate) struct Ctx {
 }
 
 impl Bbr2 {
+    /// On a host with HZ 250 ticking from time 0.
     pub fn new(p: Bbr2Params, rng: Rng) -> Bbr2 {
+        Self::on_host(p, rng, Jiffies::new(250))
+    }
+
+    /// On a host whose jiffies are `clock`.
+    pub fn on_host(p: Bbr2Params, rng: Rng, clock: Jiffies) -> Bbr2 {
         let r = p.resolve();
         Bbr2 {
             p,
             r,
             rng,
+            clock,
             mss: 1448,
             min_rtt_us: u32::MAX,
             min_rtt_stamp: 0,
@@ -507,9 +518,9 @@ impl CongestionControl for Bbr2 {
             (sk.min_rtt / 1000).min(u32::MAX as u64) as u32
         };
         self.probe_rtt_min_us = min_rtt_us;
-        self.probe_rtt_min_stamp = sk.now;
+        self.probe_rtt_min_stamp = self.clock.at(sk.now);
         self.min_rtt_us = min_rtt_us;
-        self.min_rtt_stamp = sk.now;
+        self.min_rtt_stamp = self.probe_rtt_min_stamp;
         self.has_seen_rtt = false;
         self.init_pacing_rate_from_rtt(sk);
         self.round_start = false;

@@ -1,18 +1,21 @@
 //! BBRv2 min_rtt filters and PROBE_RTT (tcp_bbr2.c `bbr_update_min_rtt`,
 //! `bbr_check_probe_rtt_done`, `bbr2_exit_probe_rtt`): a 5 s `probe_rtt_min` filter schedules
 //! PROBE_RTT, which holds cwnd at max(4, 0.5 BDP) for 200 ms and one round; the 10 s min_rtt
-//! filter feeds the BDP.
+//! filter feeds the BDP. The stamps are jiffies, so the filters expire and PROBE_RTT ends on
+//! the host's ticks (`after()`: the first tick past the stamp plus the span).
 
 use super::super::bbr1::BbrMode;
 use super::super::{RateSample, Sock};
 use super::{AckPhase, Bbr2};
+use crate::time::{MS, SEC};
 
 impl Bbr2 {
     pub(crate) fn check_probe_rtt_done(&mut self, sk: &mut Sock) {
-        if !(self.probe_rtt_done_stamp != 0 && sk.now > self.probe_rtt_done_stamp) {
+        let now = self.clock.at(sk.now);
+        if !(self.probe_rtt_done_stamp != 0 && now > self.probe_rtt_done_stamp) {
             return;
         }
-        self.probe_rtt_min_stamp = sk.now; // schedule the next PROBE_RTT
+        self.probe_rtt_min_stamp = now; // schedule the next PROBE_RTT
         sk.snd_cwnd = sk.snd_cwnd.max(self.prior_cwnd);
         self.exit_probe_rtt(sk);
     }
@@ -29,8 +32,9 @@ impl Bbr2 {
     }
 
     pub(crate) fn update_min_rtt(&mut self, sk: &mut Sock, rs: &RateSample) {
+        let now = self.clock.at(sk.now);
         let probe_rtt_expired =
-            sk.now > self.probe_rtt_min_stamp + self.p.probe_rtt_win_ms as u64 * 1_000_000;
+            now > self.probe_rtt_min_stamp + self.clock.ceil(self.p.probe_rtt_win_ms as u64 * MS);
         if rs.rtt >= 0 {
             let rtt_us = (rs.rtt / 1000).min(u32::MAX as i64) as u32;
             // v2 refreshes on an equal sample, v3 only on a lower one.
@@ -41,11 +45,11 @@ impl Bbr2 {
             };
             if lower || (probe_rtt_expired && !rs.is_ack_delayed) {
                 self.probe_rtt_min_us = rtt_us;
-                self.probe_rtt_min_stamp = sk.now;
+                self.probe_rtt_min_stamp = now;
             }
         }
         let min_rtt_expired =
-            sk.now > self.min_rtt_stamp + self.p.min_rtt_win_sec as u64 * 1_000_000_000;
+            now > self.min_rtt_stamp + self.clock.ceil(self.p.min_rtt_win_sec as u64 * SEC);
         if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
             self.min_rtt_us = self.probe_rtt_min_us;
             self.min_rtt_stamp = self.probe_rtt_min_stamp;
@@ -65,7 +69,8 @@ impl Bbr2 {
             let v = sk.delivered + sk.packets_in_flight() as u64;
             sk.app_limited = if v > 0 { v } else { 1 };
             if self.probe_rtt_done_stamp == 0 && sk.packets_in_flight() <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = sk.now + self.p.probe_rtt_mode_ms as u64 * 1_000_000;
+                self.probe_rtt_done_stamp =
+                    now + self.clock.ceil(self.p.probe_rtt_mode_ms as u64 * MS);
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = sk.delivered;
             } else if self.probe_rtt_done_stamp != 0 {

@@ -32,9 +32,9 @@ fn steady_bw(p: Bbr2Params, cycle_idx: u32, rtt_us: u32, pps: u64) -> (Bbr2, Soc
     b.cycle_mstamp = sk.now;
     b.probe_wait_us = 10_000_000;
     b.min_rtt_us = rtt_us;
-    b.min_rtt_stamp = sk.now;
+    b.min_rtt_stamp = b.clock.at(sk.now);
     b.probe_rtt_min_us = rtt_us;
-    b.probe_rtt_min_stamp = sk.now;
+    b.probe_rtt_min_stamp = b.min_rtt_stamp;
     b.max_bw = [pps * BW_UNIT / 1_000_000; 2];
     sk.pacing_rate = pps * 1448;
     b.loss_round_delivered = 0;
@@ -316,8 +316,9 @@ fn probe_bw_cycles_down_cruise_refill_up_on_a_path() {
 fn probe_rtt_holds_cwnd_at_half_bdp_when_the_5s_filter_expires() {
     let (mut b, mut sk) = steady_bw(Bbr2Params::default(), BW_PROBE_CRUISE, 20_000, 1000);
     b.inflight_hi = 200;
-    // RTT samples above the 5 s-old minimum do not refresh probe_rtt_min.
-    b.probe_rtt_min_stamp = sk.now - 5 * SEC - MS;
+    // RTT samples above the 5 s-old minimum do not refresh probe_rtt_min. (The stamps are
+    // jiffies: the filter has expired once more than 1250 of them have passed.)
+    b.probe_rtt_min_stamp = b.clock.at(sk.now - 5 * SEC - 4 * MS);
     b.probe_rtt_min_us = 10_000;
     sk.packets_out = 100;
     ack_round(&mut b, &mut sk, 20, 0, 0, 100);
