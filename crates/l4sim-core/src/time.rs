@@ -152,9 +152,9 @@ impl TxClock {
     }
 }
 
-/// A host's jiffies at `hz` ticks per second, and when its `timer_list` timers run. Its ticks
-/// fall `jiffy - phase` ns after time 0 and every jiffy after: a host's tick phase is its own
-/// (set by when it booted), so hosts' ticks do not line up.
+/// A host's jiffies at `hz` ticks per second, and when its `timer_list` timers run. Tick k
+/// begins at `k * jiffy - phase`: a host's tick phase is its own (set by when it booted), so
+/// hosts' ticks do not line up.
 #[derive(Clone, Copy, Debug)]
 pub struct Jiffies {
     jiffy: SimDuration,
