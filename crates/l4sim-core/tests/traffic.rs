@@ -787,6 +787,42 @@ fn lost_requests_are_sent_again_and_every_transfer_completes() {
 }
 
 #[test]
+fn a_lost_request_is_sent_again_when_the_syn_timer_armed_at_its_send_runs() {
+    // One request at 10 ms, lost at the router 2.5 ms later (netem loss 1 on its egress to
+    // the server, lifted at 30 ms). The client's SYN timer was armed at the send, at jiffy 2
+    // (HZ 250, tick phase 0), to expire 250 jiffies later (TCP_TIMEOUT_INIT); 250 jiffies
+    // file it on the wheel's level 1, in the 8-jiffy bucket after jiffy 252's: it runs at
+    // jiffy 256, 1.024 s. (From the drop it would have been 1.0125 s and later.)
+    let scenario = |loss: f64| {
+        json!({
+            "duration": 3.0, "seed": 1,
+            "topology": two_hops(
+                json!({"rate": 100, "delay_ms": 2.5,
+                       "ba": {"rate": 100, "qdisc": {"kind": "netem", "loss": loss}}}),
+                json!({"rate": 100, "delay_ms": 2.5})),
+            "flows": [{"name": "w", "cc": {"name": "cubic"}, "from": "h1", "to": "h2",
+                       "tcp": {"jiffies_phase_us": 0},
+                       "receiver": {"tcp": {"jiffies_phase_us": 0}},
+                       "source": {"kind": "web", "trace": [[0.01, 5000]]}}],
+        })
+    };
+    let clean = run(&scenario(0.0));
+    assert_eq!(clean.connections.len(), 1);
+    let direct = clean.connections[0].fct_s;
+    let mut w = World::new(&Scenario::from_json(&scenario(1.0).to_string()).unwrap()).unwrap();
+    w.run_until(millis(30.0));
+    let spec = serde_json::from_value(json!({"kind": "netem", "loss": 0.0})).unwrap();
+    w.set_link(Some("r1->h1"), None, Some(spec)).unwrap();
+    w.run_until(secs(3.0));
+    let r = w.result("", 0.0);
+    assert_eq!(r.connections.len(), 1);
+    let c = &r.connections[0];
+    assert!((c.start_s - 0.01).abs() < 1e-9, "{}", c.start_s);
+    let retry = c.start_s + c.fct_s - direct;
+    assert!((retry - 1.024).abs() < 1e-6, "sent again at {retry} s");
+}
+
+#[test]
 fn a_persistent_web_response_waits_for_its_request() {
     // On a persistent connection each response starts when the request has crossed to the
     // server: half an RTT, then the last byte's half: about one base RTT for a small one.

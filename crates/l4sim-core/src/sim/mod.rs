@@ -662,9 +662,12 @@ impl World {
         self.write(s, what);
     }
 
-    /// A request of connection `s` was lost: send it again after the client's timeout.
+    /// A request of connection `s`, sent at `sent`, was lost: the client sends it again when
+    /// its timer armed at that send runs on its host's timer wheel (the SYN timer,
+    /// `TCP_TIMEOUT_INIT`, for a new connection; its RTO for a request on an open one), backed
+    /// off by the requests already lost (`icsk_rto << retransmits`, at most `TCP_RTO_MAX`).
     #[cold]
-    fn request_lost(&mut self, s: usize) {
+    fn request_lost(&mut self, s: usize, sent: SimTime) {
         let now = self.now;
         let st = self.conns[s].as_mut().unwrap();
         let Conn::Tcp(c) = &st.conn else { return };
@@ -673,7 +676,10 @@ impl World {
         } else {
             c.1.rto()
         };
-        let t = now + (base << st.request_retries.min(7)).min(crate::tcp::TCP_RTO_MAX);
+        let clock = c.1.clock();
+        let timeout = (clock.ceil(base) << st.request_retries.min(7))
+            .min(clock.ceil(crate::tcp::TCP_RTO_MAX));
+        let t = clock.timer_runs(sent, clock.at(sent) + timeout).max(now);
         st.requests_lost += 1;
         st.request_retries += 1;
         if t < st.request_retry_at {
@@ -868,7 +874,7 @@ impl World {
             self.conns[s].as_mut().unwrap().data_dropped += 1;
         }
         if pkt.is_request() && !self.conns[s].as_ref().unwrap().closing {
-            self.request_lost(s);
+            self.request_lost(s, pkt.ts_val);
         }
         self.left_net(s);
     }

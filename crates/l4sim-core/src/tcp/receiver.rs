@@ -208,6 +208,11 @@ impl TcpReceiver {
         self.rto
     }
 
+    /// The receiving host's clock (its jiffies and timer wheel).
+    pub fn clock(&self) -> Jiffies {
+        self.clock
+    }
+
     /// Codepoint of our own ECT packets: ECT(1) for L4S (NEEDS_ACCECN) CCs, whose init sets
     /// TCP_ECN_ECT_1 on the receiving socket too; ECT(0) otherwise.
     fn own_ect(&self) -> Ecn {
