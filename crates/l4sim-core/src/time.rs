@@ -201,7 +201,8 @@ impl Jiffies {
     pub fn floor(&self, d: SimDuration) -> u64 {
         self.div.div_rem(d).0
     }
-    /// When a `timer_list` armed at time `now` to expire at jiffy `expires` runs: the start
+    /// When a `timer_list` armed at jiffy `clk` (the host's `jiffies` then, [`Jiffies::at`])
+    /// to expire at jiffy `expires` runs: the start
     /// of the tick at which the timer wheel (kernel/time/timer.c, `calc_wheel_index` and
     /// `calc_index`, LVL_DEPTH 9 for HZ > 100) finds it. Level n holds the timers due
     /// [LVL_START(n), LVL_START(n + 1)) jiffies from the wheel's clock (LVL_START(n) =
@@ -211,18 +212,7 @@ impl Jiffies {
     /// HZ 250), up to 8 jiffies after at level 1, and so on. The wheel's clock is taken to be
     /// `jiffies` (`forward_timer_base`); an expiry already past runs at the next tick.
     #[inline]
-    pub fn timer_runs(&self, now: SimTime, expires: u64) -> SimTime {
-        self.runs(self.at(now), expires)
-    }
-    /// [`Jiffies::timer_runs`] for a timer armed at `now` for `when`, rounded up to whole
-    /// jiffies (`usecs_to_jiffies`, `msecs_to_jiffies`).
-    #[inline]
-    pub fn timer_in(&self, now: SimTime, when: SimDuration) -> SimTime {
-        let clk = self.at(now);
-        self.runs(clk, clk + self.ceil(when))
-    }
-    #[inline]
-    fn runs(&self, clk: u64, expires: u64) -> SimTime {
+    pub fn timer_runs(&self, clk: u64, expires: u64) -> SimTime {
         let delta = expires.saturating_sub(clk);
         let mut lvl = 0;
         while lvl < 8 && delta >= 63 << (3 * lvl) {
@@ -230,6 +220,13 @@ impl Jiffies {
         }
         let shift = 3 * lvl;
         (((expires.max(clk) >> shift) + 1) << shift) * self.jiffy - self.phase
+    }
+    /// [`Jiffies::timer_runs`] for a timer armed at `now` for `when`, rounded up to whole
+    /// jiffies (`usecs_to_jiffies`, `msecs_to_jiffies`).
+    #[inline]
+    pub fn timer_in(&self, now: SimTime, when: SimDuration) -> SimTime {
+        let clk = self.at(now);
+        self.timer_runs(clk, clk + self.ceil(when))
     }
 }
 
@@ -330,8 +327,8 @@ mod tests {
         // Level 0 (under 63 jiffies): the tick after the expiry, wherever in its tick the
         // timer was armed: a 10-jiffy timeout runs 40-44 ms later.
         assert_eq!(j.timer_runs(0, 10), 44 * MS);
-        assert_eq!(j.timer_runs(3_999_999, 10), 44 * MS);
-        assert_eq!(j.timer_runs(4 * MS, 11), 48 * MS);
+        assert_eq!(j.timer_runs(j.at(3_999_999), 10), 44 * MS);
+        assert_eq!(j.timer_runs(1, 11), 48 * MS);
         assert_eq!(j.timer_runs(0, 62), 63 * 4 * MS);
         // Level 1 (63-503 jiffies): 8-jiffy buckets, the one after the expiry's.
         assert_eq!(j.timer_runs(0, 63), 64 * 4 * MS);
@@ -341,18 +338,18 @@ mod tests {
         assert_eq!(j.timer_runs(0, 504), 512 * 4 * MS);
         assert_eq!(j.timer_runs(0, 250), 256 * 4 * MS);
         // The level is chosen by the distance from the clock, the bucket by the expiry.
-        assert_eq!(j.timer_runs(100 * 4 * MS, 150), 151 * 4 * MS);
+        assert_eq!(j.timer_runs(100, 150), 151 * 4 * MS);
         // A host whose clock is 1 ms ahead ticks at 3 ms, 7 ms, ...: jiffy 1 begins at 3 ms.
         let h = Jiffies::with_phase(250, MS);
         assert_eq!((h.at(0), h.at(3 * MS - 1), h.at(3 * MS)), (0, 0, 1));
-        assert_eq!(h.timer_runs(3 * MS, 11), 47 * MS);
+        assert_eq!(h.timer_runs(h.at(3 * MS), 11), 47 * MS);
         assert_eq!(Jiffies::with_phase(250, 9 * MS).phase(), MS);
         let mut rng = crate::rng::Rng::new(5, 1);
         for _ in 0..10_000 {
             let now = rng.below(1 << 30) as u64 * 1000;
             let when = 1 + rng.below(5000) as u64;
             let expires = j.at(now) + when;
-            let runs = j.timer_runs(now, expires);
+            let runs = j.timer_runs(j.at(now), expires);
             assert_eq!(runs % (4 * MS), 0, "on a tick");
             assert!(runs > expires * 4 * MS, "after the expiry's tick");
             // At most one bucket of the level late: 12.5 % of the timeout, or one jiffy.

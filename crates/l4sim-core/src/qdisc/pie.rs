@@ -427,9 +427,8 @@ impl QueueDisc for Pie {
         }
         self.calculate_probability();
         // pie_timer: mod_timer(jiffies + tupdate).
-        self.next_update = self
-            .clock
-            .timer_runs(now, self.clock.at(now) + self.tupdate);
+        let clk = self.clock.at(now);
+        self.next_update = self.clock.timer_runs(clk, clk + self.tupdate);
     }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("prob", self.prob()));

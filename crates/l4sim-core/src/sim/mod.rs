@@ -679,7 +679,8 @@ impl World {
         let clock = c.1.clock();
         let timeout = (clock.ceil(base) << st.request_retries.min(7))
             .min(clock.ceil(crate::tcp::TCP_RTO_MAX));
-        let t = clock.timer_runs(sent, clock.at(sent) + timeout).max(now);
+        let clk = clock.at(sent);
+        let t = clock.timer_runs(clk, clk + timeout).max(now);
         st.requests_lost += 1;
         st.request_retries += 1;
         if t < st.request_retry_at {

@@ -616,7 +616,7 @@ impl TcpReceiver {
             timeout = timeout.min(self.delack_timeout);
         }
         self.delack_timeout = timeout;
-        self.delack_at = self.clock.timer_runs(now, timeout);
+        self.delack_at = self.clock.timer_runs(jiffies, timeout);
     }
 
     fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {

@@ -1275,7 +1275,7 @@ fn rto_backoff_doubles_the_timeout() {
         assert_eq!(rto1, 2 * rto0, "{armed:?}");
         assert_eq!(
             t1,
-            clock.timer_runs(t0, clock.at(t0) + rto0 / (4 * MS)),
+            clock.timer_runs(clock.at(t0), clock.at(t0) + rto0 / (4 * MS)),
             "{armed:?}"
         );
     }
@@ -1385,8 +1385,10 @@ fn the_probe_and_retransmission_timers_wait_for_the_next_paced_departure_in_whol
     let (now, jiffy) = (h.now, 4 * MS);
     // The RTO here is over 63 jiffies: its timer runs in the wheel's 8-jiffy buckets.
     let clock = crate::time::Jiffies::new(250);
-    let rto_runs =
-        |delay: u64| clock.timer_runs(now, clock.at(now) + clock.ceil(h.s.rto()) + delay) - now;
+    let rto_runs = |delay: u64| {
+        let clk = clock.at(now);
+        clock.timer_runs(clk, clk + clock.ceil(h.s.rto()) + delay) - now
+    };
     let rto_delayed = rto_runs(2);
     assert_ne!(rto_delayed, rto_runs(0) + 2 * jiffy);
     for tlp in [true, false] {
