@@ -211,11 +211,14 @@ def test_bad_qdisc_parameter_error_names_the_qdisc_parameter(minimal):
     assert "limt" in e.message
 
 
-def test_missing_fifo_limit_is_reported_on_the_qdisc(minimal):
-    minimal["topology"]["bottleneck"]["qdisc"] = "bfifo"
-    e = _error(minimal)
-    assert e.field.startswith("topology.bottleneck.qdisc")
-    assert "limit" in e.message
+@pytest.mark.parametrize(("kind", "most"), [("bfifo", 1000), ("pfifo", 1000)])
+def test_a_fifo_without_a_limit_holds_the_devices_txqueuelen_as_tc_gives_it(minimal, kind, most):
+    """tc's fifo_init without options: txqueuelen (1000) packets, for bfifo in bytes times the
+    device's psched_mtu (1514), so a Reno flow's slow start fills it to 1000 full packets."""
+    minimal["topology"]["bottleneck"]["qdisc"] = kind
+    minimal["duration"] = 3
+    q = l4sim.run(Scenario.from_dict(minimal)).qdiscs.iloc[0]
+    assert q["drops"] > 0 and q["max_backlog_pkts"] == most, q
 
 
 def test_a_scenario_file_can_name_a_study_point_by_its_factors(tmp_path):
@@ -284,11 +287,21 @@ def test_a_bad_value_inside_a_kind_tagged_spec_names_its_key(minimal, where, val
     ("qdisc", "field"),
     [
         (
-            {"kind": "htb", "classes": [_HTB["classes"][0] | {"child": {"kind": "bfifo"}}, _HTB["classes"][1]]},
+            {
+                "kind": "htb",
+                "classes": [
+                    _HTB["classes"][0] | {"child": {"kind": "red", "min": 30000, "max": 90000}},
+                    _HTB["classes"][1],
+                ],
+            },
             "topology.bottleneck.qdisc.classes[0].child",
         ),
         (
-            {"kind": "prio", "bands": 2, "children": [{"kind": "pfifo", "limit": 5}, {"kind": "bfifo"}]},
+            {
+                "kind": "prio",
+                "bands": 2,
+                "children": [{"kind": "pfifo", "limit": 5}, {"kind": "red", "min": 1, "max": 2}],
+            },
             "topology.bottleneck.qdisc.children[1]",
         ),
     ],

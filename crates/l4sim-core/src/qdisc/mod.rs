@@ -203,10 +203,17 @@ pub trait QueueDisc {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum QdiscSpec {
-    /// `bfifo limit BYTES`.
-    Bfifo { limit: u64 },
-    /// `pfifo limit PACKETS`.
-    Pfifo { limit: u32 },
+    /// `bfifo limit BYTES` (tc's default, `fifo_init` without options: the device's
+    /// `txqueuelen` times its `psched_mtu`, 1000 x 1514 bytes).
+    Bfifo {
+        #[serde(default = "txqueuelen_bytes")]
+        limit: u64,
+    },
+    /// `pfifo limit PACKETS` (tc's default: the device's `txqueuelen`, 1000).
+    Pfifo {
+        #[serde(default = "txqueuelen")]
+        limit: u32,
+    },
     /// `fq` (sch_fq) on a router: DRR over hashed pseudo-flows plus ce_threshold.
     Fq(fq::FqParams),
     /// `codel` (sch_codel).
@@ -230,6 +237,14 @@ pub enum QdiscSpec {
     Wifi(wifi::WifiParams),
     /// `htb` (sch_htb) leaf classes under the port's root class: rate, ceil, prio, DSCP.
     Htb(htb::HtbParams),
+}
+
+fn txqueuelen() -> u32 {
+    crate::net::pipe::TXQUEUELEN as u32
+}
+
+fn txqueuelen_bytes() -> u64 {
+    crate::net::pipe::TXQUEUELEN * crate::packet::hdr::PSCHED_MTU as u64
 }
 
 type SpecError = (String, String);
@@ -868,10 +883,22 @@ mod tests {
             (d.limit, d.c_protection, d.ecn_mask),
             (10000, 10, dualpi2::EcnMask::Ect1)
         );
+        // fifo_init without options: the device's txqueuelen (1000), in bytes for bfifo times
+        // its psched_mtu (1514).
+        assert_eq!(
+            parse(r#"{"kind":"pfifo"}"#).unwrap(),
+            QdiscSpec::Pfifo { limit: 1000 }
+        );
+        assert_eq!(
+            parse(r#"{"kind":"bfifo"}"#).unwrap(),
+            QdiscSpec::Bfifo { limit: 1_514_000 }
+        );
         for s in [
             r#"{"kind":"fq"}"#,
             r#"{"kind":"dualpi2"}"#,
             r#"{"kind":"pie"}"#,
+            r#"{"kind":"pfifo"}"#,
+            r#"{"kind":"bfifo"}"#,
         ] {
             assert!(parse(s).unwrap().validate().is_ok());
         }
