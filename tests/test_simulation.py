@@ -150,7 +150,7 @@ def test_a_change_the_core_cannot_read_is_named_in_the_scenario_files_words():
         (lambda: sim.add_flow(name="x", tcp={"init_cwnd": -1}), "flows.x.tcp.init_cwnd", "-1"),
         (lambda: sim.set_flow("web", tcp={"init_cwnd": -1}), "flows.web.tcp", "-1"),
         (lambda: sim.set_link(qdisc={"kind": "bfifo", "limit": "x"}), "qdisc", '"x"'),
-        (lambda: sim.set_link(qdisc="bfifo"), "qdisc", "limit"),
+        (lambda: sim.set_link(qdisc={"kind": "red", "min": 1, "max": 2}), "qdisc", "limit"),
         (lambda: sim.set_link(rate="x"), "rate", "'x'"),
     ]
     for change, field, value in cases:
