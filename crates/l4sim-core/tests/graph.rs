@@ -384,3 +384,57 @@ fn replacing_the_senders_own_qdisc_frees_what_it_held() {
     let mbps = (r.flows[0].bytes_delivered - delivered) as f64 * 8.0 / 4e6;
     assert!(mbps > 80.0, "{mbps} Mbit/s under fq_codel");
 }
+
+#[test]
+fn a_hosts_tcp_flows_share_its_kernels_hz_and_tick_phase() {
+    // One kernel per host: a TCP flow whose sender or receiver sits on a host another TCP
+    // flow already uses must give it that flow's `hz` and `jiffies_phase_us`; the error names
+    // the later flow's field. A UDP source reads no jiffies, so its settings do not count.
+    use l4sim_core::scenario::Scenario;
+    use l4sim_core::sim::World;
+    let base = || {
+        json!({
+            "duration": 1.0,
+            "topology": common::two_hops(json!({"rate": 100}), json!({"rate": 100})),
+            "flows": [{"name": "a", "cc": {"name": "cubic"}, "from": "h1", "to": "h2",
+                       "tcp": {"hz": 1000, "jiffies_phase_us": 300}},
+                      {"name": "b", "cc": {"name": "cubic"}, "from": "h1", "to": "h2",
+                       "tcp": {"hz": 1000, "jiffies_phase_us": 300}}],
+        })
+    };
+    let world = |sc: &Value| World::new(&Scenario::from_json(&sc.to_string()).unwrap());
+    assert!(world(&base()).is_ok());
+    let refused = |sc: Value, field: &str| {
+        let e = world(&sc).err().unwrap_or_else(|| panic!("{sc} accepted"));
+        assert_eq!(e.field, field, "{e}");
+        assert!(e.message.contains("\"h"), "names the host: {e}");
+    };
+    let mut sc = base();
+    sc["flows"][1]["tcp"]["hz"] = json!(100);
+    refused(sc, "flows[1].tcp.hz");
+    let mut sc = base();
+    sc["flows"][1]["tcp"] = json!({"hz": 1000});
+    refused(sc, "flows[1].tcp.jiffies_phase_us");
+    // b runs the other way: its receiver is on a's sending host.
+    let mut sc = base();
+    sc["flows"][1]["from"] = json!("h2");
+    sc["flows"][1]["to"] = json!("h1");
+    sc["flows"][1]["tcp"] = json!({});
+    refused(sc.clone(), "flows[1].receiver.tcp.hz");
+    sc["flows"][1]["tcp"] = json!({"hz": 250});
+    sc["flows"][1]["receiver"] = json!({"tcp": {"hz": 1000}});
+    refused(sc, "flows[1].receiver.tcp.jiffies_phase_us");
+    let mut sc = base();
+    sc["flows"][1]["tcp"] = json!({"hz": 100});
+    sc["flows"][1]["source"] = json!({"kind": "udp", "rate_mbps": 1});
+    assert!(world(&sc).is_ok());
+    // A flow added while running is held to the same rule.
+    let mut w = world(&base()).unwrap();
+    w.run_until(500_000_000);
+    let mut c: l4sim_core::scenario::FlowSpec =
+        serde_json::from_value(base()["flows"][1].clone()).unwrap();
+    c.name = "c".into();
+    c.tcp.hz = 300;
+    let e = w.add_flow(c).unwrap_err();
+    assert_eq!(e.field, "tcp.hz", "{e}");
+}

@@ -190,6 +190,7 @@ impl World {
             drained: Drained::default(),
         };
         for (fi, f) in sc.flows.iter().enumerate() {
+            w.check_host_clocks(f, built.hosts[fi], &format!("flows[{fi}]."))?;
             w.start_flow(
                 f.clone(),
                 built.hosts[fi],
@@ -214,6 +215,67 @@ impl World {
     /// The tick phase of node `node`'s kernel, for its qdiscs' timers ([`qdisc::KERNEL_HZ`]).
     fn node_tick_phase(&self, node: u32) -> SimDuration {
         tick_phase(self.seed, node, qdisc::KERNEL_HZ, None)
+    }
+
+    /// A host runs one kernel, with one HZ and one tick phase: a TCP flow `f` on `hosts` must
+    /// give its endpoints the `tcp.hz` and `tcp.jiffies_phase_us` of the TCP flows already on
+    /// them (a UDP source reads no jiffies).
+    fn check_host_clocks(
+        &self,
+        f: &FlowSpec,
+        hosts: (u32, u32),
+        prefix: &str,
+    ) -> Result<(), ScenarioError> {
+        if !f.source.is_tcp() {
+            return Ok(());
+        }
+        for (side, node, t) in [
+            ("tcp", hosts.0, &f.tcp),
+            ("receiver.tcp", hosts.1, &f.receiver.tcp),
+        ] {
+            let mut tcp_flows = self.flows.iter().filter(|g| g.spec.source.is_tcp());
+            let on_host = tcp_flows.find_map(|g| {
+                if g.hosts.0 == node {
+                    Some((g, "tcp", &g.spec.tcp))
+                } else if g.hosts.1 == node {
+                    Some((g, "receiver.tcp", &g.spec.receiver.tcp))
+                } else {
+                    None
+                }
+            });
+            let Some((g, g_side, u)) = on_host else {
+                continue;
+            };
+            let host = &self.net.nodes[node as usize].name;
+            let other = |key: &str| format!("flow {:?}'s {g_side}.{key}", g.spec.name);
+            if t.hz != u.hz {
+                return Err(ScenarioError {
+                    field: format!("{prefix}{side}.hz"),
+                    message: format!(
+                        "host {host:?} runs at HZ {} ({}); a host's flows share its kernel, \
+                         got {}",
+                        u.hz,
+                        other("hz"),
+                        t.hz
+                    ),
+                });
+            }
+            if t.jiffies_phase_us != u.jiffies_phase_us {
+                let show =
+                    |v: Option<f64>| v.map_or("unset (drawn)".to_string(), |v| v.to_string());
+                return Err(ScenarioError {
+                    field: format!("{prefix}{side}.jiffies_phase_us"),
+                    message: format!(
+                        "host {host:?} ticks with phase {} ({}); a host's flows share its \
+                         kernel's clock, got {}",
+                        show(u.jiffies_phase_us),
+                        other("jiffies_phase_us"),
+                        show(t.jiffies_phase_us)
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Set up flow `f` on its hosts, starting at `start`.
@@ -1320,6 +1382,7 @@ impl World {
             }
         };
         crate::net::graph::datagram_fits(&self.net, &f, hosts.0, hosts.1, "")?;
+        self.check_host_clocks(&f, hosts, "")?;
         self.start_flow(f, hosts, rtt, start);
         Ok(())
     }
