@@ -638,6 +638,30 @@ def test_reproduce_report_compares_share_and_relative_delay_with_the_testbed(tmp
     assert "relative delay (testbed)" in html and "flagged NO" in html and "docs/validation.md" in html
 
 
+def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, capsys):
+    """The verdict table judges the study's cells (100 Mbit/s, 10 ms, 5 ms threshold): a store
+    of 20 ms runs printed an all-"n/a" table without a word. It names its scope, says which
+    factor the store lacks, and --scope judges the store's own cells."""
+    from l4sim.cli_study import main
+
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY.replace("base_rtt = 10", "base_rtt = 20"))
+    store = str(tmp_path / "store")
+    assert main(["study", "run", str(f), "--store", store, "-j", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["study", "verdicts", store]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cells at btl_capacity=100, base_rtt=10, ecn_threshold=5,")
+    assert "no run of this store is in that scope: base_rtt is 20 there" in out
+    table = out.splitlines()[-4:]
+    assert all(line.split()[-4:] == ["n/a"] * 4 for line in table), out
+    assert main(["study", "verdicts", store, "--scope", "base_rtt=20"]) == 0
+    out = capsys.readouterr().out
+    assert "base_rtt=20" in out.splitlines()[0] and "no run of this store" not in out
+    fifo = next(line for line in out.splitlines() if line.startswith("single queue, no ECN"))
+    assert "n/a" not in fifo.split("ECN", 1)[1].split()[0], out
+
+
 @pytest.mark.parametrize(
     "argv,option",
     [
@@ -649,6 +673,8 @@ def test_reproduce_report_compares_share_and_relative_delay_with_the_testbed(tmp
         (["study", "plot", "{store}", "--out", "{tmp}/fig", "--format", "bmp"], "--format"),
         (["study", "report", "{store}", "--out", "{file}/r.html"], "--out"),
         (["study", "report", "{tmp}/nostore", "--out", "{tmp}/r.html"], None),
+        (["study", "verdicts", "{store}", "--scope", "rtt=20"], "--scope"),
+        (["study", "verdicts", "{store}", "--scope", "base_rtt=-5"], "--scope base_rtt"),
     ],
 )
 def test_cli_an_output_that_cannot_be_written_is_one_line_before_anything_runs(

@@ -106,6 +106,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
     p.add_argument("--design", help="only this design's runs (default: every run in the store)")
     p.add_argument("--cells", action="store_true", help="also print per-cell verdicts")
+    p.add_argument(
+        "--scope",
+        action="append",
+        metavar="KEY=VALUE",
+        help="judge the cells with this factor value instead of the study's (btl_capacity=100, "
+        "base_rtt=10, ecn_threshold=5, rx_l4s_ecn=accecn, cc_l4s=prague); repeatable",
+    )
     p.set_defaults(func=cmd_verdicts)
 
     p = ss.add_parser("plot", help="heatmaps / bar plots of a store; time series of a run")
@@ -405,22 +412,55 @@ def cmd_presets(args) -> int:
     return 0
 
 
+def _verdict_scope(items: list[str] | None) -> dict | str:
+    """The verdict table's scope with ``--scope KEY=VALUE`` items applied, or one line saying
+    which item is wrong."""
+    import math
+
+    from l4sim.studies.analysis import VERDICT_SCOPE
+
+    scope = dict(VERDICT_SCOPE)
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or key not in scope:
+            return f"--scope: {item!r} is not KEY=VALUE with KEY one of {', '.join(scope)}"
+        if isinstance(VERDICT_SCOPE[key], str):
+            scope[key] = value.strip().lower()
+            continue
+        try:
+            v = float(value)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and v > 0):
+            return f"--scope {key}: must be a positive number, got {value!r}"
+        scope[key] = int(v) if v.is_integer() else v
+    return scope
+
+
 def cmd_verdicts(args) -> int:
     import pandas as pd
 
-    from l4sim.studies.analysis import add_verdicts, cells, verdict_table
+    from l4sim.studies.analysis import add_verdicts, cells, scope_misses, verdict_table
     from l4sim.sweep.store import Store, StoreError
 
     problem = _design_problem(args.store, args.design)
     if problem:
         return _err(problem)
+    scope = _verdict_scope(args.scope)
+    if isinstance(scope, str):
+        return _err(scope)
     try:
         with Store(args.store) as st:
             runs = st.runs(design=args.design)
     except StoreError as e:
         return _err(str(e))
+    print("cells at " + ", ".join(f"{k}={v}" for k, v in scope.items()) + " (--scope KEY=VALUE to change)")
+    misses = scope_misses(runs, scope)
+    if misses:
+        have = "; ".join(f"{k} is {', '.join(map(str, vs))} there" for k, vs in misses.items())
+        print(f"no run of this store is in that scope: {have}")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(verdict_table(runs).to_string())
+        print(verdict_table(runs, scope=scope).to_string())
         if args.cells and not runs.empty:
             c = add_verdicts(cells(runs))
             keep = [x for x in c.columns if not x.endswith(("_std", "_ci95"))]

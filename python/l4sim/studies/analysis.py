@@ -288,6 +288,25 @@ VERDICT_COLUMNS: tuple[tuple[str, int, str], ...] = (
 VERDICT_SCOPE = {"btl_capacity": 100, "base_rtt": 10, "ecn_threshold": 5, "rx_l4s_ecn": "accecn", "cc_l4s": "prague"}
 
 
+def scope_misses(runs: pd.DataFrame, scope: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The factors of ``scope`` whose value no run has, each with the values the runs have
+    (why a verdict table of these runs would be all "n/a"). Empty when some run matches every
+    scope value the runs vary, or when there are no runs."""
+    if runs.empty:
+        return {}
+    out = {}
+    for k, v in scope.items():
+        if k not in runs.columns or (k == "ecn_threshold" and "aqm" in runs and (runs["aqm"] == "FIFO").all()):
+            continue
+        present = runs[k].dropna().unique().tolist()
+        if present and not any(_eq(x, v) for x in present):
+            try:
+                out[k] = sorted(present)
+            except TypeError:
+                out[k] = sorted(present, key=str)
+    return out
+
+
 def verdict_table(
     runs: pd.DataFrame, rules: VerdictRules = VerdictRules(), scope: Mapping[str, Any] | None = None
 ) -> pd.DataFrame:
