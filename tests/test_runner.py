@@ -660,6 +660,13 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
     assert "base_rtt=20" in out.splitlines()[0] and "no run of this store" not in out
     fifo = next(line for line in out.splitlines() if line.startswith("single queue, no ECN"))
     assert "n/a" not in fifo.split("ECN", 1)[1].split()[0], out
+    # The report's verdict table says the same.
+    page = tmp_path / "r.html"
+    assert main(["study", "report", store, "--out", str(page)]) == 0
+    assert "No run of this store is in that scope</b> (base_rtt is 20 here)" in page.read_text()
+    assert main(["study", "report", store, "--out", str(page), "--scope", "base_rtt=20"]) == 0
+    text = page.read_text()
+    assert "Cells at btl_capacity 100, base_rtt 20," in text and "No run of this store" not in text
 
 
 @pytest.mark.parametrize(

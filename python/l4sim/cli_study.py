@@ -127,6 +127,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
     p.add_argument("--out", required=True, metavar="FILE.html", help="the report file (figures go beside it)")
     p.add_argument("--design", help="only this design's runs (default: every run in the store)")
+    p.add_argument(
+        "--scope", action="append", metavar="KEY=VALUE", help="the verdict table's cells, as for `study verdicts`"
+    )
     p.set_defaults(func=cmd_report)
 
     r = subparsers.add_parser("reproduce", help="reproduce a published result end to end")
@@ -513,8 +516,11 @@ def cmd_report(args) -> int:
     problem = _output_problem("--out", Path(args.out).parent) or _design_problem(args.store, args.design)
     if problem:
         return _err(problem)
+    scope = _verdict_scope(args.scope)
+    if isinstance(scope, str):
+        return _err(scope)
     try:
-        p = write_report(args.store, args.out, design=args.design)
+        p = write_report(args.store, args.out, design=args.design, scope=scope)
     except StoreError as e:
         return _err(str(e))
     print(f"wrote {p}")

@@ -19,7 +19,16 @@ from typing import Any
 
 import pandas as pd
 
-from l4sim.studies.analysis import METRICS, VerdictRules, add_verdicts, cells, delay_ok, verdict_table
+from l4sim.studies.analysis import (
+    METRICS,
+    VERDICT_SCOPE,
+    VerdictRules,
+    add_verdicts,
+    cells,
+    delay_ok,
+    scope_misses,
+    verdict_table,
+)
 from l4sim.studies.study import FACTOR_ORDER
 from l4sim.sweep.store import FLOW_COLUMNS, Store
 
@@ -485,10 +494,12 @@ def render_report(
     reference: str | Path | None = None,
     notes: str = "",
     max_embedded: int = 16,
+    scope: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the HTML report ``out`` from per-run rows (``Store.runs``); ``status``: the store's
     design status (``Store.status``; a design with missing runs makes the report partial);
-    ``superseded``: finished runs of earlier model versions the store keeps (``Store.superseded``)."""
+    ``superseded``: finished runs of earlier model versions the store keeps (``Store.superseded``);
+    ``scope``: the cells the verdict table judges (default the study's, ``VERDICT_SCOPE``)."""
     from l4sim.studies import plots
 
     out = Path(out)
@@ -528,13 +539,26 @@ def render_report(
     if partial:
         parts.append("<p>No verdicts from a partial grid: finish the design (run the same command again).</p>")
     else:
+        scope = dict(VERDICT_SCOPE if scope is None else scope)
+        misses = scope_misses(runs, scope)
+        lacks = (
+            " <b>No run of this store is in that scope</b> ("
+            + html.escape("; ".join(f"{k} is {', '.join(map(str, vs))} here" for k, vs in misses.items()))
+            + "): l4sim study report --scope KEY=VALUE judges other cells."
+            if misses
+            else ""
+        )
         parts.append(
-            "<p>100 Mbit/s, 10 ms, 5 ms threshold; OK = favourable to Prague and not "
-            "harmful to the classic flow; columns the design has no cells for are left out. Rules: "
+            "<p>Cells at "
+            + html.escape(", ".join(f"{k} {v}" for k, v in scope.items()))
+            + "; OK = favourable to Prague and not harmful to the classic flow; columns the "
+            "design has no cells for are left out."
+            + lacks
+            + " Rules: "
             + html.escape(rules_text(rules))
             + " (docs/study-workflow.md in the l4sim repository).</p>"
         )
-        parts.append(_table(verdict_table(runs, rules), index=True))
+        parts.append(_table(verdict_table(runs, rules, scope=scope), index=True))
     ref = reference_comparison(c, reference or REFERENCE_ANRW24) if not c.empty else None
     if ref is not None:
         off = out_of_tolerance(ref)
