@@ -180,6 +180,14 @@ def test_cli_plots_a_stored_runs_time_series(tmp_path):
     assert (tmp_path / "f" / "run_abcdef123456.pdf").exists()
 
 
+def test_a_stored_runs_figure_is_titled_by_its_factors_not_only_its_key():
+    """The time-series figure of `study plot --run` was titled by the key's hash alone."""
+    factors = {"trial": 2, "cc_classic": "bbr2", "n_bdp": 0.5, "aqm": "DualPI2", "base_rtt": 10.0}
+    title = plots.run_title("abcdef1234567890", factors)
+    assert title == "run abcdef123456: DualPI2, 0.5 x BDP, trial 2, vs bbr2, RTT 10 ms"
+    assert all(len(line) <= 40 for line in plots.run_title("k", factors, width=40).splitlines())
+
+
 def test_delay_heatmap_colours_tell_1_ms_from_10_ms_when_100_ms_is_present():
     import matplotlib.colors
 

@@ -494,7 +494,8 @@ def cmd_plot(args) -> int:
                     return _err(f"--run {args.run!r} matches {len(keys)} runs")
                 s = st.summary(keys[0])
                 base = (s.get("flows") or [{}])[0].get("base_rtt_ms")
-                fig = plots.timeseries(st.series(keys[0]), title=keys[0][:12], base_rtt_ms=base)
+                title = plots.run_title(keys[0], st.factors(keys[0]))
+                fig = plots.timeseries(st.series(keys[0]), title=title, base_rtt_ms=base)
                 files = plots.save(fig, out / f"run_{keys[0][:12]}", formats)
                 print("\n".join(str(f) for f in files))
                 return 0

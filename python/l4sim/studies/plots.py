@@ -11,7 +11,7 @@ Every ``save`` writes PNG and PDF (or the formats asked for).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,10 @@ PRETTY = {
     "btl_capacity": "{} Mbit/s",
     "rx_classic_ecn": "classic receiver ECN: {}",
     "rx_l4s_ecn": "L4S receiver ECN: {}",
+    "tx_classic_ecn": "classic sender ECN: {}",
+    "tx_l4s_ecn": "L4S sender ECN: {}",
+    "trial": "trial {}",
+    "duration": "{} s",
     "cc_classic": "vs {}",
     "cc_l4s": "{}",
     "ecn_fallback": "fallback {}",
@@ -101,6 +105,24 @@ def panel_title(keys: Sequence[str], values: Sequence[Any]) -> str:
         else:
             parts.append(PRETTY.get(k, k + " = {}").format(_fmt_val(v)))
     return ", ".join(parts)
+
+
+def run_title(key: str, factors: Mapping[str, Any], width: int = 100) -> str:
+    """A stored run's figure title: its key's first 12 characters, then its factors as the
+    heatmaps' panels name them (the AQM and buffer first), wrapped to ``width``."""
+    import textwrap
+
+    order = ["aqm", "n_bdp", *(k for k in factors if k not in ("aqm", "n_bdp"))]
+    parts = []
+    for k in (k for k in order if k in factors):
+        v = factors[k]
+        if k == "aqm":
+            parts.append(str(v))
+        elif k == "n_bdp":
+            parts.append(f"{_fmt_val(v)} x BDP")
+        else:
+            parts.append(panel_title([k], [v]))
+    return textwrap.fill(f"run {key[:12]}: " + ", ".join(parts), width)
 
 
 def save(fig: plt.Figure, path: str | Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:

@@ -591,6 +591,13 @@ class Store:
 
         return pd.read_sql_query("SELECT * FROM flows ORDER BY run_key, name", self.db)
 
+    def factors(self, key: str) -> dict[str, Any]:
+        """The factor values of run ``key`` as its design planned them."""
+        r = self.db.execute("SELECT factors FROM runs WHERE key = ?", (key,)).fetchone()
+        if r is None:
+            raise KeyError(key)
+        return json.loads(r[0])
+
     def summary(self, key: str) -> dict[str, Any]:
         r = self.db.execute("SELECT summary FROM runs WHERE key = ?", (key,)).fetchone()
         if r is None or r[0] is None:
