@@ -38,6 +38,34 @@ def test_run_several_files_prints_tables_comparison_and_writes_plots(tmp_path, c
     assert (tmp_path / "comparison.png").stat().st_size > 10_000
 
 
+def test_a_runs_figure_gives_each_flow_one_colour_and_keeps_blue_and_orange_for_the_classes():
+    """The completion-time panels coloured the web flows by their order among the sources, so
+    the classic web flow was drawn in the L4S class's blue of the delay CDF beside it."""
+    import matplotlib.colors as mcolors
+
+    from l4sim.runplots import run_figure
+
+    fig = run_figure(l4sim.run(IETF[0], duration=2))
+    try:
+        tput, cdf, scatter, bins = fig.axes[0], fig.axes[4], fig.axes[2], fig.axes[5]
+        hexes = mcolors.to_hex
+        flow = {ln.get_label(): hexes(ln.get_color()) for ln in tput.get_lines()}
+        assert set(flow) == {"long-ecn", "long-classic", "web-ecn", "web-classic"}
+        classes = {hexes("tab:blue"), hexes("tab:orange")}
+        assert not classes & set(flow.values()) and len(set(flow.values())) == 4
+        for ln in cdf.get_lines():
+            if not ln.get_label().startswith("class"):
+                assert hexes(ln.get_color()) == flow[ln.get_label()], ln.get_label()
+        for pc in scatter.collections:
+            assert hexes(pc.get_facecolor()[0]) == flow[pc.get_label()], pc.get_label()
+        for ln in bins.get_lines():
+            assert hexes(ln.get_color()) == flow[ln.get_label().rsplit(" ", 1)[0]], ln.get_label()
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
 def test_run_one_file_plots_to_the_named_file(tmp_path, capsys):
     target = tmp_path / "demo.pdf"
     assert main(["run", str(EXAMPLES / "demo_dualpi2.toml"), "--duration", "2", "--plot", str(target)]) == 0

@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # RunResult.plot() calls in here: no import of l4sim.api at r
 __all__ = ["compare_figure", "run_figure", "save"]
 
 _CLASS_COLOR = {"l4s": "tab:blue", "classic": "tab:orange"}
+#: Flows take the other colours of the cycle, each its own in every panel, so blue and orange
+#: always mean the L4S and classic classes.
+_FLOW_COLORS = [f"C{k}" for k in range(2, 10)]
 
 
 def save(fig: plt.Figure, path: str | Path) -> Path:
@@ -55,10 +58,14 @@ def run_figure(r: RunResult, *, title: str | None = None) -> plt.Figure:
     s = r.raw.get("series") or {}
     t = np.asarray(s.get("t", []), dtype=float)
 
+    names = [f["name"] for f in s.get("flows", [])]
+    names += sorted(set(conns["flow"]) - set(names)) if not conns.empty else []
+    color = {n: _FLOW_COLORS[i % len(_FLOW_COLORS)] for i, n in enumerate(names)}
+
     ax = axes[0, 0]
     for f in s.get("flows", []):
         v = np.asarray([np.nan if x is None else x for x in f["tput_mbps"]], dtype=float)
-        ax.plot(t[: len(v)], v[: len(t)], label=f["name"], lw=1)
+        ax.plot(t[: len(v)], v[: len(t)], label=f["name"], lw=1, color=color[f["name"]])
     ax.set(xlabel="time, s", ylabel="throughput, Mbit/s", title="per-flow throughput")
     ax.legend(fontsize=7)
 
@@ -91,7 +98,7 @@ def run_figure(r: RunResult, *, title: str | None = None) -> plt.Figure:
     flows = r.classes[r.classes["kind"] == "flow"] if not r.classes.empty else r.classes
     for _, row in flows.iterrows():
         if len(row["cdf_ms"]):
-            ax.plot(row["cdf_ms"], quantiles, lw=0.8, ls=":", label=row["name"])
+            ax.plot(row["cdf_ms"], quantiles, lw=0.8, ls=":", label=row["name"], color=color.get(row["name"]))
     ax.set(xlabel="queue delay, ms", ylabel="fraction of packets", title="queue-delay CDF", ylim=(0, 1))
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_xlim(left=0)
@@ -100,7 +107,7 @@ def run_figure(r: RunResult, *, title: str | None = None) -> plt.Figure:
     if not conns.empty:
         ax = axes[0, 2]
         for name, g in conns.groupby("flow"):
-            ax.scatter(g["size"], 1e3 * g["fct_s"], s=3, alpha=0.4, label=name)
+            ax.scatter(g["size"], 1e3 * g["fct_s"], s=3, alpha=0.4, label=name, color=color.get(name))
         ax.set(
             xscale="log",
             yscale="log",
@@ -112,10 +119,10 @@ def run_figure(r: RunResult, *, title: str | None = None) -> plt.Figure:
         ax = axes[1, 2]
         summ = r.fct_summary()
         labels = [str(c) for c in summ["size_bin"].cat.categories]  # every bin, in order
-        for i, (name, g) in enumerate(summ.groupby("flow")):
+        for name, g in summ.groupby("flow"):
             x = [labels.index(str(b)) for b in g["size_bin"]]
-            ax.plot(x, g["fct_p50_ms"], marker="o", color=f"C{i}", label=f"{name} median")
-            ax.plot(x, g["fct_p99_ms"], marker="^", ls="--", color=f"C{i}", label=f"{name} P99")
+            ax.plot(x, g["fct_p50_ms"], marker="o", color=color.get(name), label=f"{name} median")
+            ax.plot(x, g["fct_p99_ms"], marker="^", ls="--", color=color.get(name), label=f"{name} P99")
         ax.set_xticks(range(len(labels)), labels, fontsize=7)
         ax.set(yscale="log", ylabel="completion time, ms", title="completion time per size bin")
         ax.legend(fontsize=7)
@@ -158,8 +165,8 @@ def compare_figure(results: Sequence[RunResult], *, title: str | None = None) ->
                 v = 1e3 * c.loc[c["flow"] == f, "fct_s"]
                 med.append(v.median() if len(v) else np.nan)
                 p99.append(v.quantile(0.99) if len(v) else np.nan)
-            ax.bar(x + (2 * i) * w - 0.4, med, w, alpha=0.5, color=f"C{i + 2}", label=f"{f} median")
-            ax.bar(x + (2 * i + 1) * w - 0.4, p99, w, color=f"C{i + 2}", label=f"{f} P99")
+            ax.bar(x + (2 * i) * w - 0.4, med, w, alpha=0.5, color=_FLOW_COLORS[i % len(_FLOW_COLORS)], label=f"{f} median")
+            ax.bar(x + (2 * i + 1) * w - 0.4, p99, w, color=_FLOW_COLORS[i % len(_FLOW_COLORS)], label=f"{f} P99")
         ax.set_xticks(x, names, rotation=20, ha="right", fontsize=8)
         ax.set(ylabel="completion time, ms", title="web transfers: completion time", yscale="log")
         ax.legend(fontsize=7)
