@@ -6,6 +6,8 @@ const COLORS = { A: "#1565c0", B: "#c62828" };
 const FCT_KEEP = 2000;  // completion-time points kept per client on the page
 // completion-time points kept per client: web transfers (fct) and app-limited frames (stream)
 const demo = (window.l4simDemo = { last: null, frames: 0, hello: null, fct: { A: [], B: [] }, stream: { A: [], B: [] } });
+// 1-2-5 steps from 1 ms to 100 s, for the completion-time axis.
+const FCT_TICKS = [-3, -2, -1, 0, 1, 2].flatMap((e) => [1, 2, 5].map((m) => +(m * 10 ** e).toPrecision(1)));
 const LAYOUT = { margin: { l: 55, r: 15, t: 35, b: 45 }, font: { size: 12 }, legend: { x: 0.01, y: 0.99, bgcolor: "rgba(255,255,255,0.7)" } };
 const CONFIG = { displayModeBar: false, responsive: true };
 let ws;
@@ -156,7 +158,10 @@ function drawFct(frame) {
   }));
   Plotly.react("plot-fct", [...web, ...stream], {
     ...LAYOUT, title: { text: "Completion time vs size: web transfers, app-limited frames" },
-    xaxis: { type: "log", title: { text: "size, bytes" } }, yaxis: { type: "log", title: { text: "completion time, s" } },
+    // Whole numbers on the ticks: Plotly's default log ticks label 2 and 5 by their digit
+    // alone, so 0.05 s and 5 s read the same.
+    xaxis: { type: "log", dtick: 1, title: { text: "size, bytes" } },
+    yaxis: { type: "log", tickvals: FCT_TICKS, title: { text: "completion time, s" } },
     showlegend: true,
   }, CONFIG);
 }
