@@ -823,6 +823,50 @@ fn a_lost_request_is_sent_again_when_the_syn_timer_armed_at_its_send_runs() {
 }
 
 #[test]
+fn a_requested_transfers_ecn_is_negotiated_with_the_client_as_the_active_end() {
+    // A web client opens its connection: with the server at Linux's default tcp_ecn=2
+    // (answer ECN, never ask) and the client at 1 (ask for it), its downloads use classic
+    // ECN. A bulk flow between the same settings is opened by its data sender, which never
+    // asks: no ECN. (Before, every connection was negotiated as if its data sender opened it.)
+    let ecn = |sender: &str, receiver: &str| json!({"tcp": {"ecn": sender}, "receiver": {"tcp": {"ecn": receiver}}});
+    let with = |mut f: Value, keys: Value| {
+        for (k, v) in keys.as_object().unwrap() {
+            f[k] = v.clone();
+        }
+        f
+    };
+    let trace: Vec<Value> = (0..10).map(|i| json!([0.1 * i as f64, 20_000])).collect();
+    let web = json!({"name": "w", "cc": {"name": "cubic"},
+                     "source": {"kind": "web", "trace": trace}});
+    let bulk = json!({"name": "b", "cc": {"name": "cubic"}});
+    let codel = json!({"kind": "codel", "ecn": true});
+    let modes = |s: &str, r: &str| {
+        let sc = dumbbell(
+            1.5,
+            100.0,
+            20.0,
+            codel.clone(),
+            vec![with(web.clone(), ecn(s, r)), with(bulk.clone(), ecn(s, r))],
+        );
+        let res = run(&sc);
+        (res.flows[0].ecn_mode.clone(), res.flows[1].ecn_mode.clone())
+    };
+    assert_eq!(
+        modes("passive", "classic"),
+        ("rfc3168".into(), "none".into())
+    );
+    // The other way round the bulk flow asks and the web client does not.
+    assert_eq!(
+        modes("classic", "passive"),
+        ("none".into(), "rfc3168".into())
+    );
+    assert_eq!(
+        modes("classic", "classic"),
+        ("rfc3168".into(), "rfc3168".into())
+    );
+}
+
+#[test]
 fn a_persistent_web_response_waits_for_its_request() {
     // On a persistent connection each response starts when the request has crossed to the
     // server: half an RTT, then the last byte's half: about one base RTT for a small one.

@@ -417,18 +417,6 @@ impl World {
             tick_phase(seed, f.hosts.0, hz, f.spec.tcp.jiffies_phase_us),
             tick_phase(seed, f.hosts.1, rhz, f.spec.receiver.tcp.jiffies_phase_us),
         );
-        let params = ConnParams {
-            flow: slot as u32,
-            group: fi as u16,
-            dscp: f.spec.dscp,
-            sender: f.hosts.0,
-            receiver: f.hosts.1,
-            hash_fwd: hrng.next_u32(),
-            hash_rev: hrng.next_u32(),
-            size,
-            mss: f.mss,
-            tick_phases,
-        };
         let rcv_cc_spec = f.spec.receiver.cc.clone().unwrap_or_default();
         let clocks = (
             Jiffies::with_phase(hz, tick_phases.0),
@@ -440,6 +428,28 @@ impl World {
             clocks.1,
             Rng::new(seed, stream::CC + 2 * id + 1),
         );
+        // A requested transfer's client (the data receiver) opens its connection.
+        let requested = f.source.as_ref().is_some_and(|s| s.requested());
+        let client_opened = requested.then(|| {
+            let (t, r) = (&f.spec.tcp, &f.spec.receiver.tcp);
+            crate::tcp::ecn::client_opened(
+                (r.ecn, rcc.flags()),
+                (t.ecn, cc.flags(), t.accecn_accept),
+            )
+        });
+        let params = ConnParams {
+            flow: slot as u32,
+            group: fi as u16,
+            dscp: f.spec.dscp,
+            sender: f.hosts.0,
+            receiver: f.hosts.1,
+            hash_fwd: hrng.next_u32(),
+            hash_rev: hrng.next_u32(),
+            size,
+            mss: f.mss,
+            tick_phases,
+            client_opened,
+        };
         let mut sender = TcpSender::new(&params, &f.spec.tcp, cc);
         // TSQ: at a plain device queue emit reports each data segment's transmit completion;
         // behind a qdisc, the port does as it sends the segment (or frees it).

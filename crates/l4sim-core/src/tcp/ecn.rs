@@ -177,6 +177,43 @@ pub fn client_mode(req: EcnRequest, synack_flags: u8, f: CcFlags) -> EcnMode {
     }
 }
 
+/// The ECN negotiation of a connection the data receiver opens (a `web` client asking a
+/// server for a download): the client is the active end (`syn_request`) and the data sender
+/// the listener (`listener_mode`), whatever way the simulator's handshake packets run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientOpened {
+    /// The client's SYN: its ECN flags and IP codepoint.
+    pub syn_flags: u8,
+    pub syn_ecn: Ecn,
+    /// The server's (data sender's) decision, which its SYN/ACK carries.
+    pub server: EcnMode,
+    /// The client's (data receiver's) mode from that SYN/ACK.
+    pub client: EcnMode,
+}
+
+/// [`ClientOpened`] for a client with `net.ipv4.tcp_ecn` and CC flags `client` and a server
+/// with `server` (and its AccECN rule).
+pub fn client_opened(
+    client: (EcnSysctl, CcFlags),
+    server: (EcnSysctl, CcFlags, AccEcnAccept),
+) -> ClientOpened {
+    let req = syn_request(client.0, client.1);
+    let syn = syn_flags(req);
+    // tcp_ecn_send_syn: ECT only for a NEEDS_ECN CC.
+    let syn_ecn = if req != EcnRequest::None && client.1.needs_ecn {
+        Ecn::Ect0
+    } else {
+        Ecn::NotEct
+    };
+    let decided = listener_mode(syn, syn_ecn, server.0, server.1, server.2);
+    ClientOpened {
+        syn_flags: syn,
+        syn_ecn,
+        server: decided,
+        client: client_mode(req, synack_flags(decided, syn_ecn), client.1),
+    }
+}
+
 /// ACE value a receiver puts on every packet: (received CE packets + 5) mod 8.
 pub fn ace_encode(received_ce: u64) -> u8 {
     ((received_ce + ACE_INIT as u64) & 7) as u8

@@ -209,6 +209,10 @@ pub struct ConnParams {
     pub mss: u32,
     /// The tick phase of the sender's and the receiver's host, ns (`time::Jiffies::with_phase`).
     pub tick_phases: (SimDuration, SimDuration),
+    /// Some: the data receiver opened the connection (a requested `web` or `chunks`
+    /// transfer), so the ECN negotiation's active end is the receiver's socket and the
+    /// listener the sender's. The handshake packets still run sender first.
+    pub client_opened: Option<ecn::ClientOpened>,
 }
 
 /// Sender counters reported per flow.

@@ -226,7 +226,8 @@ impl TcpReceiver {
     #[cold]
     fn send_synack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.pkt(now);
-        p.flags = flags::SYN | flags::ACK | ecn::synack_flags(self.mode, self.syn_ecn);
+        let decided = self.params.client_opened.map_or(self.mode, |h| h.server);
+        p.flags = flags::SYN | flags::ACK | ecn::synack_flags(decided, self.syn_ecn);
         p.wnd = self.rwin.rcv_wnd() as u32;
         if self.mode == EcnMode::AccEcn
             || (self.mode == EcnMode::Rfc3168 && self.cc_flags.needs_ecn)
@@ -249,13 +250,18 @@ impl TcpReceiver {
             self.ts_recent = pkt.ts_val;
             match self.phase {
                 Phase::Listen => {
-                    self.mode = ecn::listener_mode(
-                        pkt.flags,
-                        pkt.ecn,
-                        self.spec.ecn,
-                        self.cc_flags,
-                        self.spec.accecn_accept,
-                    );
+                    // A connection the receiver opened: its mode is the client's, and the
+                    // SYN/ACK carries the server's (the data sender's) decision.
+                    self.mode = match self.params.client_opened {
+                        Some(h) => h.client,
+                        None => ecn::listener_mode(
+                            pkt.flags,
+                            pkt.ecn,
+                            self.spec.ecn,
+                            self.cc_flags,
+                            self.spec.accecn_accept,
+                        ),
+                    };
                     self.syn_ecn = pkt.ecn;
                     self.prev_ecn = pkt.ecn;
                     self.phase = Phase::SynRcvd;

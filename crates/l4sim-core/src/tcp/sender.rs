@@ -524,7 +524,11 @@ impl TcpSender {
         // tcp_ecn_clear_syn (tcp_ecn_fallback=1): a retransmitted SYN carries no ECN request
         // on the wire, but the socket still interprets the SYN/ACK per its original request
         // (a SYN/ACK answering the first SYN still enables ECN).
-        if self.syn_retries == 0 {
+        if let (0, Some(h)) = (self.syn_retries, self.params.client_opened) {
+            // The client's SYN, as the client would have sent it.
+            p.flags = flags::SYN | h.syn_flags;
+            p.ecn = h.syn_ecn;
+        } else if self.syn_retries == 0 {
             p.flags = flags::SYN | ecn::syn_flags(self.ecn_req);
             // tcp_ecn_send_syn: the SYN itself is ECT only for NEEDS_ECN CCs (ECT(0): the CC
             // has not chosen its codepoint before init).
@@ -576,7 +580,10 @@ impl TcpSender {
         self.ts_recent = pkt.ts_val;
         self.snd_wnd = pkt.wnd as u64;
         self.max_window = self.max_window.max(self.snd_wnd);
-        let mode = ecn::client_mode(self.ecn_req, pkt.flags, self.cc_flags);
+        let mode = match self.params.client_opened {
+            Some(h) => h.server,
+            None => ecn::client_mode(self.ecn_req, pkt.flags, self.cc_flags),
+        };
         self.sk.ecn_mode = mode;
         // The SYN/ACK's AccECN option sets `saw_accecn_opt`; from then on every segment
         // carries ours (`tcp_established_options`), which `tcp_current_mss` takes off the

@@ -63,6 +63,7 @@ fn params(size: Option<u64>) -> ConnParams {
         size,
         mss: crate::packet::hdr::MSS,
         tick_phases: (0, 0),
+        client_opened: None,
     }
 }
 
@@ -346,17 +347,10 @@ fn ecn_negotiation_cc_flags_override_the_sysctls() {
     };
     let plain = CcFlags::default();
     let mainline = AccEcnAccept::Mainline;
+    // (the active end's mode, the listener's)
     let negotiate = |s_sys, s_f: CcFlags, r_sys, r_f: CcFlags, rule| {
-        let req = ecn::syn_request(s_sys, s_f);
-        let syn = ecn::syn_flags(req);
-        let syn_ecn = if req != EcnRequest::None && s_f.needs_ecn {
-            Ecn::Ect0
-        } else {
-            Ecn::NotEct
-        };
-        let lm = ecn::listener_mode(syn, syn_ecn, r_sys, r_f, rule);
-        let cm = ecn::client_mode(req, ecn::synack_flags(lm, syn_ecn), s_f);
-        (cm, lm)
+        let h = ecn::client_opened((s_sys, s_f), (r_sys, r_f, rule));
+        (h.client, h.server)
     };
     use EcnMode::*;
     use EcnSysctl as S;
