@@ -144,6 +144,9 @@ pub struct World {
     orphans: Vec<crate::qdisc::Orphan>,
     records: Vec<ConnRecord>,
     drained: Drained,
+    /// Per host, the first TCP flow on it and its side (0 sender, 1 receiver): whose `hz`
+    /// and tick phase the host's other flows must share ([`World::claim_host_clocks`]).
+    host_clocks: std::collections::HashMap<u32, (usize, usize)>,
 }
 
 /// How far [`World::drain`] has read.
@@ -188,9 +191,10 @@ impl World {
             orphans: Vec::new(),
             records: Vec::new(),
             drained: Drained::default(),
+            host_clocks: std::collections::HashMap::new(),
         };
         for (fi, f) in sc.flows.iter().enumerate() {
-            w.check_host_clocks(f, built.hosts[fi], &format!("flows[{fi}]."))?;
+            w.claim_host_clocks(f, built.hosts[fi], &format!("flows[{fi}]."))?;
             w.start_flow(
                 f.clone(),
                 built.hosts[fi],
@@ -218,10 +222,11 @@ impl World {
     }
 
     /// A host runs one kernel, with one HZ and one tick phase: a TCP flow `f` on `hosts` must
-    /// give its endpoints the `tcp.hz` and `tcp.jiffies_phase_us` of the TCP flows already on
-    /// them (a UDP source reads no jiffies).
-    fn check_host_clocks(
-        &self,
+    /// give its endpoints the `tcp.hz` and `tcp.jiffies_phase_us` of the first TCP flow on
+    /// each (a UDP source reads no jiffies). The flow about to start becomes the reference of
+    /// a host it is the first on.
+    fn claim_host_clocks(
+        &mut self,
         f: &FlowSpec,
         hosts: (u32, u32),
         prefix: &str,
@@ -229,22 +234,18 @@ impl World {
         if !f.source.is_tcp() {
             return Ok(());
         }
-        for (side, node, t) in [
+        let sides = [
             ("tcp", hosts.0, &f.tcp),
             ("receiver.tcp", hosts.1, &f.receiver.tcp),
-        ] {
-            let mut tcp_flows = self.flows.iter().filter(|g| g.spec.source.is_tcp());
-            let on_host = tcp_flows.find_map(|g| {
-                if g.hosts.0 == node {
-                    Some((g, "tcp", &g.spec.tcp))
-                } else if g.hosts.1 == node {
-                    Some((g, "receiver.tcp", &g.spec.receiver.tcp))
-                } else {
-                    None
-                }
-            });
-            let Some((g, g_side, u)) = on_host else {
+        ];
+        for &(side, node, t) in &sides {
+            let Some(&(gi, g_side)) = self.host_clocks.get(&node) else {
                 continue;
+            };
+            let g = &self.flows[gi];
+            let (g_side, u) = match g_side {
+                0 => ("tcp", &g.spec.tcp),
+                _ => ("receiver.tcp", &g.spec.receiver.tcp),
             };
             let host = &self.net.nodes[node as usize].name;
             let other = |key: &str| format!("flow {:?}'s {g_side}.{key}", g.spec.name);
@@ -274,6 +275,10 @@ impl World {
                     ),
                 });
             }
+        }
+        let fi = self.flows.len();
+        for (side, &(_, node, _)) in sides.iter().enumerate() {
+            self.host_clocks.entry(node).or_insert((fi, side));
         }
         Ok(())
     }
@@ -1392,7 +1397,7 @@ impl World {
             }
         };
         crate::net::graph::datagram_fits(&self.net, &f, hosts.0, hosts.1, "")?;
-        self.check_host_clocks(&f, hosts, "")?;
+        self.claim_host_clocks(&f, hosts, "")?;
         self.start_flow(f, hosts, rtt, start);
         Ok(())
     }
