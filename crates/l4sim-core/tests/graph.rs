@@ -222,6 +222,18 @@ fn a_datagram_larger_than_its_path_mtu_is_a_scenario_error() {
     sc["topology"]["links"][0]["mtu"] = json!(100);
     let e = Scenario::from_json(&sc.to_string()).unwrap_err();
     assert_eq!(e.field, "topology.links[0].mtu", "{e}");
+    // The dumbbell builder's links (MTU 1500) say the same, not a panic.
+    let db = json!({
+        "duration": 1.0, "seed": 1,
+        "topology": {"kind": "dumbbell", "base_rtt": 10,
+                     "bottleneck": {"rate": 100, "qdisc": {"kind": "pfifo"}}},
+        "flows": [{"name": "u", "source": {"kind": "udp", "rate_mbps": 1, "packet_size": 2000}}]
+    });
+    let db = Scenario::from_json(&db.to_string()).unwrap();
+    let e = l4sim_core::sim::World::new(&db)
+        .err()
+        .expect("2000 bytes cannot cross the dumbbell's 1500-byte MTU");
+    assert_eq!(e.field, "flows[0].source.packet_size", "{e}");
 }
 
 /// h1 - r1 - h2 with the 100 Mbit/s r1 -> h2 link unshaped (no qdisc), one CUBIC flow
