@@ -97,7 +97,8 @@ impl Pipe {
 
     /// Accept a packet at `now`; `Ok` holds its exit time if the pipe was empty (the caller
     /// then schedules the pipe's exit event). A packet finding the device queue full (at
-    /// least [`TXQUEUELEN`] packets of its size waiting for the line; those propagating do
+    /// least [`TXQUEUELEN`] packets, of any size, waiting for the line: `pfifo_fast_enqueue`
+    /// compares its qlen with `tx_queue_len`; the one on the wire and those propagating do
     /// not count) is refused if `droppable` says so: `Err` returns it to the caller.
     #[inline]
     pub fn push_unless_full(
@@ -109,7 +110,7 @@ impl Pipe {
         let start = now.max(self.busy_until);
         let tx = self.clock.as_mut().map_or(0, |c| c.tx_time_memo(pkt.len));
         // `full_wait` (the smallest packets') rules out almost every packet at one compare.
-        if start - now >= self.full_wait && start - now >= TXQUEUELEN * tx && droppable(&pkt) {
+        if start - now >= self.full_wait && droppable(&pkt) && self.waiting(now) >= TXQUEUELEN {
             return Err(pkt);
         }
         let end = start + tx;
@@ -123,6 +124,17 @@ impl Pipe {
         let was_empty = self.q.is_empty();
         self.q.push_back((exit, pkt));
         Ok(was_empty.then_some(exit))
+    }
+
+    /// Packets waiting for the line at `now`, while it is busy: those not yet serialized
+    /// (exit later than `now` plus the delay), less the one on the wire. Right after the delay
+    /// was lowered, packets held back by the exit floor count as waiting a little longer.
+    #[cold]
+    fn waiting(&self, now: SimTime) -> u64 {
+        let serialized = self
+            .q
+            .partition_point(|&(exit, _)| exit <= now + self.delay);
+        (self.q.len() - serialized).saturating_sub(1) as u64
     }
 
     /// When the line is done with what it was given (the last packet's serialization end).
@@ -173,6 +185,29 @@ mod tests {
         assert!(p.pop_due(126_119).is_none());
         assert!(p.pop_due(126_120).is_some());
         assert_eq!(p.head_time(), Some(2 * 121_120 + 5_000));
+    }
+
+    /// pfifo_fast counts packets: behind 999 full-size packets waiting for the line (and one
+    /// on it) a 60-byte packet still gets in, and the next packet of any size does not.
+    #[test]
+    fn the_device_queue_holds_txqueuelen_packets_whatever_their_size() {
+        let mut p = Pipe::new("l".into(), Some(Rate::mbps(50.0)), 5 * US, 1);
+        p.router = true;
+        for _ in 0..1000 {
+            assert!(p
+                .push_unless_full(Packet::full_segment(), 0, |_| true)
+                .is_ok());
+        }
+        let mut small = Packet::full_segment();
+        small.len = 60;
+        assert!(p.push_unless_full(small.clone(), 0, |_| true).is_ok());
+        assert!(p.push_unless_full(small.clone(), 0, |_| true).is_err());
+        assert!(p
+            .push_unless_full(Packet::full_segment(), 0, |_| true)
+            .is_err());
+        // Once the first packet has left the line, one more fits.
+        let first_sent = 242_240;
+        assert!(p.push_unless_full(small, first_sent, |_| true).is_ok());
     }
 
     #[test]
