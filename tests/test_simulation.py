@@ -45,6 +45,13 @@ def test_stepping_to_the_end_is_byte_identical_to_run():
     assert sim.now == 2.0
     assert _canonical(sim.result()) == _canonical(one_shot)
     assert drained == len(one_shot.connections) > 100
+    # Steps that do not divide the duration stop at the end, then go on past it.
+    sim = l4sim.Simulation(IETF, duration=2)
+    while sim.now < sim.end:
+        sim.step(0.7)
+    assert sim.now == 2.0
+    assert _canonical(sim.result()) == _canonical(one_shot)
+    assert sim.step(0.7).now == pytest.approx(2.7)
 
 
 def test_drain_returns_each_sample_once():
@@ -130,6 +137,9 @@ def test_bad_changes_name_the_field():
     assert ei.value.field == "flows.bulk.rate" and "bulk source" in str(ei.value)
     with pytest.raises(l4sim.ScenarioError) as ei:
         sim.step(-1)
+    assert ei.value.field == "dt"
+    with pytest.raises(l4sim.ScenarioError, match="got 'a'") as ei:
+        sim.step("a")  # type: ignore[arg-type]
     assert ei.value.field == "dt"
     # Parallel streams are bounded in all, as in a scenario file: added flows count.
     sim.add_flow(name="many", cc="cubic", streams=60_000, start=100)

@@ -211,7 +211,7 @@ class Simulation:
 
     @property
     def end(self) -> float:
-        """The scenario's end (its duration), s. Stepping past it is allowed."""
+        """The scenario's end (its duration), s. Running past it is allowed."""
         return float(self._sim.end)
 
     def run_until(self, t: float) -> Simulation:
@@ -220,10 +220,13 @@ class Simulation:
         return self
 
     def step(self, dt: float) -> Simulation:
-        """Advance by ``dt`` seconds."""
-        if not dt >= 0:
+        """Advance by ``dt`` seconds, stopping at the scenario's end if it lies within: steps
+        of any size reach the end exactly, and the run then equals :func:`l4sim.run`'s. From
+        the end on, steps go past it (:meth:`run_until` goes anywhere)."""
+        if isinstance(dt, bool) or not isinstance(dt, numbers.Real) or not dt >= 0:
             raise scenario_error("dt", f"must be zero or positive seconds, got {dt!r}")
-        return self.run_until(self.now + dt)
+        now, end = self.now, self.end
+        return self.run_until(end if now < end < now + dt else now + dt)
 
     def run(self) -> RunResult:
         """Run to the scenario's end and return the result."""
