@@ -148,12 +148,15 @@ def test_an_ecn_receiver_named_with_a_sender_that_never_asks_warns():
     with pytest.warns(FactorWarning, match="rx_classic_ecn='classic' has no effect"):
         flows(tx_classic_ecn="none", rx_classic_ecn="classic")
     with pytest.warns(FactorWarning, match="rx_l4s_ecn"):
-        flows(tx_l4s_ecn="none")
+        flows(tx_l4s_ecn="none", cc_l4s="cubic")
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         flows(rx_classic_ecn="classic")  # the study's sender asks: no warning
+        # Prague and DCTCP sockets ask for ECN whatever tcp_ecn says (TCP_CONG_NEEDS_ECN)
+        flows(tx_l4s_ecn="none")
+        flows(tx_l4s_ecn="none", cc_l4s="dctcp")
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,8 @@ __all__ = [
 _REGISTRY = _core.registry()
 #: Congestion controls the core implements (``CcSpec`` names).
 CC_NAMES: tuple[str, ...] = tuple(_REGISTRY["cc"])
+#: The CCs whose sockets ask for ECN whatever ``tcp.ecn`` says (``TCP_CONG_NEEDS_ECN``).
+CC_NEEDS_ECN: tuple[str, ...] = tuple(_REGISTRY["cc_needs_ecn"])
 #: Qdisc kinds the core implements (``QdiscSpec`` kinds).
 QDISC_KINDS: tuple[str, ...] = tuple(_REGISTRY["qdisc"])
 #: Traffic source kinds (``SourceSpec`` kinds).

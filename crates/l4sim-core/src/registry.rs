@@ -40,6 +40,24 @@ pub fn cc_names() -> Vec<String> {
     variants::<CcSpec>(json!({ "name": PROBE }))
 }
 
+/// The congestion controls that set `TCP_CONG_NEEDS_ECN`: their sockets ask for ECN whatever
+/// `tcp_ecn` says (`tcp_ecn_send_syn`, `tcp_ca_needs_ecn`).
+pub fn cc_needs_ecn() -> Vec<String> {
+    use crate::cc::CongestionControl;
+    cc_names()
+        .into_iter()
+        .filter(|n| {
+            let spec: CcSpec = serde_json::from_value(json!({ "name": n })).expect("a listed CC");
+            let cc = crate::cc::build(
+                &spec,
+                crate::time::Jiffies::new(250),
+                crate::rng::Rng::new(1, 0),
+            );
+            cc.flags().needs_ecn
+        })
+        .collect()
+}
+
 /// Qdisc kinds (`qdisc.kind`).
 pub fn qdisc_kinds() -> Vec<String> {
     variants::<QdiscSpec>(json!({ "kind": PROBE }))
@@ -63,6 +81,11 @@ pub fn ecn_sysctls() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prague_and_dctcp_need_ecn() {
+        assert_eq!(cc_needs_ecn(), ["dctcp", "prague"]);
+    }
 
     #[test]
     fn every_listed_cc_parses_and_names_itself() {

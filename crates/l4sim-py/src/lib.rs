@@ -169,13 +169,15 @@ impl Simulation {
 }
 
 /// The names the core accepts, from its enums (one registry for Python and Rust):
-/// `cc` (congestion controls), `qdisc` (qdisc kinds), `source` (traffic source kinds),
-/// `topology` (topology kinds) and `ecn_sysctl` (values of net.ipv4.tcp_ecn).
+/// `cc` (congestion controls), `cc_needs_ecn` (those whose sockets ask for ECN whatever
+/// tcp_ecn says), `qdisc` (qdisc kinds), `source` (traffic source kinds), `topology`
+/// (topology kinds) and `ecn_sysctl` (values of net.ipv4.tcp_ecn).
 #[pyfunction]
 fn registry() -> std::collections::BTreeMap<&'static str, Vec<String>> {
     use l4sim_core::registry as r;
     [
         ("cc", r::cc_names()),
+        ("cc_needs_ecn", r::cc_needs_ecn()),
         ("qdisc", r::qdisc_kinds()),
         ("source", r::source_kinds()),
         ("topology", r::topology_kinds()),

@@ -43,6 +43,7 @@ from l4sim import _core
 from l4sim._core import ScenarioError
 from l4sim.scenario import (
     CC_NAMES,
+    CC_NEEDS_ECN,
     MAX_RATE_MBPS,
     MAX_RTT_MS,
     canonical_name,
@@ -344,9 +345,13 @@ def scenario_from_factors(
             "ecn_fallback",
             f"the classic-ECN fallback is a TCP Prague switch; got ecn_fallback={ecn_fallback} with cc_l4s={cc_l4s!r}",
         )
-    for side, tx, rx in (("l4s", tx_l4s_ecn, rx_l4s_ecn), ("classic", tx_classic_ecn, rx_classic_ecn)):
+    for side, tx, rx, cc in (
+        ("l4s", tx_l4s_ecn, rx_l4s_ecn, cc_l4s),
+        ("classic", tx_classic_ecn, rx_classic_ecn, cc_classic),
+    ):
         n = n_l4s if side == "l4s" else n_classic
-        if n and tx == "none" and rx != "none":
+        # a NEEDS_ECN CC (Prague, DCTCP) asks whatever tcp_ecn says (tcp_ecn_send_syn)
+        if n and tx == "none" and rx != "none" and cc_spec(cc)["name"] not in CC_NEEDS_ECN:
             warnings.warn(
                 f"rx_{side}_ecn={rx!r} has no effect: tx_{side}_ecn='none' never asks for ECN, "
                 f"so the {side} flow runs without ECN (set tx_{side}_ecn to use it)",
