@@ -393,7 +393,7 @@ fn is_zero(v: &u8) -> bool {
 }
 
 fn is_bulk(s: &SourceSpec) -> bool {
-    *s == SourceSpec::Bulk
+    s.is_bulk()
 }
 
 /// One sender with its receiver: an iperf3 client by default, or another traffic source.
@@ -459,7 +459,7 @@ impl FlowSpec {
         self.source
             .validate()
             .map_err(|(f, m)| err(format!("{p}.source.{f}"), m))?;
-        if self.source != SourceSpec::Bulk {
+        if !self.source.is_bulk() {
             let kind = self.source.kind();
             if self.size.is_some() {
                 return Err(err(
@@ -531,6 +531,15 @@ impl Scenario {
                 ),
             ));
         }
+        if self.sample_interval > self.duration {
+            return Err(err(
+                "sample_interval",
+                format!(
+                    "{} s is longer than the run ({} s): no sample would be taken",
+                    self.sample_interval, self.duration
+                ),
+            ));
+        }
         // `line`: the link's line rate, Mbit/s (None: no serialization).
         let check_btl =
             |prefix: &str, b: &BottleneckSpec, line: Option<f64>| -> Result<(), ScenarioError> {
@@ -591,7 +600,22 @@ impl Scenario {
                 g.validate(&check_btl)?;
                 for (i, f) in self.flows.iter().enumerate() {
                     crate::net::graph::endpoints(g, f, &format!("flows[{i}]"))?;
+                    if f.base_rtt.is_some() {
+                        return Err(err(
+                            format!("flows[{i}].base_rtt"),
+                            "a graph flow's RTT is its path's links' delay_ms; base_rtt applies to the dumbbell and the tree",
+                        ));
+                    }
                 }
+            }
+        }
+        if let Some(i) = self.flows.iter().position(|f| f.pair.is_some()) {
+            if !matches!(self.topology, TopologySpec::Tree { .. }) {
+                return Err(err(
+                    format!("flows[{i}].pair"),
+                    "picks a host pair of the tree; this topology gives each flow its own hosts \
+                     (a graph flow names them with from/to)",
+                ));
             }
         }
         if !matches!(self.topology, TopologySpec::Graph(_)) {
@@ -667,6 +691,10 @@ impl Scenario {
                 return Err(err(format!("{p}.size"), "must be at least 1 byte, got 0"));
             }
             f.validate_source(&p)?;
+            for (side, cc) in [("cc", Some(&f.cc)), ("receiver.cc", f.receiver.cc.as_ref())] {
+                cc.map_or(Ok(()), CcSpec::validate)
+                    .map_err(|(k, m)| err(format!("{p}.{side}.{k}"), m))?;
+            }
             for (side, t) in [("tcp", &f.tcp), ("receiver.tcp", &f.receiver.tcp)] {
                 if t.init_cwnd == 0 {
                     return Err(err(
@@ -762,6 +790,57 @@ mod tests {
         assert_eq!(e.field, "sample_interval", "{e}");
         let ok = OK.replace("\"seed\": 3", "\"seed\": 3, \"sample_interval\": 0.001");
         Scenario::from_json(&ok).unwrap();
+    }
+
+    /// Settings that would be ignored or make a run empty are errors naming the field.
+    #[test]
+    fn what_would_be_ignored_or_empty_is_an_error() {
+        let flow = |extra: &str| {
+            OK.replace(
+                r#"[{"name": "a", "cc": {"name": "reno"}}]"#,
+                &format!(r#"[{{"name": "a", {extra}}}]"#),
+            )
+        };
+        for (extra, field) in [
+            (
+                r#""source": {"kind": "bulk", "foo": 5}"#,
+                "flows[0].source.foo",
+            ),
+            (r#""source": {"kind": "web"}"#, "flows[0].source.rate"),
+            (
+                r#""source": {"kind": "web", "rate": 5, "trace": [[0, 1000]]}"#,
+                "flows[0].source.rate",
+            ),
+            (
+                r#""source": {"kind": "udp_prague", "max_rate_mbps": 5, "start_rate_mbps": 6}"#,
+                "flows[0].source.start_rate_mbps",
+            ),
+            (r#""pair": 1"#, "flows[0].pair"),
+            (
+                r#""cc": {"name": "prague", "ecn_fallback": 7}"#,
+                "flows[0].cc.ecn_fallback",
+            ),
+            (r#""cc": {"name": "cubic", "beta": 0}"#, "flows[0].cc.beta"),
+            (
+                r#""receiver": {"cc": {"name": "cubic", "bic_scale": 0}}"#,
+                "flows[0].receiver.cc.bic_scale",
+            ),
+        ] {
+            let e = Scenario::from_json(&flow(extra)).unwrap_err();
+            assert_eq!(e.field, field, "{extra}: {e}");
+        }
+        Scenario::from_json(&flow(r#""source": {"kind": "web", "trace": [[0, 1000]]}"#)).unwrap();
+        Scenario::from_json(&flow(r#""cc": {"name": "cubic", "beta": 1024}"#)).unwrap();
+        let red = OK.replace(
+            r#"{"kind": "bfifo", "limit": 250000}"#,
+            r#"{"kind": "red", "limit": 1000, "min": 300, "max": 900}"#,
+        );
+        let e = Scenario::from_json(&red).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.qdisc.limit", "{e}");
+        let sparse = OK.replace("\"seed\": 3", "\"seed\": 3, \"sample_interval\": 11");
+        let e = Scenario::from_json(&sparse).unwrap_err();
+        assert_eq!(e.field, "sample_interval", "{e}");
+        Scenario::from_json(&sparse.replace("11", "10")).unwrap();
     }
 
     #[test]

@@ -359,6 +359,76 @@ impl Default for CcSpec {
 }
 
 impl CcSpec {
+    /// Check the module parameters that have a meaning only in a range (Linux takes any
+    /// integer; these ranges are where the named behaviour exists): the field and the problem.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let range = |f: &str, v: u32, lo: u32, hi: u32, what: &str| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err((
+                    f.to_string(),
+                    format!("must be {lo} to {hi} ({what}), got {v}"),
+                ))
+            }
+        };
+        match self {
+            CcSpec::Cubic(p) => {
+                range(
+                    "beta",
+                    p.beta,
+                    1,
+                    1024,
+                    "the decrease factor over 1024: 717 is 0.7",
+                )?;
+                range(
+                    "bic_scale",
+                    p.bic_scale,
+                    1,
+                    u32::MAX,
+                    "C = bic_scale x 10 / 1024",
+                )?;
+                range(
+                    "hystart_detect",
+                    p.hystart_detect,
+                    0,
+                    3,
+                    "1 ACK train, 2 delay, 3 both",
+                )
+            }
+            CcSpec::Prague(p) => {
+                range(
+                    "ecn_fallback",
+                    p.ecn_fallback,
+                    0,
+                    2,
+                    "0 off, 1 detect and floor alpha, 2 detect only",
+                )?;
+                range(
+                    "rtt_scaling",
+                    p.rtt_scaling,
+                    0,
+                    3,
+                    "0 none, 1 rate, 2 scalable, 3 additive",
+                )?;
+                range(
+                    "cwnd_mode",
+                    p.cwnd_mode,
+                    0,
+                    2,
+                    "0 fractional window, 1 rate based, 2 switch",
+                )?;
+                match p.alpha_init {
+                    Some(a) if !(0.0..=1.0).contains(&a) => {
+                        Err(("alpha_init".into(), format!("must be from 0 to 1, got {a}")))
+                    }
+                    _ => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             CcSpec::Reno => "reno",

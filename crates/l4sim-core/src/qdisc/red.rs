@@ -87,7 +87,16 @@ impl RedParams {
     }
 
     pub(super) fn validate(&self) -> Result<(), (String, String)> {
-        check_nonzero("limit", self.limit)?;
+        // the child bfifo's limit, as bfifo's own
+        if self.limit < crate::packet::hdr::PSCHED_MTU as u64 {
+            return Err((
+                "limit".into(),
+                format!(
+                    "red limit {} bytes is below one MTU (1514 bytes)",
+                    self.limit
+                ),
+            ));
+        }
         check_nonzero("avpkt", self.avpkt as u64)?;
         if self.min > self.max {
             return Err((

@@ -288,7 +288,7 @@ impl World {
         let fi = self.flows.len();
         let mut rng = Rng::new(self.seed, stream::TRAFFIC + fi as u64);
         let source = f.source.build(start, f.streams, f.size, &mut rng);
-        let bulk = f.source == SourceSpec::Bulk;
+        let bulk = f.source.is_bulk();
         self.flows.push(FlowState {
             // A flow added while running has no values for the samples before it.
             series: FlowSeries {
@@ -481,7 +481,7 @@ impl World {
             Rng::new(seed, stream::TCP + (1 << 31) + id),
         );
         self.insert_conn(slot, Conn::Tcp(Box::new((sender, receiver))), fi, now);
-        if let (Some(b), false) = (size, self.flows[fi].spec.source == SourceSpec::Bulk) {
+        if let (Some(b), false) = (size, self.flows[fi].spec.source.is_bulk()) {
             self.conns[slot]
                 .as_mut()
                 .unwrap()
@@ -1475,7 +1475,7 @@ impl World {
                         | SourceSpec::Messages(_)
                         | SourceSpec::Chunks(_)
                         | SourceSpec::Udp(_) => None,
-                        SourceSpec::Bulk => Some("a bulk source"),
+                        SourceSpec::Bulk {} => Some("a bulk source"),
                         SourceSpec::UdpPrague(_) => {
                             Some("a udp_prague source (its controller sets its rate)")
                         }

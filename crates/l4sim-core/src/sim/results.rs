@@ -148,7 +148,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
         for s in &live {
             t.add(s);
         }
-        let bulk = spec.source == SourceSpec::Bulk;
+        let bulk = spec.source.is_bulk();
         let first = f.streams.first().and_then(|&s| w.conns[s].as_ref());
         let (ecn_mode, data_ecn) = match first.map(|s| &s.conn) {
             Some(Conn::Tcp(c)) => (

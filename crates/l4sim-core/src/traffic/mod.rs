@@ -50,12 +50,12 @@ pub trait Source: Send + Sync {
 }
 
 /// What a flow sends (`source` in a scenario flow; default `bulk`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SourceSpec {
     /// iperf3: `streams` connections from `start`, for the whole run (or `size` bytes each).
-    #[default]
-    Bulk,
+    /// No parameters of its own (a struct variant, so that serde refuses any key beside `kind`).
+    Bulk {},
     Web(web::WebSpec),
     Messages(messages::MessagesSpec),
     Chunks(chunks::ChunksSpec),
@@ -63,16 +63,27 @@ pub enum SourceSpec {
     UdpPrague(udp_prague::UdpPragueSpec),
 }
 
+impl Default for SourceSpec {
+    fn default() -> Self {
+        SourceSpec::Bulk {}
+    }
+}
+
 impl SourceSpec {
     pub fn kind(&self) -> &'static str {
         match self {
-            SourceSpec::Bulk => "bulk",
+            SourceSpec::Bulk {} => "bulk",
             SourceSpec::Web(_) => "web",
             SourceSpec::Messages(_) => "messages",
             SourceSpec::Chunks(_) => "chunks",
             SourceSpec::Udp(_) => "udp",
             SourceSpec::UdpPrague(_) => "udp_prague",
         }
+    }
+
+    /// iperf3's bulk transfer (the default source).
+    pub fn is_bulk(&self) -> bool {
+        matches!(self, SourceSpec::Bulk {})
     }
 
     /// Whether the flow is TCP (a [`Source`]) rather than a UDP endpoint.
@@ -91,7 +102,7 @@ impl SourceSpec {
 
     pub fn validate(&self) -> Result<(), (String, String)> {
         match self {
-            SourceSpec::Bulk => Ok(()),
+            SourceSpec::Bulk {} => Ok(()),
             SourceSpec::Web(s) => s.validate(),
             SourceSpec::Messages(s) => s.validate(),
             SourceSpec::Chunks(s) => s.validate(),
@@ -109,7 +120,7 @@ impl SourceSpec {
         rng: &mut Rng,
     ) -> Option<Box<dyn Source>> {
         Some(match self {
-            SourceSpec::Bulk => Box::new(bulk::Bulk::new(streams, size)),
+            SourceSpec::Bulk {} => Box::new(bulk::Bulk::new(streams, size)),
             SourceSpec::Web(s) => Box::new(web::Web::new(s, start, rng)),
             SourceSpec::Messages(s) => Box::new(messages::Messages::new(s, start, rng)),
             SourceSpec::Chunks(s) => Box::new(chunks::Chunks::new(s, start)),

@@ -211,6 +211,12 @@ impl UdpPragueSpec {
                     format!("must be a positive rate, got {r}"),
                 );
             }
+            if r > self.max_rate_mbps {
+                return err(
+                    "start_rate_mbps",
+                    format!("{r} exceeds max_rate_mbps {}", self.max_rate_mbps),
+                );
+            }
         }
         if self.init_window == 0 {
             return err(

@@ -16,7 +16,7 @@ use crate::time::{secs, SimTime, NEVER};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebSpec {
-    /// Requests per second (Poisson). Ignored with a `trace`.
+    /// Requests per second (Poisson); not with a `trace`.
     #[serde(default)]
     pub rate: f64,
     /// Response sizes (default: the IETF evaluations' Pareto, alpha 0.9, 1 KB to 1 MB).
@@ -44,6 +44,21 @@ fn default_size() -> SizeDist {
 impl WebSpec {
     pub fn validate(&self) -> Result<(), (String, String)> {
         match &self.trace {
+            Some(_) if self.rate != 0.0 => {
+                return Err((
+                    "rate".into(),
+                    format!(
+                        "a web source takes rate (Poisson requests/s) or trace, not both; got rate {} beside a trace",
+                        self.rate
+                    ),
+                ));
+            }
+            None if self.rate == 0.0 => {
+                return Err((
+                    "rate".into(),
+                    "a web source needs rate (Poisson requests/s) or trace".into(),
+                ));
+            }
             Some(tr) => {
                 let mut prev = 0.0;
                 for (i, &(t, b)) in tr.iter().enumerate() {
