@@ -52,6 +52,40 @@ def test_qdisc_given_as_a_string_becomes_a_kind(minimal):
     assert sc.data["topology"]["bottleneck"]["qdisc"] == {"kind": "fq_codel"}
 
 
+def test_every_choice_value_follows_the_one_name_rule():
+    """Case and hyphens do not matter in any value that names a choice, not only CC, qdisc and
+    source names (README: "Names are case-insensitive everywhere")."""
+    sc = {
+        "duration": 1,
+        "topology": {
+            "kind": "graph",
+            "nodes": [{"name": "h1", "kind": "Host"}, {"name": "h2", "kind": "HOST"}, {"name": "r"}],
+            "links": [
+                {"a": "h1", "b": "r", "rate": 100, "delay_ms": 1},
+                {
+                    "a": "r",
+                    "b": "h2",
+                    "rate": 100,
+                    "delay_ms": 1,
+                    "ab": {"rate": 50, "qdisc": {"kind": "DualPI2", "ecn_mask": "ANY-ECT"}},
+                },
+            ],
+        },
+        "flows": [
+            {"name": "p", "from": "h1", "to": "h2", "cc": {"name": "prague", "variant": "V0.6", "detect_refs": "Scaled"}},
+            {"name": "b", "from": "h1", "to": "h2", "cc": {"name": "bbr2", "variant": "L4S"}, "tcp": {"accecn_impl": "Mainline"}},
+            {"name": "u", "from": "h1", "to": "h2", "source": {"kind": "UDP", "rate_mbps": 1, "ecn": "ECT1"}},
+            {"name": "w", "from": "h1", "to": "h2", "source": {"kind": "web", "rate": 5, "size": {"dist": "Pareto", "alpha": 1.2, "min": 1000, "max": 1e5}}},
+        ],
+    }
+    data = Scenario.from_dict(sc).validate().data
+    assert data["topology"]["nodes"][0]["kind"] == "host"
+    assert data["topology"]["links"][1]["ab"]["qdisc"]["ecn_mask"] == "any_ect"
+    assert data["flows"][1]["cc"]["variant"] == "l4s"
+    assert data["flows"][2]["source"]["ecn"] == "ect1"
+    assert data["flows"][3]["source"]["size"]["dist"] == "pareto"
+
+
 def test_topology_without_kind_is_a_dumbbell(minimal):
     del minimal["topology"]["kind"]
     assert Scenario.from_dict(minimal).data["topology"]["kind"] == "dumbbell"

@@ -354,7 +354,41 @@ def _norm_source(value: Any, field: str, base_dir: Path | None) -> Any:
         raise scenario_error(f"{field}.kind", f"unknown traffic source {kind!r}; expected one of {expected}")
     if "size" in value:
         value["size"] = _norm_size(value["size"], f"{field}.size", base_dir)
+    if kind in ("udp", "udp_prague") and isinstance(value.get("ecn"), str):  # the codepoint
+        value["ecn"] = canonical_name(value["ecn"])
     return value
+
+
+#: Keys whose values name a choice of the core's (serde enums in snake_case): the one name
+#: rule applies to them wherever they sit (a node's ``kind`` included).
+_CHOICE_KEYS = frozenset(
+    {
+        "accecn_accept",
+        "accecn_impl",
+        "classic_ecn_ect",
+        "detect_refs",
+        "dist",
+        "distribution",
+        "ecn_mask",
+        "ecn_mode",
+        "qdelay_sample",
+        "slot_distribution",
+        "variant",
+    }
+)
+
+
+def _canonical_choices(v: Any, in_nodes: bool = False) -> None:
+    """Apply :func:`canonical_name` to every choice value under ``v``, in place."""
+    if isinstance(v, dict):
+        for k, c in v.items():
+            if isinstance(c, str) and (k in _CHOICE_KEYS or (in_nodes and k == "kind")):
+                v[k] = canonical_name(c)
+            else:
+                _canonical_choices(c, k == "nodes")
+    elif isinstance(v, list):
+        for c in v:
+            _canonical_choices(c, in_nodes)
 
 
 def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
@@ -415,6 +449,7 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
                     rcv["tcp"] = _norm_tcp(rcv["tcp"], f"{p}.receiver.tcp")
     elif flows is not None:
         raise scenario_error("flows", f"expected a list of flows, got {flows!r}")
+    _canonical_choices(d)
     return d
 
 
