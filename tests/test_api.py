@@ -124,6 +124,12 @@ def test_timeseries_is_wide_and_indexed_by_time(result):
     assert ("a", "cwnd") in both.columns and ("b", "cwnd") in both.columns
 
 
+def test_a_run_shorter_than_its_sample_interval_says_why_it_has_no_series(minimal):
+    r = l4sim.run(minimal, duration=0.05)
+    with pytest.raises(KeyError, match=r"sample_interval 0.1 s is longer than the run \(0.05 s\)"):
+        r.timeseries("a")
+
+
 def test_rtt_samples_are_arrays_per_flow(result):
     rs = result.rtt_samples
     assert set(rs) == {"a", "b"}

@@ -295,6 +295,9 @@ def test_a_reader_that_goes_away_ends_the_command_quietly():
         ("--plot", "{file}/out.png"),
         ("--plot", "{file}"),
         ("--plot", "{tmp}/out.xyz"),
+        # a directory nothing can be created in (even by root)
+        ("--plot", "/proc/nope/x.png"),
+        ("--save-series", "/proc/nope"),
     ],
 )
 def test_an_output_path_that_cannot_be_written_is_refused_before_running(

@@ -40,6 +40,14 @@ def test_run_writes_a_flent_file_flent_reads_and_plots(tmp_path, capsys):
     _plot(f, tmp_path / "plot.png")
 
 
+def test_run_flent_naming_a_directory_that_exists_writes_the_run_into_it(tmp_path):
+    # it was an IsADirectoryError traceback after the run, leaving DIR.tmp behind
+    assert cli.main(["run", *POINT, "--flent", str(tmp_path)]) == 0
+    (written,) = tmp_path.glob("*.flent.gz")
+    assert flent_resultset.load(str(written)).meta("NAME") == "tcp_nup"
+    assert list(tmp_path.parent.glob(f"{tmp_path.name}.tmp")) == []
+
+
 def test_run_flent_into_a_missing_directory_is_one_line_before_running(tmp_path, capsys):
     assert cli.main(["run", *POINT, "--flent", str(tmp_path / "nope" / "x.flent.gz")]) == 2
     err = capsys.readouterr().err.strip()

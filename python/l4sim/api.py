@@ -324,6 +324,14 @@ class RunResult:
             if sel.empty:
                 names = sorted(set(long["name"]))
                 kind = "qdisc" if qdisc is not None else "flow"
+                if not names:  # no sample at all: say why instead of listing nothing
+                    sc = self.scenario
+                    why = (
+                        f": its sample_interval {sc.sample_interval:g} s is longer than the run ({sc.duration:g} s)"
+                        if sc is not None and sc.sample_interval > sc.duration
+                        else ""
+                    )
+                    raise KeyError(f"the run recorded no time series{why}")
                 raise KeyError(f"no {kind} named {which!r}; have {names}")
             wide = sel.pivot(index="t", columns="variable", values="value")
             wide.columns.name = None

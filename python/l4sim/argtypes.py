@@ -50,11 +50,20 @@ def seconds(text: str) -> float:
 
 def directory_problem(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be (or be made) an output directory, or None: it, or the nearest
-    part of it that exists, is a file. Checked before a run, so a run's results are not lost
-    to a traceback when its outputs are written."""
+    part of it that exists, is a file, or a directory nothing can be created in (tried with a
+    temporary directory, removed at once). Checked before a run, so a run's results are not
+    lost to a traceback when its outputs are written."""
+    import tempfile
+
     for p in (Path(path), *Path(path).parents):
         if p.exists():
-            return None if p.is_dir() else f"{str(p)!r} is a file, not a directory"
+            if not p.is_dir():
+                return f"{str(p)!r} is a file, not a directory"
+            try:
+                tempfile.TemporaryDirectory(dir=p).cleanup()
+            except OSError as e:
+                return f"cannot write in {str(p)!r}: {e.strerror or e}"
+            return None
     return None
 
 

@@ -221,7 +221,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         scenarios = _scenarios_from_args(args)
         scenarios = [sc.validate() for sc in scenarios]
-        flent_dir = Path(args.flent) if args.flent and len(scenarios) > 1 else None
+        # several runs, or a directory that exists: one file per run in it
+        flent_dir = Path(args.flent) if args.flent and (len(scenarios) > 1 or Path(args.flent).is_dir()) else None
         if args.flent and flent_dir is None and not Path(args.flent).resolve().parent.is_dir():
             raise _UsageError(f"--flent: directory {str(Path(args.flent).parent)!r} does not exist")
         # where the outputs go, checked now: a traceback after the runs would lose them
@@ -309,8 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--flent",
         metavar="FILE.flent.gz",
         help="also write the run in flent's data format (per-flow throughput and RTT, qdisc delay): "
-        "flent -i FILE -p tcp_delivery_with_rtt plots it; with several scenario files a directory that "
-        "receives NAME.flent.gz per run",
+        "flent -i FILE -p tcp_delivery_with_rtt plots it; with several scenario files, or naming a "
+        "directory that exists, a directory that receives NAME.flent.gz per run",
     )
     p.add_argument("--duration", type=seconds, help="simulated seconds (overrides the scenario; study default 60)")
     p.add_argument("--seed", type=seed, help="random seed (overrides the scenario)")
