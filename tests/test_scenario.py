@@ -72,18 +72,20 @@ def test_every_choice_value_follows_the_one_name_rule():
             ],
         },
         "flows": [
-            {"name": "p", "from": "h1", "to": "h2", "cc": {"name": "prague", "variant": "V0.6", "detect_refs": "Scaled"}},
-            {"name": "b", "from": "h1", "to": "h2", "cc": {"name": "bbr2", "variant": "L4S"}, "tcp": {"accecn_impl": "Mainline"}},
+            {"name": "p", "from": "h1", "to": "h2", "cc": {"name": "prague", "detect_refs": "Scaled"}},
+            {"name": "q", "from": "h1", "to": "h2", "cc": {"name": "prague", "variant": "V0.7"}},
+            {"name": "b", "from": "h1", "to": "h2", "cc": {"name": "bbr2", "variant": "L4S"}},
+            {"name": "c", "from": "h1", "to": "h2", "tcp": {"accecn_impl": "Mainline"}},
             {"name": "u", "from": "h1", "to": "h2", "source": {"kind": "UDP", "rate_mbps": 1, "ecn": "ECT1"}},
-            {"name": "w", "from": "h1", "to": "h2", "source": {"kind": "web", "rate": 5, "size": {"dist": "Pareto", "alpha": 1.2, "min": 1000, "max": 1e5}}},
+            {"name": "w", "from": "h1", "to": "h2", "source": {"kind": "web", "rate": 5, "size": {"dist": "Fixed", "bytes": 9}}},
         ],
     }
     data = Scenario.from_dict(sc).validate().data
     assert data["topology"]["nodes"][0]["kind"] == "host"
     assert data["topology"]["links"][1]["ab"]["qdisc"]["ecn_mask"] == "any_ect"
-    assert data["flows"][1]["cc"]["variant"] == "l4s"
-    assert data["flows"][2]["source"]["ecn"] == "ect1"
-    assert data["flows"][3]["source"]["size"]["dist"] == "pareto"
+    assert data["flows"][2]["cc"]["variant"] == "l4s"
+    assert data["flows"][4]["source"]["ecn"] == "ect1"
+    assert data["flows"][5]["source"]["size"]["dist"] == "fixed"
 
 
 def test_topology_without_kind_is_a_dumbbell(minimal):

@@ -170,25 +170,20 @@ def _plot(results: list[Any], target: str, names: list[str]) -> list[Path]:
     return written
 
 
+def _scalars(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if not isinstance(v, (list, dict))}
+
+
 def _json_summary(r: Any) -> dict[str, Any]:
     raw = r.raw
     return {
         "name": raw.get("name", ""),
         "seed": raw.get("seed"),
         "model_version": raw.get("model_version"),
-        "flows": [
-            {
-                "name": f.get("name"),
-                "cc": f.get("cc"),
-                "ecn_mode": f.get("ecn_mode"),
-                "streams": f.get("streams"),
-                "goodput_mbps": f.get("goodput_mbps"),
-                "mean_srtt_ms": f.get("mean_srtt_ms"),
-                "qdelay_ms": f.get("qdelay_ms"),
-                "retrans": f.get("retrans"),
-            }
-            for f in raw.get("flows", [])
-        ],
+        # every scalar of a flow's and a qdisc's record (their samples and CDFs stay in
+        # --save-series' result.json)
+        "flows": [_scalars(f) for f in raw.get("flows", [])],
+        "qdiscs": [_scalars(q) for q in raw.get("qdiscs", [])],
         "links": [
             {"name": link.get("name"), "rate_mbps": link.get("rate_mbps"), "utilisation": link.get("utilisation")}
             for link in raw.get("links", [])
@@ -210,6 +205,11 @@ def _save_series(r: Any, directory: str) -> None:
     r.series_qdiscs().to_csv(out / "series_qdiscs.csv", index=False)
     r.flows.to_csv(out / "flows.csv", index=False)
     r.qdiscs.to_csv(out / "qdiscs.csv", index=False)
+    r.links.to_csv(out / "links.csv", index=False)
+    # what only some runs have: completed transfers, qdisc classes, UDP Prague records
+    for name, frame in (("connections", r.connections), ("qdisc_classes", r.qdisc_classes), ("udp", r.udp)):
+        if len(frame):
+            frame.to_csv(out / f"{name}.csv", index=False)
     (out / "result.json").write_text(r.to_json(), encoding="utf-8")
     if r.scenario is not None:
         (out / "scenario.json").write_text(r.scenario.to_json(), encoding="utf-8")
@@ -304,8 +304,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw each run (throughput, queue delay and its CDF per class, marks and drops, completion "
         "times): a file (out.png, out.pdf) for one run, else a directory with one PNG per run and comparison.png",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    p.add_argument("--save-series", metavar="DIR", help="write time series and tables (CSV) and the raw result to DIR")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per run instead of a table (JSON Lines with several files)",
+    )
+    p.add_argument(
+        "--save-series",
+        metavar="DIR",
+        help="write time series and tables (CSV: flows, qdiscs, links, and connections, qdisc classes and UDP "
+        "records where the run has them) and the raw result to DIR",
+    )
     p.add_argument(
         "--flent",
         metavar="FILE.flent.gz",
