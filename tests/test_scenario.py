@@ -77,7 +77,12 @@ def test_every_choice_value_follows_the_one_name_rule():
             {"name": "b", "from": "h1", "to": "h2", "cc": {"name": "bbr2", "variant": "L4S"}},
             {"name": "c", "from": "h1", "to": "h2", "tcp": {"accecn_impl": "Mainline"}},
             {"name": "u", "from": "h1", "to": "h2", "source": {"kind": "UDP", "rate_mbps": 1, "ecn": "ECT1"}},
-            {"name": "w", "from": "h1", "to": "h2", "source": {"kind": "web", "rate": 5, "size": {"dist": "Fixed", "bytes": 9}}},
+            {
+                "name": "w",
+                "from": "h1",
+                "to": "h2",
+                "source": {"kind": "web", "rate": 5, "size": {"dist": "Fixed", "bytes": 9}},
+            },
         ],
     }
     data = Scenario.from_dict(sc).validate().data
