@@ -93,6 +93,34 @@ def test_every_choice_value_follows_the_one_name_rule():
     assert data["flows"][5]["source"]["size"]["dist"] == "fixed"
 
 
+@pytest.mark.parametrize(
+    "old,new,field,words",
+    [
+        # a table without its kind or name: say it is missing, not "got None"
+        ("kind = \"bfifo\", ", "", "topology.bottleneck.qdisc.kind", "missing"),
+        ('cc = "reno"', "cc = { beta = 700 }", "flows.a.cc.name", "missing"),
+        # TOML's nan by its field, not the JSON reader's "expected value"
+        ("rate = 100", "rate = nan", "topology.bottleneck.rate", "finite number, got nan"),
+        # the core's errors also name the flow table as written
+        ('cc = "reno"', 'cc = "reno"\nstreams = 0', "flows.a.streams", "at least 1"),
+    ],
+)
+def test_errors_name_what_the_user_wrote(tmp_path, old, new, field, words):
+    from l4sim_testdata import MINIMAL_TOML
+
+    f = tmp_path / "s.toml"
+    f.write_text(MINIMAL_TOML.replace('[[flows]]\nname = "a"', "[flows.a]").replace(old, new), encoding="utf-8")
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        load(f).validate()
+    assert ei.value.field == field and words in str(ei.value), str(ei.value)
+
+
+def test_a_typo_in_factors_is_an_unknown_factor_not_a_missing_one():
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        load({"factors": {"aqm": "FIFO", "n_bdpp": 2, "btl_capacity": 100, "base_rtt": 10}})
+    assert ei.value.field == "factors.n_bdpp" and "unknown factor" in str(ei.value)
+
+
 def test_topology_without_kind_is_a_dumbbell(minimal):
     del minimal["topology"]["kind"]
     assert Scenario.from_dict(minimal).data["topology"]["kind"] == "dumbbell"

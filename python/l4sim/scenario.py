@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import os
 import re
 import tomllib
@@ -243,6 +244,8 @@ def _norm_cc(value: Any, field: str) -> Any:
             field, f'expected a congestion control name such as "cubic" or a table with a "name", got {value!r}'
         )
     name = value.get("name")
+    if name is None:
+        raise scenario_error(f"{field}.name", f"missing: a congestion control table needs its name ({', '.join(CC_NAMES)})")
     if not isinstance(name, str):
         raise scenario_error(f"{field}.name", f"expected a congestion control name, got {name!r}")
     name = cc_name(name)
@@ -260,6 +263,8 @@ def _norm_qdisc(value: Any, field: str) -> Any:
     if not isinstance(value, dict):
         raise scenario_error(field, f'expected a qdisc kind such as "fq_codel" or a table with a "kind", got {value!r}')
     kind = value.get("kind")
+    if kind is None:
+        raise scenario_error(f"{field}.kind", f"missing: a qdisc table needs its kind ({', '.join(QDISC_KINDS)})")
     if not isinstance(kind, str):
         raise scenario_error(f"{field}.kind", f"expected a qdisc kind, got {kind!r}")
     if canonical_name(kind) not in QDISC_KINDS:
@@ -359,6 +364,18 @@ def _norm_source(value: Any, field: str, base_dir: Path | None) -> Any:
     return value
 
 
+def _finite(v: Any, field: str) -> None:
+    """Refuse NaN and infinities (TOML's ``nan``, ``inf``) wherever they sit, by their field."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise scenario_error(field, f"must be a finite number, got {v}")
+    if isinstance(v, dict):
+        for k, c in v.items():
+            _finite(c, f"{field}.{k}" if field else str(k))
+    elif isinstance(v, list):
+        for i, c in enumerate(v):
+            _finite(c, f"{field}[{i}]")
+
+
 #: Keys whose values name a choice of the core's (serde enums in snake_case): the one name
 #: rule applies to them wherever they sit (a node's ``kind`` included).
 _CHOICE_KEYS = frozenset(
@@ -397,6 +414,7 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
     d = _plain(data)
     if not isinstance(d, dict):
         raise scenario_error("", f"a scenario must be a table (dict), got {type(data).__name__}")
+    _finite(d, "")
     for key, to_scenario in _DOCUMENT_FORMS.items():
         if key in d:
             d = to_scenario(d)
@@ -421,6 +439,7 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
         raise scenario_error("topology", f"expected a table, got {topo!r}")
 
     flows = d.get("flows")
+    named_tables = isinstance(flows, dict)
     if isinstance(flows, dict):  # [flows.NAME] tables
         named = []
         for name, f in flows.items():
@@ -430,7 +449,7 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
         flows = d["flows"] = named
     if isinstance(flows, list):
         for i, f in enumerate(flows):
-            p = f"flows[{i}]"
+            p = f"flows.{f['name']}" if named_tables else f"flows[{i}]"
             if not isinstance(f, dict):
                 raise scenario_error(p, f"expected a table, got {f!r}")
             if "cc" in f:
@@ -509,9 +528,14 @@ def plain_words(message: str) -> str:
     return message
 
 
-def _from_core(e: ScenarioError, source: str | None, data: dict[str, Any] | None = None) -> ScenarioError:
-    """Re-raise the core's error, noting the file it came from."""
-    err = scenario_error(getattr(e, "field", ""), plain_words(getattr(e, "message", str(e))), source)
+def _from_core(e: ScenarioError, source: str | None, named: dict[str, Any] | None = None) -> ScenarioError:
+    """Re-raise the core's error, noting the file it came from; ``named``: the scenario, whose
+    flows were written as named tables, so ``flows[i]`` is ``flows.NAME`` in the error."""
+    field = getattr(e, "field", "")
+    m = re.match(r"flows\[(\d+)\]", field) if named else None
+    if m and named is not None and int(m[1]) < len(named.get("flows", [])):
+        field = f"flows.{named['flows'][int(m[1])].get('name')}{field[m.end():]}"
+    err = scenario_error(field, plain_words(getattr(e, "message", str(e))), source)
     if source:
         err.add_note(f"in {source}")
     return err
@@ -575,6 +599,8 @@ class Scenario:
 
     data: dict[str, Any]
     source: str | None = None
+    #: The flows were written as named tables (``[flows.NAME]``): errors name them so.
+    named_flows: bool = False
 
     # constructors
 
@@ -582,7 +608,7 @@ class Scenario:
     def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> Scenario:
         base = Path(source).parent if source and Path(source).is_file() else None
         try:
-            return cls(normalize(data, base), source)
+            return cls(normalize(data, base), source, isinstance(data.get("flows"), Mapping))
         except ScenarioError as e:
             if source and not getattr(e, "source", None):
                 e.source = source
@@ -677,7 +703,7 @@ class Scenario:
         try:
             _core.validate(self.to_json())
         except ScenarioError as e:
-            raise _from_core(e, self.source, self.data) from None
+            raise _from_core(e, self.source, self.data if self.named_flows else None) from None
         return self
 
     def with_overrides(self, **overrides: Any) -> Scenario:
@@ -700,7 +726,7 @@ class Scenario:
                 node[int(last)] = value
             else:
                 node[last] = value
-        return Scenario.from_dict(d, self.source)
+        return dataclasses.replace(Scenario.from_dict(d, self.source), named_flows=self.named_flows)
 
 
 ScenarioLike = Union[Scenario, str, "os.PathLike[str]", Mapping[str, Any]]

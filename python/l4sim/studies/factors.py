@@ -458,6 +458,11 @@ def scenario_from_factors_table(d: dict[str, Any]) -> dict[str, Any]:
         raise scenario_error(
             unknown[0], "unknown key beside [factors] (allowed: name, seed, duration, sample_interval)"
         )
+    known = (*FACTOR_NAMES, *RUN_PARAMS, *EXTRA_KEYS)
+    strange = [k for k in factors if k not in known]
+    if strange:  # a typo before what it leaves missing
+        k = strange[0]
+        raise scenario_error(f"factors.{k}", f"unknown factor {k!r}; known: {', '.join(known)}")
     missing = [k for k in REQUIRED_FACTORS if k not in factors]
     if missing:
         raise scenario_error(
