@@ -245,7 +245,9 @@ def _norm_cc(value: Any, field: str) -> Any:
         )
     name = value.get("name")
     if name is None:
-        raise scenario_error(f"{field}.name", f"missing: a congestion control table needs its name ({', '.join(CC_NAMES)})")
+        raise scenario_error(
+            f"{field}.name", f"missing: a congestion control table needs its name ({', '.join(CC_NAMES)})"
+        )
     if not isinstance(name, str):
         raise scenario_error(f"{field}.name", f"expected a congestion control name, got {name!r}")
     name = cc_name(name)
