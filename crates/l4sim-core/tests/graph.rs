@@ -479,3 +479,19 @@ fn a_graph_flows_base_rtt_is_an_error_since_its_links_give_the_rtt() {
     let e = Scenario::from_json(&sc.to_string()).unwrap_err();
     assert_eq!(e.field, "flows[0].base_rtt", "{e}");
 }
+
+#[test]
+fn a_second_link_between_two_nodes_is_named_as_such() {
+    use l4sim_core::scenario::Scenario;
+    let mut sc = diamond(json!([]));
+    let first = sc["topology"]["links"][0].clone();
+    sc["topology"]["links"].as_array_mut().unwrap().push(first);
+    let e = Scenario::from_json(&sc.to_string()).unwrap_err();
+    assert!(e.message.contains("a second link between"), "{e}");
+    // Named egresses of their own make it a parallel link.
+    let n = sc["topology"]["links"].as_array().unwrap().len() - 1;
+    sc["topology"]["links"][n]["name_ab"] = json!("second-ab");
+    sc["topology"]["links"][n]["name_ba"] = json!("second-ba");
+    let e = Scenario::from_json(&sc.to_string()).err();
+    assert!(e.as_ref().is_none_or(|e| !e.message.contains("name")), "{e:?}");
+}

@@ -234,12 +234,19 @@ impl GraphSpec {
                 ));
             }
             let (ab, ba) = l.names();
-            for (f, name) in [("name_ab", ab), ("name_ba", ba)] {
+            for (f, name, given) in [("name_ab", ab, &l.name_ab), ("name_ba", ba, &l.name_ba)] {
                 if name.is_empty() || !egresses.insert(name.clone()) {
-                    return Err(err(
-                        format!("{p}.{f}"),
-                        format!("an egress needs a name of its own, got {name:?}"),
-                    ));
+                    let m = if given.is_none() {
+                        // the default name: this is a second link between the same nodes
+                        format!(
+                            "a second link between {} and {}: give its egresses names of their own \
+                             (name_ab, name_ba; the default {name:?} is taken)",
+                            l.a, l.b
+                        )
+                    } else {
+                        format!("an egress needs a name of its own, got {name:?}")
+                    };
+                    return Err(err(format!("{p}.{f}"), m));
                 }
             }
             let line_ba = l.rate_ba.or(l.rate);
