@@ -155,6 +155,28 @@ def test_no_background_bursts_at_all_is_a_valid_scenario(kw):
         assert all(f["source"]["rate"] > 0 for f in sc["flows"] if f["name"].startswith("bg_"))
 
 
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """The report of four short runs: S1, a shared FIFO (S2a: no L4S transfer done in 12 s), a
+    priority queue (S2b: two done) and path separation (S3b: no L4S at the bottleneck)."""
+    from l4sim import icnp26_report
+
+    out = tmp_path_factory.mktemp("icnp")
+    res = [icnp26_report.run_one((n, 1, 12.0, 0.05, 0.8)) for n in ("S1", "S2a", "S2b", "S3b")]
+    icnp26_report.write_report(res, out, duration=12.0, scale=0.05)
+    return out
+
+
+def test_summary_has_no_column_blank_in_every_row(report):
+    """stream_rtt_p50_ms was blank in every row: the simulator samples no srtt for a chunks
+    source (World::sample reads a flow's bulk streams only), so the column never had a value."""
+    import pandas as pd
+
+    summ = pd.read_csv(report / "summary.csv")
+    blank = [c for c in summ.columns if summ[c].isna().all()]
+    assert not blank, blank
+
+
 def test_reproduce_quick_writes_its_report(tmp_path: Path):
     out = tmp_path / "icnp"
     p = subprocess.run(
