@@ -164,7 +164,55 @@ def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("icnp")
     res = [icnp26_report.run_one((n, 1, 12.0, 0.05, 0.8)) for n in ("S1", "S2a", "S2b", "S3b")]
     icnp26_report.write_report(res, out, duration=12.0, scale=0.05)
-    return out
+    return out, res
+
+
+def _side_by_side(res, tmp_path, monkeypatch) -> dict:
+    """The side-by-side figure's panels by title, as the report draws them."""
+    import matplotlib.figure
+    import pandas as pd
+
+    from l4sim import icnp26_report
+
+    saved: dict = {}
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "savefig",
+        lambda fig, path, **kw: saved.update({Path(path).stem: fig}) or save(fig, path, **kw),
+    )
+    icnp26_report._figures(res, pd.DataFrame([icnp26_report._summary(r) for r in res]), tmp_path)
+    return {ax.get_title(): ax for ax in saved["side_by_side"].axes}
+
+
+def _labels_at(ax) -> dict[str, str]:
+    """Scenario -> the text drawn in its column."""
+    ticks = {round(t, 1): lab.get_text() for t, lab in zip(ax.get_xticks(), ax.get_xticklabels(), strict=True)}
+    return {ticks[min(ticks, key=lambda t: abs(t - x.get_position()[0]))]: x.get_text() for x in ax.texts}
+
+
+def test_side_by_side_marks_a_transfer_none_finished(report, tmp_path, monkeypatch):
+    """No L4S 10 MiB transfer finished in S1, S2a and S3b: their cells had no bar, which read as
+    0 s, the fastest."""
+    _, res = report
+    ax = next(a for t, a in _side_by_side(res, tmp_path, monkeypatch).items() if t.startswith("L4S 10 MiB"))
+    assert _labels_at(ax) == {"S1": "none done", "S2a": "none done", "S3b": "none done"}
+    assert len(ax.containers[0]) == 1  # S2b's bar, alone
+
+
+def test_side_by_side_shows_the_bottleneck_sojourn_per_class(report, tmp_path, monkeypatch):
+    """One P99 for both classes made the priority queue (S2b: the classic band's 70 ms) look worse
+    than the FIFO; its L4S band's P99 is below 1 ms. Path separation (S3b) has no L4S there."""
+    import pandas as pd
+
+    out, res = report
+    ax = next(a for t, a in _side_by_side(res, tmp_path, monkeypatch).items() if "sojourn P99" in t)
+    assert [c.get_label() for c in ax.containers] == ["L4S", "classic"]
+    assert ax.get_yscale() == "log" and "(ms" in ax.get_title()
+    assert _labels_at(ax) == {"S3b": "no L4S"}
+    summ = pd.read_csv(out / "summary.csv").set_index("scenario")
+    assert summ.loc["S2b", "btl_l4s_sojourn_p99_ms"] < 1 < 10 < summ.loc["S2b", "btl_classic_sojourn_p99_ms"]
+    assert pd.isna(summ.loc["S3b", "btl_l4s_sojourn_p99_ms"])
 
 
 def test_summary_has_no_column_blank_in_every_row(report):
@@ -172,7 +220,7 @@ def test_summary_has_no_column_blank_in_every_row(report):
     source (World::sample reads a flow's bulk streams only), so the column never had a value."""
     import pandas as pd
 
-    summ = pd.read_csv(report / "summary.csv")
+    summ = pd.read_csv(report[0] / "summary.csv")
     blank = [c for c in summ.columns if summ[c].isna().all()]
     assert not blank, blank
 

@@ -193,6 +193,16 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
     if len(bq) > 1:  # the scenario's own bottleneck: the busiest shaped egress besides the receiver access
         rest = bq[~bq["name"].str.startswith("r-access-6")]
         main = rest.sort_values("sojourn_mean_ms").iloc[-1] if len(rest) else main
+    # Per class at that egress (DualPI2's two queues, the priority queue's two bands; a FIFO's
+    # packets by ECN codepoint): no values for a class that sent nothing through it (S3b's L4S).
+    cl = res["classes"]
+    at = cl[(cl["kind"] == "class") & (cl["qdisc"] == (main["name"] if main is not None else None))]
+    at = at[at["deq_pkts"] > 0].set_index("name")
+    per_class = {
+        f"btl_{k}_sojourn_{q}_ms": at.loc[k, f"sojourn_{q}_ms"] if k in at.index else float("nan")
+        for k in ("l4s", "classic")
+        for q in ("mean", "p99")
+    }
     return {
         "scenario": res["scenario"],
         "trial": res["trial"],
@@ -213,6 +223,7 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
         "btl_sojourn_p99_ms": main["sojourn_p99_ms"] if main is not None else float("nan"),
         "btl_drops": main["drops"] if main is not None else 0,
         "btl_marks": main["marks"] if main is not None else 0,
+        **per_class,
     }
 
 
@@ -221,6 +232,7 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     figdir.mkdir(parents=True, exist_ok=True)
     first: dict[str, dict[str, Any]] = {}  # scenario -> its first trial's result
@@ -271,25 +283,67 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
     m = summ.groupby("scenario", sort=False).mean(numeric_only=True).reindex(names)
     cols = [
         ("call_rtt_p95_ms", "call RTT P95 (ms)"),
-        ("stream_goodput_mbps", "stream goodput (Mbit/s)"),
-        ("l4s_xfer_fct_s", "L4S 10 MiB transfer (s)"),
-        ("classic_long_goodput_mbps", "classic long, sum (Mbit/s)"),
+        ("stream_goodput_mbps", "stream goodput (Mbit/s, of 10)"),
+        ("l4s_xfer_fct_s", "L4S 10 MiB transfer, mean (s)"),
+        ("classic_long_goodput_mbps", "classic long flows, sum (Mbit/s)"),
         ("classic_rtt_p50_ms", "classic RTT P50 (ms)"),
-        ("btl_sojourn_p99_ms", "bottleneck sojourn P99 (ms)"),
     ]
     fig, axes = plt.subplots(2, 3, figsize=(12, 6))
-    for ax, (c, label) in zip(axes.flat, cols, strict=True):
-        colors = ["tab:gray" if n == "S1" else "tab:red" if n.endswith("a") else "tab:green" for n in names]
-        ax.bar(names, m[c].values, color=colors)
+    x = np.arange(len(names))
+    colors = ["tab:gray" if n == "S1" else "tab:red" if n.endswith("a") else "tab:green" for n in names]
+    for ax, (c, label) in zip(axes.flat, cols, strict=False):
+        _bars(ax, x, m[c].to_numpy(), 0.8, "none done" if c.endswith("xfer_fct_s") else "no data", color=colors)
         ax.set_title(label, fontsize=9)
+    # The bottleneck's sojourn per class: the priority band and DualPI2's L4S queue are what the
+    # scenarios are about, and one value for both classes hides them (log scale: 0.05 to 100 ms).
+    ax = axes.flat[-1]
+    for k, (cls, color) in enumerate((("l4s", "tab:blue"), ("classic", "tab:orange"))):
+        v = m[f"btl_{cls}_sojourn_p99_ms"].to_numpy()
+        label = {"l4s": "L4S", "classic": "classic"}[cls]
+        _bars(ax, x + (k - 0.5) * 0.4, v, 0.4, f"no {label}", color=color, label=label)
+    ax.set_yscale("log")
+    top = np.nanmax(m[["btl_l4s_sojourn_p99_ms", "btl_classic_sojourn_p99_ms"]].to_numpy(), initial=1.0)
+    ax.set_ylim(top=top * 20)  # room for the legend above the bars
+    ax.legend(fontsize=7, frameon=False, ncol=2, loc="upper left")
+    ax.set_title("bottleneck sojourn P99 per class (ms, log scale)", fontsize=9)
+    for ax in axes.flat:
+        ax.set_xticks(x, names)
         ax.tick_params(labelsize=8)
-    fig.suptitle("Scenarios side by side (red: shared FIFO; green: priority queue / path separation)", fontsize=10)
+    trials = summ["trial"].nunique()
+    fig.suptitle(
+        f"Scenarios side by side, mean over {_plural(trials, 'trial')} (grey: reference; red: shared FIFO; "
+        "green: priority queue / path separation)",
+        fontsize=10,
+    )
     fig.tight_layout()
     p = figdir / "side_by_side.png"
     fig.savefig(p, dpi=90)
     plt.close(fig)
     figs["side_by_side"] = p
     return figs
+
+
+def _plural(n: int, word: str) -> str:
+    """``1 trial``, ``2 trials``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _bars(ax: Any, x: Any, values: Any, width: float, missing: str, **kw: Any) -> None:
+    """Bars at ``x``; where a value is missing (NaN) a hatched column labelled ``missing``, so that
+    no value does not read as a bar of height 0."""
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    have = ~np.isnan(values)
+    color = kw.pop("color", None)
+    if isinstance(color, list):
+        color = [c for c, h in zip(color, have, strict=True) if h]
+    ax.bar(x[have], values[have], width, color=color, **kw)
+    for xi in x[~have]:
+        column = ax.get_xaxis_transform()  # x in data, y from the axes' bottom (0) to top (1)
+        ax.add_patch(Rectangle((xi - width / 2, 0), width, 1, transform=column, fill=False, hatch="//", ec="0.7", lw=0))
+        white = {"fc": "white", "ec": "none", "pad": 1}
+        ax.text(xi, 0.5, missing, transform=column, rotation=90, ha="center", va="center", fontsize=7, bbox=white)
 
 
 def _md_table(df: pd.DataFrame) -> str:
