@@ -225,6 +225,38 @@ def test_summary_has_no_column_blank_in_every_row(report):
     assert not blank, blank
 
 
+def _table(rep: str, header: str) -> list[list[str]]:
+    """The rows (cells) of the report's table whose header row starts with ``header``."""
+    lines = rep.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith(header))
+    rows = []
+    for ln in lines[i + 2 :]:
+        if not ln.startswith("|"):
+            break
+        rows.append([c.strip() for c in ln.strip("|").split("|")])
+    return rows
+
+
+def test_report_tables_say_what_is_missing_and_read_as_numbers(report):
+    """The tables printed `nan` for a transfer none of which finished, raw column names, counts
+    as `1.01e+04`, all-zero queue rows, and "1 trials"."""
+    import re
+
+    rep = (report[0] / "report.md").read_text()
+    assert not re.search(r"\bnan\b|\de[+-]\d|_ms\b|_mbps\b", rep), re.findall(r".{30}(?:nan|e\+\d).{10}", rep)
+    assert "4 scenarios x 1 trial x 12 s" in rep and "1 trials" not in rep
+    l4s = {r[0]: r for r in _table(rep, "| scenario | call RTT P50 (ms) |")}
+    assert l4s["S2a"][-2:] == ["0", "none done"]  # transfers done, mean time
+    assert l4s["S2b"][-2] == "2" and float(l4s["S2b"][-1]) > 0
+    btl = {r[0]: r for r in _table(rep, "| scenario | bottleneck egress |")}
+    assert btl["S3b"][2:4] == ["no L4S", "no L4S"]
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", c) for r in btl.values() for c in r[-2:])  # drops, marks
+    queues = _table(rep, "| scenario | egress | class | packets |")
+    assert queues and all(r[3:6] != ["0", "0", "0"] for r in queues)
+    assert ("S2a", "r-access-5->r-core2-5") not in {(r[0], r[1]) for r in queues}
+    assert "Left out, no packet crossed them: S2a r-access-5->r-core2-5 l4s;" in rep
+
+
 def test_reproduce_quick_writes_its_report(tmp_path: Path):
     out = tmp_path / "icnp"
     p = subprocess.run(

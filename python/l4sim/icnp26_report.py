@@ -346,14 +346,85 @@ def _bars(ax: Any, x: Any, values: Any, width: float, missing: str, **kw: Any) -
         ax.text(xi, 0.5, missing, transform=column, rotation=90, ha="center", va="center", fontsize=7, bbox=white)
 
 
+# The report's columns: header with its unit, "int" (a count) or "num", and the text of a cell
+# without a value.
+COLUMNS: dict[str, tuple[str, str, str]] = {
+    "scenario": ("scenario", "text", ""),
+    "call_rtt_p50_ms": ("call RTT P50 (ms)", "num", "no data"),
+    "call_rtt_p95_ms": ("call RTT P95 (ms)", "num", "no data"),
+    "call_rate_mbps": ("call rate (Mbit/s, max 5)", "num", "no data"),
+    "call_loss_pct": ("call loss (%)", "num", "no data"),
+    "stream_goodput_mbps": ("stream goodput (Mbit/s, of 10)", "num", "no data"),
+    "chunk_fct_p95_s": ("chunk completion P95 (s)", "num", "none done"),
+    "l4s_xfers_done": ("L4S 10 MiB transfers done (of 5)", "int", "no data"),
+    "l4s_xfer_fct_s": ("L4S 10 MiB transfer, mean (s)", "num", "none done"),
+    "bottleneck": ("bottleneck egress", "text", ""),
+    "classic_long_goodput_mbps": ("classic long flows, sum (Mbit/s)", "num", "no data"),
+    "classic_rtt_p50_ms": ("classic RTT P50 (ms)", "num", "no data"),
+    "classic_xfers_done": ("classic 5 MiB transfers done (of 5)", "int", "no data"),
+    "classic_xfer_fct_s": ("classic 5 MiB transfer, mean (s)", "num", "none done"),
+    "btl_l4s_sojourn_mean_ms": ("L4S sojourn mean (ms)", "num", "no L4S"),
+    "btl_l4s_sojourn_p99_ms": ("L4S sojourn P99 (ms)", "num", "no L4S"),
+    "btl_classic_sojourn_mean_ms": ("classic sojourn mean (ms)", "num", "no classic"),
+    "btl_classic_sojourn_p99_ms": ("classic sojourn P99 (ms)", "num", "no classic"),
+    "btl_drops": ("drops (packets)", "int", "no data"),
+    "btl_marks": ("marks (packets)", "int", "no data"),
+    "egress": ("egress", "text", ""),
+    "class": ("class", "text", ""),
+    "pkts": ("packets", "int", "no data"),
+    "drops": ("drops", "int", "no data"),
+    "marks": ("marks", "int", "no data"),
+    "sojourn_mean_ms": ("sojourn mean (ms)", "num", "no data"),
+    "sojourn_p99_ms": ("sojourn P99 (ms)", "num", "no data"),
+}
+L4S_COLUMNS = [
+    "scenario",
+    "call_rtt_p50_ms",
+    "call_rtt_p95_ms",
+    "call_rate_mbps",
+    "call_loss_pct",
+    "stream_goodput_mbps",
+    "chunk_fct_p95_s",
+    "l4s_xfers_done",
+    "l4s_xfer_fct_s",
+]
+CLASSIC_COLUMNS = [
+    "scenario",
+    "classic_long_goodput_mbps",
+    "classic_rtt_p50_ms",
+    "classic_xfers_done",
+    "classic_xfer_fct_s",
+]
+BOTTLENECK_COLUMNS = [
+    "scenario",
+    "bottleneck",
+    "btl_l4s_sojourn_mean_ms",
+    "btl_l4s_sojourn_p99_ms",
+    "btl_classic_sojourn_mean_ms",
+    "btl_classic_sojourn_p99_ms",
+    "btl_drops",
+    "btl_marks",
+]
+
+
+def _cell(v: Any, kind: str, missing: str) -> str:
+    """A count as an integer (a mean over trials with one decimal), a measure to 3 significant
+    digits (whole numbers from 100 on), and ``missing`` where there is no value."""
+    if kind == "text":
+        return str(v)
+    if v is None or v != v:  # NaN
+        return missing
+    if kind == "int":
+        return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def _md_table(df: pd.DataFrame) -> str:
     cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    spec = [COLUMNS.get(c, (c, "num", "no data")) for c in cols]
+    lines = ["| " + " | ".join(h for h, _, _ in spec) + " |", "|" + "---|" * len(cols)]
     for _, row in df.iterrows():
-        cells = []
-        for c in cols:
-            v = row[c]
-            cells.append(f"{v:.3g}" if isinstance(v, float) else str(v))
+        cells = [_cell(row[c], kind, missing) for c, (_, kind, missing) in zip(cols, spec, strict=True)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -394,26 +465,8 @@ def write_report(
     figs = _figures(results, summ, out / "figures")
     trials = summ["trial"].nunique()
     mean = summ.groupby("scenario", sort=False).mean(numeric_only=True).drop(columns=["trial"]).reset_index()
-    show = [
-        "scenario",
-        "call_rtt_p50_ms",
-        "call_rtt_p95_ms",
-        "call_rate_mbps",
-        "call_loss_frac",
-        "stream_goodput_mbps",
-        "chunk_fct_p95_s",
-        "l4s_xfers_done",
-        "l4s_xfer_fct_s",
-        "classic_xfers_done",
-        "classic_xfer_fct_s",
-        "classic_long_goodput_mbps",
-        "classic_rtt_p50_ms",
-        "btl_sojourn_mean_ms",
-        "btl_sojourn_p99_ms",
-        "btl_drops",
-        "btl_marks",
-    ]
-    btl = summ.groupby("scenario", sort=False)["bottleneck"].first().reset_index()
+    mean["call_loss_pct"] = 100 * mean["call_loss_frac"]
+    mean["bottleneck"] = summ.groupby("scenario", sort=False)["bottleneck"].first().to_numpy()
     qmean = (
         (
             queues.groupby(["scenario", "egress", "class"], sort=False)
@@ -424,32 +477,49 @@ def write_report(
         if len(queues)
         else queues
     )
+    # An egress or class no packet crossed (S2's second sender-access uplink, S3b's L4S at the
+    # AS4 core): all zero, left out of the table and named below it.
+    idle = (qmean[["pkts", "drops", "marks"]] == 0).all(axis=1) if len(qmean) else pd.Series(dtype=bool)
+    idle_rows = qmean[idle] if len(qmean) else qmean
     lines = [
         "# l4sim: the multi-AS study (ICNP 2026)",
         "",
-        f"{len(summ)} runs: {summ['scenario'].nunique()} scenarios x {trials} trials x {duration:g} s, "
-        f"core/peering/sender-access rates x {scale:g}, background at the bottleneck "
-        f"{heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.",
+        f"{_plural(len(summ), 'run')}: {_plural(summ['scenario'].nunique(), 'scenario')} x "
+        f"{_plural(trials, 'trial')} x {duration:g} s, core/peering/sender-access rates x {scale:g}, "
+        f"background at the bottleneck {heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.",
         "",
         "Scenarios: " + "; ".join(f"**{n}** {icnp26.SCENARIOS[n]}" for n in summ["scenario"].unique()),
         "",
-        "## Side by side (mean over trials)",
+        f"## Side by side (mean over {_plural(trials, 'trial')})",
         "",
-        _md_table(mean[show]),
+        "L4S traffic (TCP Prague streams and transfers, UDP Prague calls):",
+        "",
+        _md_table(mean[L4S_COLUMNS]),
+        "",
+        "Classic traffic (CUBIC):",
+        "",
+        _md_table(mean[CLASSIC_COLUMNS]),
+        "",
+        "The scenario's bottleneck, per class (DualPI2's L4S and classic queues, the priority queue's "
+        "bands; a FIFO's one queue split by the packets' class):",
+        "",
+        _md_table(mean[BOTTLENECK_COLUMNS]),
         "",
         "![side by side](figures/side_by_side.png)",
         "",
-        "## The bottleneck each scenario's row reports",
+        f"## Queue counters per class at the shaped egresses (mean over {_plural(trials, 'trial')})",
         "",
-        _md_table(btl),
-        "",
-        "## Queue counters per class at the shaped egresses (mean over trials)",
-        "",
-        _md_table(qmean) if len(qmean) else "(none)",
-        "",
-        "## Over time (trial 1)",
+        _md_table(qmean[~idle]) if len(qmean) else "(none)",
         "",
     ]
+    if len(idle_rows):
+        lines += [
+            "Left out, no packet crossed them: "
+            + "; ".join(" ".join(r) for r in idle_rows[["scenario", "egress", "class"]].to_numpy())
+            + ".",
+            "",
+        ]
+    lines += ["## Over time (trial 1)", ""]
     for k in ("calls_rtt", "calls_rate", "classic_tput", "classic_rtt", "queues"):
         lines += [f"![{k}](figures/{figs[k].name})", ""]
     lines += ["Per run: `summary.csv`; per class and egress: `queues.csv`.", ""]
