@@ -257,6 +257,30 @@ def test_report_tables_say_what_is_missing_and_read_as_numbers(report):
     assert "Left out, no packet crossed them: S2a r-access-5->r-core2-5 l4s;" in rep
 
 
+def test_report_says_what_each_scenario_is_and_shows_from_its_numbers(report):
+    """report.md named the scenarios and never said what they show (only docs/icnp26.md did)."""
+    rep = (report[0] / "report.md").read_text()
+    l4s = {r[0]: r for r in _table(rep, "| scenario | call RTT P50 (ms) |")}
+    para = {ln.split("**")[1]: ln for ln in rep.splitlines() if ln.startswith("**S")}
+    assert list(para) == ["S1", "S2a", "S2b", "S3b"]
+    assert "`r-access-5->r-core1-5`" in para["S2a"] and "FIFO" in para["S2a"]
+    # the run's numbers, next to the scenario it is measured against
+    assert f"RTT P95 is {l4s['S2a'][2]} ms (S1: {l4s['S1'][2]} ms)" in para["S2a"]
+    assert f"RTT P95 is {l4s['S2b'][2]} ms (S2a: {l4s['S2a'][2]} ms)" in para["S2b"]
+    assert "2 of 5 finished" in para["S2b"] and "(S2a: 0 of 5 finished)" in para["S2b"]
+    assert "none for L4S (no L4S packet crosses it)" in para["S3b"]
+    assert "S3a:" not in para["S3b"]  # S3a did not run: nothing to set it against
+    # a short run is not the table of docs/icnp26.md
+    assert "Not comparable with the table in docs/icnp26.md" in rep and "duration 12 s" in rep
+
+
+def test_report_at_the_docs_settings_has_no_comparability_warning(report, tmp_path):
+    from l4sim import icnp26_report
+
+    icnp26_report.write_report(report[1], tmp_path, duration=120.0, scale=0.1)
+    assert "Not comparable" not in (tmp_path / "report.md").read_text()
+
+
 def test_reproduce_quick_writes_its_report(tmp_path: Path):
     out = tmp_path / "icnp"
     p = subprocess.run(

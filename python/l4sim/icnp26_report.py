@@ -429,6 +429,89 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+# What each scenario is: its bottleneck, queue and paths (docs/icnp26.md, "Scenarios").
+WHAT = {
+    "S1": "The reference: the receiver access `r-access-6->lan-6` (100 Mbit/s, DualPI2) is the only "
+    "bottleneck, with light background everywhere; L4S and classic share one path.",
+    "S2a": "The sender access `r-access-5->r-core1-5` is the bottleneck: a 2 x BDP FIFO that the heavy "
+    "`eps_to_k` background loads; L4S and classic share it.",
+    "S2b": "S2a with a priority queue at the sender access: L4S (DSCP 10) in the first band, capped by a "
+    "tbf, with a 1 ms PIE; classic and the background in the second band (PIE, 15 ms).",
+    "S3a": "The AS4 core `r-core2-4->r-4-3` is the bottleneck: a 2 x BDP FIFO that the heavy `s_to_m` "
+    "background loads; L4S and classic share it.",
+    "S3b": "S3a with SRv6 path separation: L4S goes AS5-AS4-AS1-AS2-AS6 on the core1 planes, around the "
+    "loaded AS4 core; classic stays on it.",
+    "S4a": "The AS2-AS6 peering `r-2-6->r-6-2` is the bottleneck: a 2 x BDP FIFO that the heavy `f_to_g` "
+    "background loads; L4S and classic share it.",
+    "S4b": "S4a with S2b's priority queue at the peering egress (L4S band capped by a tbf, PIE 1 ms).",
+}
+
+
+def _reference(name: str) -> str | None:
+    """What a scenario is compared with: S1 for a shared FIFO, the shared FIFO for its fix."""
+    return None if name == "S1" else "S1" if name.endswith("a") else name[:2] + "a"
+
+
+def _narrative(mean: pd.DataFrame) -> list[str]:
+    """Per scenario what it is and, from this run's means, what it shows next to its reference."""
+    m = mean.set_index("scenario")
+    lines = []
+    for name in m.index:
+        ref = _reference(name)
+        ref = ref if ref in m.index else None
+
+        def v(col: str, unit: str, n: str) -> str:
+            x = m.loc[n, col]
+            return _cell(x, *COLUMNS[col][1:]) + (f" {unit}" if x == x else "")  # none: "no data", no unit
+
+        def xfers(kind: str, n: str) -> str:
+            done = m.loc[n, f"{kind}_xfers_done"]
+            mean = f", in {v(f'{kind}_xfer_fct_s', 's', n)} on average" if done else ""
+            return f"{_cell(done, 'int', '')} of 5 finished{mean}"
+
+        def sojourn(n: str) -> str:
+            l4s = m.loc[n, "btl_l4s_sojourn_p99_ms"]
+            classic = f"{v('btl_classic_sojourn_p99_ms', 'ms', n)} for classic"
+            if l4s != l4s:  # NaN: S3b's L4S flows go around the bottleneck
+                return f"none for L4S (no L4S packet crosses it), {classic}"
+            return f"{v('btl_l4s_sojourn_p99_ms', 'ms', n)} for L4S, {classic}"
+
+        def vs(what: Any, *a: str) -> str:
+            return what(*a, name) + (f" ({ref}: {what(*a, ref)})" if ref else "")
+
+        lead = f"Next to {ref}" if ref else "Its numbers" if name == "S1" else "Its numbers (its reference did not run)"
+        lines += [
+            f"**{name}**: {WHAT[name]} {lead}: the calls' RTT P95 is {vs(v, 'call_rtt_p95_ms', 'ms')}; the "
+            f"streams get {vs(v, 'stream_goodput_mbps', 'Mbit/s')} of their 10; of the L4S 10 MiB transfers "
+            f"{vs(xfers, 'l4s')}; the classic long flows get {vs(v, 'classic_long_goodput_mbps', 'Mbit/s')}; of "
+            f"the classic 5 MiB transfers {vs(xfers, 'classic')}; the sojourn P99 at its bottleneck is "
+            f"{vs(sojourn)}.",
+            "",
+        ]
+    return lines
+
+
+def _comparable(trials: int, duration: float, scale: float, heavy_load: float) -> list[str]:
+    """A warning when the run's settings are not those of the table in docs/icnp26.md."""
+    docs = {"duration": (FULL["duration"], duration), "scale": (FULL["scale"], scale)}
+    docs["heavy load"] = (icnp26.HEAVY_LOAD, heavy_load)
+    differ = {k: ab for k, ab in docs.items() if ab[0] != ab[1]}
+    if not differ:
+        return []
+    unit = {"duration": " s", "scale": "", "heavy load": ""}
+    quick = (trials, duration, scale) == (QUICK["trials"], QUICK["duration"], QUICK["scale"])
+    return [
+        f"**Not comparable with the table in docs/icnp26.md**: this {'`--quick` ' if quick else ''}run's "
+        + ", ".join(f"{k} {b:g}{unit[k]}" for k, (_, b) in differ.items())
+        + " against the table's "
+        + ", ".join(f"{k} {a:g}{unit[k]}" for k, (a, _) in differ.items())
+        + f" ({_plural(trials, 'trial')} against {FULL['trials']:g}). The traffic's times compress with the "
+        "duration (fewer transfers finish, the background runs for less) and the background scales with "
+        "the rates, so its numbers differ from the table's.",
+        "",
+    ]
+
+
 def write_report(
     results: list[dict[str, Any]],
     out: Path,
@@ -488,8 +571,10 @@ def write_report(
         f"{_plural(trials, 'trial')} x {duration:g} s, core/peering/sender-access rates x {scale:g}, "
         f"background at the bottleneck {heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.",
         "",
-        "Scenarios: " + "; ".join(f"**{n}** {icnp26.SCENARIOS[n]}" for n in summ["scenario"].unique()),
+        *_comparable(trials, duration, scale, heavy_load),
+        "## What each scenario is and shows",
         "",
+        *_narrative(mean),
         f"## Side by side (mean over {_plural(trials, 'trial')})",
         "",
         "L4S traffic (TCP Prague streams and transfers, UDP Prague calls):",
