@@ -155,6 +155,132 @@ def test_no_background_bursts_at_all_is_a_valid_scenario(kw):
         assert all(f["source"]["rate"] > 0 for f in sc["flows"] if f["name"].startswith("bg_"))
 
 
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """The report of four short runs: S1, a shared FIFO (S2a: no L4S transfer done in 12 s), a
+    priority queue (S2b: two done) and path separation (S3b: no L4S at the bottleneck)."""
+    from l4sim import icnp26_report
+
+    out = tmp_path_factory.mktemp("icnp")
+    res = [icnp26_report.run_one((n, 1, 12.0, 0.05, 0.8)) for n in ("S1", "S2a", "S2b", "S3b")]
+    icnp26_report.write_report(res, out, duration=12.0, scale=0.05)
+    return out, res
+
+
+def _side_by_side(res, tmp_path, monkeypatch) -> dict:
+    """The side-by-side figure's panels by title, as the report draws them."""
+    import matplotlib.figure
+    import pandas as pd
+
+    from l4sim import icnp26_report
+
+    saved: dict = {}
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "savefig",
+        lambda fig, path, **kw: saved.update({Path(path).stem: fig}) or save(fig, path, **kw),
+    )
+    icnp26_report._figures(res, pd.DataFrame([icnp26_report._summary(r) for r in res]), tmp_path)
+    return {ax.get_title(): ax for ax in saved["side_by_side"].axes}
+
+
+def _labels_at(ax) -> dict[str, str]:
+    """Scenario -> the text drawn in its column."""
+    ticks = {round(t, 1): lab.get_text() for t, lab in zip(ax.get_xticks(), ax.get_xticklabels(), strict=True)}
+    return {ticks[min(ticks, key=lambda t: abs(t - x.get_position()[0]))]: x.get_text() for x in ax.texts}
+
+
+def test_side_by_side_marks_a_transfer_none_finished(report, tmp_path, monkeypatch):
+    """No L4S 10 MiB transfer finished in S1, S2a and S3b: their cells had no bar, which read as
+    0 s, the fastest."""
+    _, res = report
+    ax = next(a for t, a in _side_by_side(res, tmp_path, monkeypatch).items() if t.startswith("L4S 10 MiB"))
+    assert _labels_at(ax) == {"S1": "none done", "S2a": "none done", "S3b": "none done"}
+    assert len(ax.containers[0]) == 1  # S2b's bar, alone
+
+
+def test_side_by_side_shows_the_bottleneck_sojourn_per_class(report, tmp_path, monkeypatch):
+    """One P99 for both classes made the priority queue (S2b: the classic band's 70 ms) look worse
+    than the FIFO; its L4S band's P99 is below 1 ms. Path separation (S3b) has no L4S there."""
+    import pandas as pd
+
+    out, res = report
+    ax = next(a for t, a in _side_by_side(res, tmp_path, monkeypatch).items() if "sojourn P99" in t)
+    assert [c.get_label() for c in ax.containers] == ["L4S", "classic"]
+    assert ax.get_yscale() == "log" and "(ms" in ax.get_title()
+    assert _labels_at(ax) == {"S3b": "no L4S"}
+    summ = pd.read_csv(out / "summary.csv").set_index("scenario")
+    assert summ.loc["S2b", "btl_l4s_sojourn_p99_ms"] < 1 < 10 < summ.loc["S2b", "btl_classic_sojourn_p99_ms"]
+    assert pd.isna(summ.loc["S3b", "btl_l4s_sojourn_p99_ms"])
+
+
+def test_summary_has_no_column_blank_in_every_row(report):
+    """stream_rtt_p50_ms was blank in every row: the simulator samples no srtt for a chunks
+    source (World::sample reads a flow's bulk streams only), so the column never had a value."""
+    import pandas as pd
+
+    summ = pd.read_csv(report[0] / "summary.csv")
+    blank = [c for c in summ.columns if summ[c].isna().all()]
+    assert not blank, blank
+
+
+def _table(rep: str, header: str) -> list[list[str]]:
+    """The rows (cells) of the report's table whose header row starts with ``header``."""
+    lines = rep.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith(header))
+    rows = []
+    for ln in lines[i + 2 :]:
+        if not ln.startswith("|"):
+            break
+        rows.append([c.strip() for c in ln.strip("|").split("|")])
+    return rows
+
+
+def test_report_tables_say_what_is_missing_and_read_as_numbers(report):
+    """The tables printed `nan` for a transfer none of which finished, raw column names, counts
+    as `1.01e+04`, all-zero queue rows, and "1 trials"."""
+    import re
+
+    rep = (report[0] / "report.md").read_text()
+    assert not re.search(r"\bnan\b|\de[+-]\d|_ms\b|_mbps\b", rep), re.findall(r".{30}(?:nan|e\+\d).{10}", rep)
+    assert "4 scenarios x 1 trial x 12 s" in rep and "1 trials" not in rep
+    l4s = {r[0]: r for r in _table(rep, "| scenario | call RTT P50 (ms) |")}
+    assert l4s["S2a"][-2:] == ["0", "none done"]  # transfers done, mean time
+    assert l4s["S2b"][-2] == "2" and float(l4s["S2b"][-1]) > 0
+    btl = {r[0]: r for r in _table(rep, "| scenario | bottleneck egress |")}
+    assert btl["S3b"][2:4] == ["no L4S", "no L4S"]
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", c) for r in btl.values() for c in r[-2:])  # drops, marks
+    queues = _table(rep, "| scenario | egress | class | packets |")
+    assert queues and all(r[3:6] != ["0", "0", "0"] for r in queues)
+    assert ("S2a", "r-access-5->r-core2-5") not in {(r[0], r[1]) for r in queues}
+    assert "Left out, no packet crossed them: S2a r-access-5->r-core2-5 l4s;" in rep
+
+
+def test_report_says_what_each_scenario_is_and_shows_from_its_numbers(report):
+    """report.md named the scenarios and never said what they show (only docs/icnp26.md did)."""
+    rep = (report[0] / "report.md").read_text()
+    l4s = {r[0]: r for r in _table(rep, "| scenario | call RTT P50 (ms) |")}
+    para = {ln.split("**")[1]: ln for ln in rep.splitlines() if ln.startswith("**S")}
+    assert list(para) == ["S1", "S2a", "S2b", "S3b"]
+    assert "`r-access-5->r-core1-5`" in para["S2a"] and "FIFO" in para["S2a"]
+    # the run's numbers, next to the scenario it is measured against
+    assert f"RTT P95 is {l4s['S2a'][2]} ms (S1: {l4s['S1'][2]} ms)" in para["S2a"]
+    assert f"RTT P95 is {l4s['S2b'][2]} ms (S2a: {l4s['S2a'][2]} ms)" in para["S2b"]
+    assert "2 of 5 finished" in para["S2b"] and "(S2a: 0 of 5 finished)" in para["S2b"]
+    assert "none for L4S (no L4S packet crosses it)" in para["S3b"]
+    assert "S3a:" not in para["S3b"]  # S3a did not run: nothing to set it against
+    # a short run is not the table of docs/icnp26.md
+    assert "Not comparable with the table in docs/icnp26.md" in rep and "duration 12 s" in rep
+
+
+def test_report_at_the_docs_settings_has_no_comparability_warning(report, tmp_path):
+    from l4sim import icnp26_report
+
+    icnp26_report.write_report(report[1], tmp_path, duration=120.0, scale=0.1)
+    assert "Not comparable" not in (tmp_path / "report.md").read_text()
+
+
 def test_reproduce_quick_writes_its_report(tmp_path: Path):
     out = tmp_path / "icnp"
     p = subprocess.run(

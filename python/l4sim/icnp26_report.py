@@ -158,7 +158,8 @@ def run_one(job: tuple[str, int, float, float, float]) -> dict[str, Any]:
         "chunks": conns[conns["flow"].str.startswith("l4s_stream")][["flow", "size", "start_s", "fct_s"]],
         "classic_rtt": _series(r, ("classic_long",), "srtt_ms"),
         "classic_tput": _series(r, ("classic_long",), "tput_mbps"),
-        "stream_rtt": _series(r, ("l4s_stream",), "srtt_ms"),
+        # No RTT of the streams: the simulator samples srtt (series, 1 Hz samples, mean_srtt_ms)
+        # only for bulk and UDP flows, not for a chunks source's connection (docs/icnp26.md).
         "qdiscs": q[q["name"].isin(bott)][
             [
                 "name",
@@ -187,12 +188,21 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
     clx = x[x.index.str.startswith("classic")]
     ch = res["chunks"]
     crtt = res["classic_rtt"]["value"].dropna()
-    srtt = res["stream_rtt"]["value"].dropna()
     bq = res["qdiscs"]
     main = bq.iloc[-1] if len(bq) else None
     if len(bq) > 1:  # the scenario's own bottleneck: the busiest shaped egress besides the receiver access
         rest = bq[~bq["name"].str.startswith("r-access-6")]
         main = rest.sort_values("sojourn_mean_ms").iloc[-1] if len(rest) else main
+    # Per class at that egress (DualPI2's two queues, the priority queue's two bands; a FIFO's
+    # packets by ECN codepoint): no values for a class that sent nothing through it (S3b's L4S).
+    cl = res["classes"]
+    at = cl[(cl["kind"] == "class") & (cl["qdisc"] == (main["name"] if main is not None else None))]
+    at = at[at["deq_pkts"] > 0].set_index("name")
+    per_class = {
+        f"btl_{k}_sojourn_{q}_ms": at.loc[k, f"sojourn_{q}_ms"] if k in at.index else float("nan")
+        for k in ("l4s", "classic")
+        for q in ("mean", "p99")
+    }
     return {
         "scenario": res["scenario"],
         "trial": res["trial"],
@@ -201,7 +211,6 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
         "call_rate_mbps": udp["rate_mbps"].mean() if len(udp) else float("nan"),
         "call_loss_frac": udp["loss_frac"].mean() if len(udp) else float("nan"),
         "stream_goodput_mbps": f.loc[f.index.str.startswith("l4s_stream"), "goodput_mbps"].mean(),
-        "stream_rtt_p50_ms": srtt.median() if len(srtt) else float("nan"),
         "chunk_fct_p95_s": ch["fct_s"].quantile(0.95) if len(ch) else float("nan"),
         "l4s_xfers_done": len(l4x),
         "l4s_xfer_fct_s": l4x["fct_s"].mean() if len(l4x) else float("nan"),
@@ -214,6 +223,7 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
         "btl_sojourn_p99_ms": main["sojourn_p99_ms"] if main is not None else float("nan"),
         "btl_drops": main["drops"] if main is not None else 0,
         "btl_marks": main["marks"] if main is not None else 0,
+        **per_class,
     }
 
 
@@ -222,6 +232,7 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     figdir.mkdir(parents=True, exist_ok=True)
     first: dict[str, dict[str, Any]] = {}  # scenario -> its first trial's result
@@ -272,19 +283,38 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
     m = summ.groupby("scenario", sort=False).mean(numeric_only=True).reindex(names)
     cols = [
         ("call_rtt_p95_ms", "call RTT P95 (ms)"),
-        ("stream_goodput_mbps", "stream goodput (Mbit/s)"),
-        ("l4s_xfer_fct_s", "L4S 10 MiB transfer (s)"),
-        ("classic_long_goodput_mbps", "classic long, sum (Mbit/s)"),
+        ("stream_goodput_mbps", "stream goodput (Mbit/s, of 10)"),
+        ("l4s_xfer_fct_s", "L4S 10 MiB transfer, mean (s)"),
+        ("classic_long_goodput_mbps", "classic long flows, sum (Mbit/s)"),
         ("classic_rtt_p50_ms", "classic RTT P50 (ms)"),
-        ("btl_sojourn_p99_ms", "bottleneck sojourn P99 (ms)"),
     ]
     fig, axes = plt.subplots(2, 3, figsize=(12, 6))
-    for ax, (c, label) in zip(axes.flat, cols, strict=True):
-        colors = ["tab:gray" if n == "S1" else "tab:red" if n.endswith("a") else "tab:green" for n in names]
-        ax.bar(names, m[c].values, color=colors)
+    x = np.arange(len(names))
+    colors = ["tab:gray" if n == "S1" else "tab:red" if n.endswith("a") else "tab:green" for n in names]
+    for ax, (c, label) in zip(axes.flat, cols, strict=False):
+        _bars(ax, x, m[c].to_numpy(), 0.8, "none done" if c.endswith("xfer_fct_s") else "no data", color=colors)
         ax.set_title(label, fontsize=9)
+    # The bottleneck's sojourn per class: the priority band and DualPI2's L4S queue are what the
+    # scenarios are about, and one value for both classes hides them (log scale: 0.05 to 100 ms).
+    ax = axes.flat[-1]
+    for k, (cls, color) in enumerate((("l4s", "tab:blue"), ("classic", "tab:orange"))):
+        v = m[f"btl_{cls}_sojourn_p99_ms"].to_numpy()
+        label = {"l4s": "L4S", "classic": "classic"}[cls]
+        _bars(ax, x + (k - 0.5) * 0.4, v, 0.4, f"no {label}", color=color, label=label)
+    ax.set_yscale("log")
+    top = np.nanmax(m[["btl_l4s_sojourn_p99_ms", "btl_classic_sojourn_p99_ms"]].to_numpy(), initial=1.0)
+    ax.set_ylim(top=top * 20)  # room for the legend above the bars
+    ax.legend(fontsize=7, frameon=False, ncol=2, loc="upper left")
+    ax.set_title("bottleneck sojourn P99 per class (ms, log scale)", fontsize=9)
+    for ax in axes.flat:
+        ax.set_xticks(x, names)
         ax.tick_params(labelsize=8)
-    fig.suptitle("Scenarios side by side (red: shared FIFO; green: priority queue / path separation)", fontsize=10)
+    trials = summ["trial"].nunique()
+    fig.suptitle(
+        f"Scenarios side by side, mean over {_plural(trials, 'trial')} (grey: reference; red: shared FIFO; "
+        "green: priority queue / path separation)",
+        fontsize=10,
+    )
     fig.tight_layout()
     p = figdir / "side_by_side.png"
     fig.savefig(p, dpi=90)
@@ -293,16 +323,193 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
     return figs
 
 
+def _plural(n: int, word: str) -> str:
+    """``1 trial``, ``2 trials``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _bars(ax: Any, x: Any, values: Any, width: float, missing: str, **kw: Any) -> None:
+    """Bars at ``x``; where a value is missing (NaN) a hatched column labelled ``missing``, so that
+    no value does not read as a bar of height 0."""
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    have = ~np.isnan(values)
+    color = kw.pop("color", None)
+    if isinstance(color, list):
+        color = [c for c, h in zip(color, have, strict=True) if h]
+    ax.bar(x[have], values[have], width, color=color, **kw)
+    for xi in x[~have]:
+        column = ax.get_xaxis_transform()  # x in data, y from the axes' bottom (0) to top (1)
+        ax.add_patch(Rectangle((xi - width / 2, 0), width, 1, transform=column, fill=False, hatch="//", ec="0.7", lw=0))
+        white = {"fc": "white", "ec": "none", "pad": 1}
+        ax.text(xi, 0.5, missing, transform=column, rotation=90, ha="center", va="center", fontsize=7, bbox=white)
+
+
+# The report's columns: header with its unit, "int" (a count) or "num", and the text of a cell
+# without a value.
+COLUMNS: dict[str, tuple[str, str, str]] = {
+    "scenario": ("scenario", "text", ""),
+    "call_rtt_p50_ms": ("call RTT P50 (ms)", "num", "no data"),
+    "call_rtt_p95_ms": ("call RTT P95 (ms)", "num", "no data"),
+    "call_rate_mbps": ("call rate (Mbit/s, max 5)", "num", "no data"),
+    "call_loss_pct": ("call loss (%)", "num", "no data"),
+    "stream_goodput_mbps": ("stream goodput (Mbit/s, of 10)", "num", "no data"),
+    "chunk_fct_p95_s": ("chunk completion P95 (s)", "num", "none done"),
+    "l4s_xfers_done": ("L4S 10 MiB transfers done (of 5)", "int", "no data"),
+    "l4s_xfer_fct_s": ("L4S 10 MiB transfer, mean (s)", "num", "none done"),
+    "bottleneck": ("bottleneck egress", "text", ""),
+    "classic_long_goodput_mbps": ("classic long flows, sum (Mbit/s)", "num", "no data"),
+    "classic_rtt_p50_ms": ("classic RTT P50 (ms)", "num", "no data"),
+    "classic_xfers_done": ("classic 5 MiB transfers done (of 5)", "int", "no data"),
+    "classic_xfer_fct_s": ("classic 5 MiB transfer, mean (s)", "num", "none done"),
+    "btl_l4s_sojourn_mean_ms": ("L4S sojourn mean (ms)", "num", "no L4S"),
+    "btl_l4s_sojourn_p99_ms": ("L4S sojourn P99 (ms)", "num", "no L4S"),
+    "btl_classic_sojourn_mean_ms": ("classic sojourn mean (ms)", "num", "no classic"),
+    "btl_classic_sojourn_p99_ms": ("classic sojourn P99 (ms)", "num", "no classic"),
+    "btl_drops": ("drops (packets)", "int", "no data"),
+    "btl_marks": ("marks (packets)", "int", "no data"),
+    "egress": ("egress", "text", ""),
+    "class": ("class", "text", ""),
+    "pkts": ("packets", "int", "no data"),
+    "drops": ("drops", "int", "no data"),
+    "marks": ("marks", "int", "no data"),
+    "sojourn_mean_ms": ("sojourn mean (ms)", "num", "no data"),
+    "sojourn_p99_ms": ("sojourn P99 (ms)", "num", "no data"),
+}
+L4S_COLUMNS = [
+    "scenario",
+    "call_rtt_p50_ms",
+    "call_rtt_p95_ms",
+    "call_rate_mbps",
+    "call_loss_pct",
+    "stream_goodput_mbps",
+    "chunk_fct_p95_s",
+    "l4s_xfers_done",
+    "l4s_xfer_fct_s",
+]
+CLASSIC_COLUMNS = [
+    "scenario",
+    "classic_long_goodput_mbps",
+    "classic_rtt_p50_ms",
+    "classic_xfers_done",
+    "classic_xfer_fct_s",
+]
+BOTTLENECK_COLUMNS = [
+    "scenario",
+    "bottleneck",
+    "btl_l4s_sojourn_mean_ms",
+    "btl_l4s_sojourn_p99_ms",
+    "btl_classic_sojourn_mean_ms",
+    "btl_classic_sojourn_p99_ms",
+    "btl_drops",
+    "btl_marks",
+]
+
+
+def _cell(v: Any, kind: str, missing: str) -> str:
+    """A count as an integer (a mean over trials with one decimal), a measure to 3 significant
+    digits (whole numbers from 100 on), and ``missing`` where there is no value."""
+    if kind == "text":
+        return str(v)
+    if v is None or v != v:  # NaN
+        return missing
+    if kind == "int":
+        return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def _md_table(df: pd.DataFrame) -> str:
     cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    spec = [COLUMNS.get(c, (c, "num", "no data")) for c in cols]
+    lines = ["| " + " | ".join(h for h, _, _ in spec) + " |", "|" + "---|" * len(cols)]
     for _, row in df.iterrows():
-        cells = []
-        for c in cols:
-            v = row[c]
-            cells.append(f"{v:.3g}" if isinstance(v, float) else str(v))
+        cells = [_cell(row[c], kind, missing) for c, (_, kind, missing) in zip(cols, spec, strict=True)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# What each scenario is: its bottleneck, queue and paths (docs/icnp26.md, "Scenarios").
+WHAT = {
+    "S1": "The reference: the receiver access `r-access-6->lan-6` (100 Mbit/s, DualPI2) is the only "
+    "bottleneck, with light background everywhere; L4S and classic share one path.",
+    "S2a": "The sender access `r-access-5->r-core1-5` is the bottleneck: a 2 x BDP FIFO that the heavy "
+    "`eps_to_k` background loads; L4S and classic share it.",
+    "S2b": "S2a with a priority queue at the sender access: L4S (DSCP 10) in the first band, capped by a "
+    "tbf, with a 1 ms PIE; classic and the background in the second band (PIE, 15 ms).",
+    "S3a": "The AS4 core `r-core2-4->r-4-3` is the bottleneck: a 2 x BDP FIFO that the heavy `s_to_m` "
+    "background loads; L4S and classic share it.",
+    "S3b": "S3a with SRv6 path separation: L4S goes AS5-AS4-AS1-AS2-AS6 on the core1 planes, around the "
+    "loaded AS4 core; classic stays on it.",
+    "S4a": "The AS2-AS6 peering `r-2-6->r-6-2` is the bottleneck: a 2 x BDP FIFO that the heavy `f_to_g` "
+    "background loads; L4S and classic share it.",
+    "S4b": "S4a with S2b's priority queue at the peering egress (L4S band capped by a tbf, PIE 1 ms).",
+}
+
+
+def _reference(name: str) -> str | None:
+    """What a scenario is compared with: S1 for a shared FIFO, the shared FIFO for its fix."""
+    return None if name == "S1" else "S1" if name.endswith("a") else name[:2] + "a"
+
+
+def _narrative(mean: pd.DataFrame) -> list[str]:
+    """Per scenario what it is and, from this run's means, what it shows next to its reference."""
+    m = mean.set_index("scenario")
+    lines = []
+    for name in m.index:
+        ref = _reference(name)
+        ref = ref if ref in m.index else None
+
+        def v(col: str, unit: str, n: str) -> str:
+            x = m.loc[n, col]
+            return _cell(x, *COLUMNS[col][1:]) + (f" {unit}" if x == x else "")  # none: "no data", no unit
+
+        def xfers(kind: str, n: str) -> str:
+            done = m.loc[n, f"{kind}_xfers_done"]
+            mean = f", in {v(f'{kind}_xfer_fct_s', 's', n)} on average" if done else ""
+            return f"{_cell(done, 'int', '')} of 5 finished{mean}"
+
+        def sojourn(n: str) -> str:
+            l4s = m.loc[n, "btl_l4s_sojourn_p99_ms"]
+            classic = f"{v('btl_classic_sojourn_p99_ms', 'ms', n)} for classic"
+            if l4s != l4s:  # NaN: S3b's L4S flows go around the bottleneck
+                return f"none for L4S (no L4S packet crosses it), {classic}"
+            return f"{v('btl_l4s_sojourn_p99_ms', 'ms', n)} for L4S, {classic}"
+
+        def vs(what: Any, *a: str) -> str:
+            return what(*a, name) + (f" ({ref}: {what(*a, ref)})" if ref else "")
+
+        lead = f"Next to {ref}" if ref else "Its numbers" if name == "S1" else "Its numbers (its reference did not run)"
+        lines += [
+            f"**{name}**: {WHAT[name]} {lead}: the calls' RTT P95 is {vs(v, 'call_rtt_p95_ms', 'ms')}; the "
+            f"streams get {vs(v, 'stream_goodput_mbps', 'Mbit/s')} of their 10; of the L4S 10 MiB transfers "
+            f"{vs(xfers, 'l4s')}; the classic long flows get {vs(v, 'classic_long_goodput_mbps', 'Mbit/s')}; of "
+            f"the classic 5 MiB transfers {vs(xfers, 'classic')}; the sojourn P99 at its bottleneck is "
+            f"{vs(sojourn)}.",
+            "",
+        ]
+    return lines
+
+
+def _comparable(trials: int, duration: float, scale: float, heavy_load: float) -> list[str]:
+    """A warning when the run's settings are not those of the table in docs/icnp26.md."""
+    docs = {"duration": (FULL["duration"], duration), "scale": (FULL["scale"], scale)}
+    docs["heavy load"] = (icnp26.HEAVY_LOAD, heavy_load)
+    differ = {k: ab for k, ab in docs.items() if ab[0] != ab[1]}
+    if not differ:
+        return []
+    unit = {"duration": " s", "scale": "", "heavy load": ""}
+    quick = (trials, duration, scale) == (QUICK["trials"], QUICK["duration"], QUICK["scale"])
+    return [
+        f"**Not comparable with the table in docs/icnp26.md**: this {'`--quick` ' if quick else ''}run's "
+        + ", ".join(f"{k} {b:g}{unit[k]}" for k, (_, b) in differ.items())
+        + " against the table's "
+        + ", ".join(f"{k} {a:g}{unit[k]}" for k, (a, _) in differ.items())
+        + f" ({_plural(trials, 'trial')} against {FULL['trials']:g}). The traffic's times compress with the "
+        "duration (fewer transfers finish, the background runs for less) and the background scales with "
+        "the rates, so its numbers differ from the table's.",
+        "",
+    ]
 
 
 def write_report(
@@ -341,26 +548,8 @@ def write_report(
     figs = _figures(results, summ, out / "figures")
     trials = summ["trial"].nunique()
     mean = summ.groupby("scenario", sort=False).mean(numeric_only=True).drop(columns=["trial"]).reset_index()
-    show = [
-        "scenario",
-        "call_rtt_p50_ms",
-        "call_rtt_p95_ms",
-        "call_rate_mbps",
-        "call_loss_frac",
-        "stream_goodput_mbps",
-        "chunk_fct_p95_s",
-        "l4s_xfers_done",
-        "l4s_xfer_fct_s",
-        "classic_xfers_done",
-        "classic_xfer_fct_s",
-        "classic_long_goodput_mbps",
-        "classic_rtt_p50_ms",
-        "btl_sojourn_mean_ms",
-        "btl_sojourn_p99_ms",
-        "btl_drops",
-        "btl_marks",
-    ]
-    btl = summ.groupby("scenario", sort=False)["bottleneck"].first().reset_index()
+    mean["call_loss_pct"] = 100 * mean["call_loss_frac"]
+    mean["bottleneck"] = summ.groupby("scenario", sort=False)["bottleneck"].first().to_numpy()
     qmean = (
         (
             queues.groupby(["scenario", "egress", "class"], sort=False)
@@ -371,32 +560,51 @@ def write_report(
         if len(queues)
         else queues
     )
+    # An egress or class no packet crossed (S2's second sender-access uplink, S3b's L4S at the
+    # AS4 core): all zero, left out of the table and named below it.
+    idle = (qmean[["pkts", "drops", "marks"]] == 0).all(axis=1) if len(qmean) else pd.Series(dtype=bool)
+    idle_rows = qmean[idle] if len(qmean) else qmean
     lines = [
         "# l4sim: the multi-AS study (ICNP 2026)",
         "",
-        f"{len(summ)} runs: {summ['scenario'].nunique()} scenarios x {trials} trials x {duration:g} s, "
-        f"core/peering/sender-access rates x {scale:g}, background at the bottleneck "
-        f"{heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.",
+        f"{_plural(len(summ), 'run')}: {_plural(summ['scenario'].nunique(), 'scenario')} x "
+        f"{_plural(trials, 'trial')} x {duration:g} s, core/peering/sender-access rates x {scale:g}, "
+        f"background at the bottleneck {heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.",
         "",
-        "Scenarios: " + "; ".join(f"**{n}** {icnp26.SCENARIOS[n]}" for n in summ["scenario"].unique()),
+        *_comparable(trials, duration, scale, heavy_load),
+        "## What each scenario is and shows",
         "",
-        "## Side by side (mean over trials)",
+        *_narrative(mean),
+        f"## Side by side (mean over {_plural(trials, 'trial')})",
         "",
-        _md_table(mean[show]),
+        "L4S traffic (TCP Prague streams and transfers, UDP Prague calls):",
+        "",
+        _md_table(mean[L4S_COLUMNS]),
+        "",
+        "Classic traffic (CUBIC):",
+        "",
+        _md_table(mean[CLASSIC_COLUMNS]),
+        "",
+        "The scenario's bottleneck, per class (DualPI2's L4S and classic queues, the priority queue's "
+        "bands; a FIFO's one queue split by the packets' class):",
+        "",
+        _md_table(mean[BOTTLENECK_COLUMNS]),
         "",
         "![side by side](figures/side_by_side.png)",
         "",
-        "## The bottleneck each scenario's row reports",
+        f"## Queue counters per class at the shaped egresses (mean over {_plural(trials, 'trial')})",
         "",
-        _md_table(btl),
-        "",
-        "## Queue counters per class at the shaped egresses (mean over trials)",
-        "",
-        _md_table(qmean) if len(qmean) else "(none)",
-        "",
-        "## Over time (trial 1)",
+        _md_table(qmean[~idle]) if len(qmean) else "(none)",
         "",
     ]
+    if len(idle_rows):
+        lines += [
+            "Left out, no packet crossed them: "
+            + "; ".join(" ".join(r) for r in idle_rows[["scenario", "egress", "class"]].to_numpy())
+            + ".",
+            "",
+        ]
+    lines += ["## Over time (trial 1)", ""]
     for k in ("calls_rtt", "calls_rate", "classic_tput", "classic_rtt", "queues"):
         lines += [f"![{k}](figures/{figs[k].name})", ""]
     lines += ["Per run: `summary.csv`; per class and egress: `queues.csv`.", ""]
