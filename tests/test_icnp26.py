@@ -216,13 +216,14 @@ def test_side_by_side_shows_the_bottleneck_sojourn_per_class(report, tmp_path, m
 
 
 def test_summary_has_no_column_blank_in_every_row(report):
-    """stream_rtt_p50_ms was blank in every row: the simulator samples no srtt for a chunks
-    source (World::sample reads a flow's bulk streams only), so the column never had a value."""
+    """stream_rtt_p50_ms was blank in every row: the simulator sampled no srtt for a chunks
+    source's persistent connection (World::sample read a flow's bulk streams only)."""
     import pandas as pd
 
     summ = pd.read_csv(report[0] / "summary.csv")
     blank = [c for c in summ.columns if summ[c].isna().all()]
     assert not blank, blank
+    assert (summ["stream_rtt_p50_ms"] >= 10).all()
 
 
 def _table(rep: str, header: str) -> list[list[str]]:

@@ -297,7 +297,8 @@ class RunResult:
 
     @property
     def rtt_samples(self) -> dict[str, np.ndarray]:
-        """Per flow: the once-per-second srtt samples (ms) of its first stream."""
+        """Per flow: the once-per-second srtt samples (ms) of its first stream (of a persistent
+        source: its connection; of a UDP Prague call: its sender)."""
         import numpy as np
 
         return {k: np.asarray(v, dtype=float) for k, v in (self.raw.get("rtt_samples") or {}).items()}

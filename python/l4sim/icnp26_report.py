@@ -158,8 +158,7 @@ def run_one(job: tuple[str, int, float, float, float]) -> dict[str, Any]:
         "chunks": conns[conns["flow"].str.startswith("l4s_stream")][["flow", "size", "start_s", "fct_s"]],
         "classic_rtt": _series(r, ("classic_long",), "srtt_ms"),
         "classic_tput": _series(r, ("classic_long",), "tput_mbps"),
-        # No RTT of the streams: the simulator samples srtt (series, 1 Hz samples, mean_srtt_ms)
-        # only for bulk and UDP flows, not for a chunks source's connection (docs/icnp26.md).
+        "stream_rtt": _series(r, ("l4s_stream",), "srtt_ms"),
         "qdiscs": q[q["name"].isin(bott)][
             [
                 "name",
@@ -188,6 +187,7 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
     clx = x[x.index.str.startswith("classic")]
     ch = res["chunks"]
     crtt = res["classic_rtt"]["value"].dropna()
+    srtt = res["stream_rtt"]["value"].dropna()
     bq = res["qdiscs"]
     main = bq.iloc[-1] if len(bq) else None
     if len(bq) > 1:  # the scenario's own bottleneck: the busiest shaped egress besides the receiver access
@@ -211,6 +211,7 @@ def _summary(res: dict[str, Any]) -> dict[str, Any]:
         "call_rate_mbps": udp["rate_mbps"].mean() if len(udp) else float("nan"),
         "call_loss_frac": udp["loss_frac"].mean() if len(udp) else float("nan"),
         "stream_goodput_mbps": f.loc[f.index.str.startswith("l4s_stream"), "goodput_mbps"].mean(),
+        "stream_rtt_p50_ms": srtt.median() if len(srtt) else float("nan"),
         "chunk_fct_p95_s": ch["fct_s"].quantile(0.95) if len(ch) else float("nan"),
         "l4s_xfers_done": len(l4x),
         "l4s_xfer_fct_s": l4x["fct_s"].mean() if len(l4x) else float("nan"),
@@ -355,6 +356,7 @@ COLUMNS: dict[str, tuple[str, str, str]] = {
     "call_rate_mbps": ("call rate (Mbit/s, max 5)", "num", "no data"),
     "call_loss_pct": ("call loss (%)", "num", "no data"),
     "stream_goodput_mbps": ("stream goodput (Mbit/s, of 10)", "num", "no data"),
+    "stream_rtt_p50_ms": ("stream RTT P50 (ms)", "num", "no data"),
     "chunk_fct_p95_s": ("chunk completion P95 (s)", "num", "none done"),
     "l4s_xfers_done": ("L4S 10 MiB transfers done (of 5)", "int", "no data"),
     "l4s_xfer_fct_s": ("L4S 10 MiB transfer, mean (s)", "num", "none done"),
@@ -384,6 +386,7 @@ L4S_COLUMNS = [
     "call_rate_mbps",
     "call_loss_pct",
     "stream_goodput_mbps",
+    "stream_rtt_p50_ms",
     "chunk_fct_p95_s",
     "l4s_xfers_done",
     "l4s_xfer_fct_s",

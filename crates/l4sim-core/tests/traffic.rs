@@ -306,6 +306,13 @@ fn chunks_and_messages_on_persistent_connections_record_every_transfer() {
     let bg: Vec<_> = r.connections.iter().filter(|c| c.flow == "bg").collect();
     assert!(bg.len() > 500, "{}", bg.len());
     assert!(bg.iter().all(|c| c.size == 65_000));
+    // The persistent connections are sampled as a bulk flow's first stream is: srtt over
+    // the 10 ms base RTT in the time series and once a second (they were NaN and empty).
+    for (i, name) in [(0, "video"), (1, "bg")] {
+        let srtt = &r.series.flows[i].srtt_ms;
+        assert!(srtt[20..].iter().all(|&x| x >= 10.0), "{name}: {srtt:?}");
+        assert!(r.rtt_samples[name].len() >= 19, "{name}");
+    }
 }
 
 /// A periodic `messages` source (`source`'s fields added) on one persistent CUBIC connection

@@ -76,7 +76,8 @@ struct FlowState {
     hosts: (u32, u32),
     /// MSS of its path (`Network::path_mss`), for its TCP connections.
     mss: u32,
-    /// Bulk flows: their streams, alive for the whole run (the first one is sampled).
+    /// Bulk flows: their streams, alive for the whole run (the first one is sampled, as a
+    /// persistent source's connection is).
     streams: Vec<usize>,
     source: Option<Box<dyn Source>>,
     rng: Rng,
@@ -360,10 +361,13 @@ impl World {
             self.sched.schedule(start, Event::StreamStart(slot as u32));
         }
         self.transfers = initial;
-        if bulk {
+        // a bulk flow's first stream and a persistent source's connection are sampled
+        let persistent = self.flows[fi].source.as_ref().is_some_and(|s| s.persistent());
+        if bulk || persistent {
             self.sched
                 .schedule(start + SEC, Event::RttSample(fi as u32));
-        } else {
+        }
+        if !bulk {
             self.schedule_source(fi);
         }
     }
@@ -589,7 +593,8 @@ impl World {
                 if f.removed_at.is_some() {
                     return;
                 }
-                let srtt = match self.conns[f.streams[0]].as_ref().map(|s| &s.conn) {
+                let sampled = f.streams.first().copied().or(f.persistent);
+                let srtt = match sampled.and_then(|s| self.conns[s].as_ref()).map(|s| &s.conn) {
                     Some(Conn::Tcp(c)) => c.0.sk.srtt,
                     Some(Conn::UdpPrague(c)) => c.0.srtt(),
                     _ => 0,
@@ -1177,7 +1182,9 @@ impl World {
             ser.tput_mbps
                 .push((f.delivered - f.last_bytes) as f64 * 8.0 / dt / 1e6);
             f.last_bytes = f.delivered;
-            let first = f.streams.first().and_then(|&s| self.conns[s].as_mut());
+            // the first stream, or a persistent source's connection
+            let sampled = f.streams.first().copied().or(f.persistent);
+            let first = sampled.and_then(|s| self.conns[s].as_mut());
             if let Some(Conn::UdpPrague(c)) = first.as_ref().map(|s| &s.conn) {
                 ser.cwnd.resize(n, f64::NAN);
                 ser.ce_fed_back.resize(n, f64::NAN);
@@ -1188,7 +1195,7 @@ impl World {
                 f.udp_records.extend(c.1.take_records());
                 continue;
             }
-            let first = f.streams.first().and_then(|&s| self.conns[s].as_ref());
+            let first = sampled.and_then(|s| self.conns[s].as_ref());
             let Some(Conn::Tcp(c)) = first.map(|s| &s.conn) else {
                 for col in [
                     &mut ser.cwnd,
