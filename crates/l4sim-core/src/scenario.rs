@@ -532,23 +532,37 @@ impl Scenario {
             ));
         }
         // `line`: the link's line rate, Mbit/s (None: no serialization).
-        let check_btl =
-            |prefix: &str, b: &BottleneckSpec, line: Option<f64>| -> Result<(), ScenarioError> {
-                rate(&format!("{prefix}.rate"), b.rate)?;
-                check_shaping_rate(&format!("{prefix}.rate"), b.rate, line)?;
-                b.qdisc
-                    .validate()
-                    .map_err(|(f, m)| err(format!("{prefix}.qdisc.{f}"), m))?;
-                if let Some(burst) = b.burst {
-                    if burst < crate::packet::hdr::PSCHED_MTU {
-                        return Err(err(
-                            format!("{prefix}.burst"),
-                            format!("HTB burst {burst} bytes is below one MTU (1514 bytes)"),
+        let check_btl = |prefix: &str,
+                         b: &BottleneckSpec,
+                         line: Option<f64>|
+         -> Result<(), ScenarioError> {
+            rate(&format!("{prefix}.rate"), b.rate)?;
+            check_shaping_rate(&format!("{prefix}.rate"), b.rate, line)?;
+            b.qdisc
+                .validate()
+                .map_err(|(f, m)| err(format!("{prefix}.qdisc.{f}"), m))?;
+            if let crate::qdisc::QdiscSpec::Wifi(w) = &b.qdisc {
+                if b.rate < w.phy_rate_mbps {
+                    return Err(err(
+                            format!("{prefix}.rate"),
+                            format!(
+                                "{} Mbit/s is below the wifi qdisc's phy_rate_mbps {}: the shaper, not \
+                                 the air, would set the hop's pace (give a rate of at least the PHY rate)",
+                                b.rate, w.phy_rate_mbps
+                            ),
                         ));
-                    }
                 }
-                Ok(())
-            };
+            }
+            if let Some(burst) = b.burst {
+                if burst < crate::packet::hdr::PSCHED_MTU {
+                    return Err(err(
+                        format!("{prefix}.burst"),
+                        format!("HTB burst {burst} bytes is below one MTU (1514 bytes)"),
+                    ));
+                }
+            }
+            Ok(())
+        };
         match &self.topology {
             TopologySpec::Dumbbell {
                 base_rtt,
@@ -822,6 +836,13 @@ mod tests {
         }
         Scenario::from_json(&flow(r#""source": {"kind": "web", "trace": [[0, 1000]]}"#)).unwrap();
         Scenario::from_json(&flow(r#""cc": {"name": "cubic", "beta": 1024}"#)).unwrap();
+        let wifi = OK.replace(
+            r#"{"kind": "bfifo", "limit": 250000}"#,
+            r#"{"kind": "wifi", "phy_rate_mbps": 300}"#,
+        );
+        let e = Scenario::from_json(&wifi).unwrap_err();
+        assert_eq!(e.field, "topology.bottleneck.rate", "{e}");
+        Scenario::from_json(&wifi.replace("\"rate\": 100", "\"rate\": 300")).unwrap();
         let red = OK.replace(
             r#"{"kind": "bfifo", "limit": 250000}"#,
             r#"{"kind": "red", "limit": 1000, "min": 300, "max": 900}"#,

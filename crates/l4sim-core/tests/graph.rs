@@ -493,5 +493,8 @@ fn a_second_link_between_two_nodes_is_named_as_such() {
     sc["topology"]["links"][n]["name_ab"] = json!("second-ab");
     sc["topology"]["links"][n]["name_ba"] = json!("second-ba");
     let e = Scenario::from_json(&sc.to_string()).err();
-    assert!(e.as_ref().is_none_or(|e| !e.message.contains("name")), "{e:?}");
+    assert!(
+        e.as_ref().is_none_or(|e| !e.message.contains("name")),
+        "{e:?}"
+    );
 }

@@ -362,7 +362,10 @@ impl World {
         }
         self.transfers = initial;
         // a bulk flow's first stream and a persistent source's connection are sampled
-        let persistent = self.flows[fi].source.as_ref().is_some_and(|s| s.persistent());
+        let persistent = self.flows[fi]
+            .source
+            .as_ref()
+            .is_some_and(|s| s.persistent());
         if bulk || persistent {
             self.sched
                 .schedule(start + SEC, Event::RttSample(fi as u32));
@@ -594,7 +597,10 @@ impl World {
                     return;
                 }
                 let sampled = f.streams.first().copied().or(f.persistent);
-                let srtt = match sampled.and_then(|s| self.conns[s].as_ref()).map(|s| &s.conn) {
+                let srtt = match sampled
+                    .and_then(|s| self.conns[s].as_ref())
+                    .map(|s| &s.conn)
+                {
                     Some(Conn::Tcp(c)) => c.0.sk.srtt,
                     Some(Conn::UdpPrague(c)) => c.0.srtt(),
                     _ => 0,
