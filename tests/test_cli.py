@@ -365,3 +365,9 @@ def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: P
     err = capsys.readouterr().err
     assert err.startswith("error: run ") and words in err and err.count("\n") == 1, err
     assert not (tmp_path / "st").exists()
+
+
+def test_a_command_line_override_is_blamed_on_its_option_not_the_file(minimal_toml: Path, capsys):
+    assert main(["run", str(minimal_toml), "--duration", "1e9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --duration: ") and "in " + str(minimal_toml) not in err, err

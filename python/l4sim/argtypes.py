@@ -33,8 +33,11 @@ def count(text: str) -> int:
 
 
 def seed(text: str) -> int:
-    """A random seed: a whole number, 0 or more."""
-    return _whole(text, 0, "0 or more")
+    """A random seed: a whole number, 0 to 2^64 - 1 (the core's u64)."""
+    v = _whole(text, 0, "0 or more")
+    if v >= 2**64:
+        raise argparse.ArgumentTypeError(f"must be a whole number below 2^64; got {text!r}")
+    return v
 
 
 def seconds(text: str) -> float:

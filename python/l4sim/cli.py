@@ -111,7 +111,13 @@ def _scenarios_from_args(args: argparse.Namespace) -> list[Scenario]:
     if factors:
         raise _UsageError(f"give scenario FILEs or study factors ({', '.join(factors)}), not both")
     overrides = {k: v for k, v in (("duration", args.duration), ("seed", args.seed)) if v is not None}
-    return [Scenario.from_file(f).with_overrides(**overrides).validate() for f in args.file]
+    scenarios = [Scenario.from_file(f) for f in args.file]
+    try:
+        return [sc.with_overrides(**overrides).validate() for sc in scenarios]
+    except ScenarioError as e:
+        if getattr(e, "field", None) in overrides:  # the command line's value, not the file's
+            raise _UsageError(f"--{e.field}: {e.message}") from None
+        raise
 
 
 def _output_names(scenarios: list[Scenario]) -> list[str]:
