@@ -349,8 +349,8 @@ duration = 2
     "replace,words",
     [
         (("n_l4s = 1", "n_l4s = 0"), "n_classic are both 0"),  # n_classic = 0 too
-        (("base_rtt = 10", "base_rtt = 1e308"), "base_rtt: 1e+308 ms is a base RTT of more than a minute"),
-        (("n_bdp = 2", "n_bdp = 1e308"), "n_bdp: "),
+        (("base_rtt = 10", "base_rtt = 1e308"), "'base_rtt': 1e+308 ms is a base RTT of more than a minute"),
+        (("n_bdp = 2", "n_bdp = 1e308"), "'n_bdp': "),
     ],
 )
 def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: Path, capsys, replace, words):
@@ -363,7 +363,7 @@ def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: P
     f.write_text(text, encoding="utf-8")
     assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: run ") and words in err and err.count("\n") == 1, err
+    assert err.startswith("error: factor '") and words in err and "(in the run " in err and err.count("\n") == 1, err
     assert not (tmp_path / "st").exists()
 
 

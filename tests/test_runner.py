@@ -486,6 +486,23 @@ def test_cli_malformed_study_file_is_a_clear_error(tmp_path, capsys):
     assert "unknown factor 'buffer'" in capsys.readouterr().err
 
 
+def test_cli_a_run_the_core_would_refuse_stops_plan_and_run_before_a_store_is_made(tmp_path, capsys):
+    """It used to plan fine, then fail every run into a store that then held the bad design."""
+    from l4sim.cli_study import main
+
+    f = tmp_path / "x.toml"
+    f.write_text(
+        "[factors]\naqm = ['DualPI2']\nn_bdp = [1]\n"
+        "[fixed]\nbtl_capacity = 100\nbase_rtt = 10\nduration = 2\nsample_interval = 0.0001\n"
+    )
+    for argv in (["study", "plan", str(f), "--no-estimate"], ["study", "run", str(f), "--store", str(tmp_path / "s")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: factor 'sample_interval': 0.0001 s") and "aqm=DualPI2" in err
+        assert err.count("\n") == 1
+    assert not (tmp_path / "s").exists()
+
+
 def test_cli_presets_lists_run_counts(capsys):
     from l4sim.cli_study import main
 

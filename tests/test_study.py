@@ -159,6 +159,30 @@ def test_malformed_study_file_error_names_the_factor(text, factor):
         Study.from_toml(text)
 
 
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"sample_interval": 0.0001}, r"factor 'sample_interval': 0.0001 s is below the finest"),
+        ({"n_bdp": [1, 0.001]}, r"factor 'n_bdp': bfifo limit 125 bytes is below one MTU"),
+        ({"n_l4s": [0], "n_classic": [0]}, r"factor 'n_l4s': n_l4s and n_classic are both 0"),
+    ],
+)
+def test_check_refuses_a_design_whose_runs_the_core_would_refuse_naming_factor_and_run(change, message):
+    """These were found only when every run failed, after the store had the design."""
+    factors = {"aqm": ["FIFO", "DualPI2"], "n_bdp": [1]}
+    fixed = {"btl_capacity": 100, "base_rtt": 10, "duration": 2}
+    for k, v in change.items():
+        (factors if isinstance(v, list) else fixed)[k] = v
+    s = Study.from_dict({"factors": factors, "fixed": fixed})
+    with pytest.raises(StudyError, match=message + r".* \(in the run n_bdp="):
+        s.check()
+
+
+def test_check_validates_each_cell_once_and_passes_the_presets():
+    for name in presets.names():
+        presets.get(name).check()
+
+
 def test_invalid_toml_is_a_study_error():
     with pytest.raises(StudyError, match="TOML"):
         Study.from_toml("[factors\n")

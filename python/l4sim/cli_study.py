@@ -279,6 +279,7 @@ def cmd_run(args) -> int:
             ov["duration"] = args.duration
         if ov:
             study = study.with_overrides(**ov)
+        study.check()  # before the store, the scheduler or any run (run_study checks again: 1 s at most)
     except StudyError as e:
         return _err(str(e))
     if args.name is not None:
@@ -305,6 +306,10 @@ def cmd_plan(args) -> int:
     if args.check and args.no_estimate:
         return _err("--check: it compares runs with the estimate, which --no-estimate skips")
     runs = study.runs()  # expanded once: the description, the estimate, the calibration, the check
+    try:
+        study.check(runs)
+    except StudyError as e:
+        return _err(str(e))
     print(study.describe(len(runs)))
     if not args.no_estimate:
         from l4sim.studies import cost
@@ -537,6 +542,7 @@ def cmd_reproduce_anrw24(args) -> int:
     out = Path(args.out)
     try:
         study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
+        study.check()
     except StudyError as e:
         return _err(str(e))
     clash = _output_problem("--out", out) or _design_clash(out / "store", study) or _connect_dask(args)
