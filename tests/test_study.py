@@ -91,6 +91,47 @@ base_rtt = 10
     assert got == {("Codel", 0, 1), ("Codel", 1, 1), ("DualPI2", 0, 1)}
 
 
+def test_constraint_values_are_spelled_as_the_factors_are():
+    """Names are case-insensitive everywhere: 'dualpi2' in a constraint used to match nothing."""
+    s = Study.from_toml("""
+constraints = ["not (aqm == 'dualpi2' and n_bdp == 1)", "cc_classic in ('CUBIC', 'bbrv2')"]
+[factors]
+aqm = ["FIFO", "DualPI2"]
+n_bdp = [1, 2]
+cc_classic = ["cubic", "bbr2", "reno"]
+[fixed]
+btl_capacity = 100
+base_rtt = 10
+""")
+    got = {(p["aqm"], p["n_bdp"]) for p in s.points()}
+    assert got == {("FIFO", 1), ("FIFO", 2), ("DualPI2", 2)}
+    assert {p["cc_classic"] for p in s.points()} == {"cubic", "bbr2"}
+
+
+@pytest.mark.parametrize(
+    "constraint,message",
+    [
+        ("aqm == 'Nope'", r"constraint \"aqm == 'Nope'\": factor 'aqm': value 'Nope' is not one of"),
+        ("n_bdp != 3", r"constraint 'n_bdp != 3': factor 'n_bdp' is never 3 in this design \(its values: 1, 2\)"),
+        ("aqm in ('codel', 'pie_drop')", r"factor 'aqm' is never any of 'Codel', 'pie_drop'"),
+        ("cc_classic == 'bbr'", r"factor 'cc_classic' is compared with 'bbr' but the design does not set it"),
+    ],
+)
+def test_a_constraint_comparing_a_factor_with_a_value_it_never_takes_is_an_error(constraint, message):
+    text = f'constraints = ["{constraint}"]\n[factors]\naqm = ["FIFO", "DualPI2"]\nn_bdp = [1, 2]\n'
+    with pytest.raises(StudyError, match=message):
+        Study.from_toml(text + "[fixed]\nbtl_capacity = 100\nbase_rtt = 10\n")
+
+
+def test_a_design_its_constraints_cut_down_to_no_run_is_an_error():
+    s = Study.from_toml(
+        'constraints = ["n_bdp > 5"]\n[factors]\naqm = ["FIFO"]\nn_bdp = [1, 2]\n[fixed]\nbtl_capacity = 100\nbase_rtt = 10\n'
+    )
+    assert s.points() == []
+    with pytest.raises(StudyError, match=r"^constraints: no run of the design is left after them .*'n_bdp > 5'"):
+        s.check()
+
+
 @pytest.mark.parametrize(
     "expr", ["__import__('os').system('true')", "aqm.lower() == 'x'", "[x for x in aqm]", "lambda: 1"]
 )
