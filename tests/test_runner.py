@@ -621,7 +621,31 @@ def test_cli_run_on_a_locked_store_is_a_clear_error(tmp_path, fake_engine, capsy
     with Store(tmp_path / "st", write=True):
         assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
     err = capsys.readouterr().err
+    assert err.startswith("error: --store: results store") and err.count("\n") == 1
     assert "being written by another process" in err and str(os.getpid()) in err
+
+
+@pytest.mark.parametrize("command", ["status", "verdicts", "export", "plot", "report", "run"])
+def test_cli_a_directory_whose_index_is_not_a_store_is_one_line(tmp_path, fake_engine, capsys, command):
+    from l4sim.cli_study import main
+
+    js = tmp_path / "js"
+    js.mkdir()
+    (js / "index.sqlite").write_text("junk\n")
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    argv = {
+        "plot": ["study", "plot", str(js), "--out", str(tmp_path / "figs")],
+        "report": ["study", "report", str(js), "--out", str(tmp_path / "r.html")],
+        "run": ["study", "run", str(f), "--store", str(js), "--quiet"],
+    }.get(command, ["study", command, str(js)])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "is not a results store (index.sqlite: file is not a database)" in err
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["js", "s.toml"] and [p.name for p in js.iterdir()] == [
+        "index.sqlite"
+    ]
 
 
 def test_report_states_the_verdict_rules_in_words_not_as_a_python_repr(tmp_path, fake_engine):

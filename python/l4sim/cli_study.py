@@ -199,16 +199,13 @@ def _design_problem(store: str | Path, design: str | None) -> str | None:
 
 def _stored_design_conflict(store: Path, study: Design) -> DesignConflictError | None:
     """The store's :class:`DesignConflictError` if it holds another design under ``study``'s
-    name (read-only, before anything runs), else None."""
-    from l4sim.sweep.store import Store, StoreError
+    name (read-only, before anything runs), else None; StoreError if ``store`` holds no store."""
+    from l4sim.sweep.store import Store
 
     if not (store / "index.sqlite").exists():
         return None
-    try:
-        with Store(store) as st:
-            return st.design_conflict(study.name, ((r.point, r.seed) for r in study.runs()))
-    except StoreError:
-        return None  # running says what is wrong with the store
+    with Store(store) as st:
+        return st.design_conflict(study.name, ((r.point, r.seed) for r in study.runs()))
 
 
 def _conflict_for_run(e: DesignConflictError) -> str:
@@ -242,15 +239,17 @@ def _load(spec: str):
     return load(spec)
 
 
-def _run_and_report(study, store: Path, args, outcome: list | None = None) -> int:
+def _run_and_report(study, store: Path, args, outcome: list | None = None, option: str = "--store") -> int:
     from l4sim.sweep.runner import run_study
-    from l4sim.sweep.store import DesignConflictError, StoreLockedError
+    from l4sim.sweep.store import StoreError
 
     try:
         out = run_study(
             study, store, jobs=args.jobs, dask=args.dask, limit=args.limit, progress=not getattr(args, "quiet", False)
         )
-    except (StoreLockedError, DesignConflictError, DesignError) as e:
+    except StoreError as e:  # locked by another writer, not a store, another design of the name
+        return _err(f"{option}: {e}")
+    except DesignError as e:
         return _err(str(e))
     finally:
         if args.dask is not None and not isinstance(args.dask, str):
@@ -286,9 +285,14 @@ def cmd_run(args) -> int:
         if not args.name.strip():
             return _err(f"--name: {args.name!r} is empty; a design needs a name")
         study = study.renamed(args.name)
+    from l4sim.sweep.store import StoreError
+
     problem = _output_problem("--store", args.store)
-    if problem is None and (conflict := _stored_design_conflict(Path(args.store), study)) is not None:
-        problem = _conflict_for_run(conflict)
+    try:
+        if problem is None and (conflict := _stored_design_conflict(Path(args.store), study)) is not None:
+            problem = _conflict_for_run(conflict)
+    except StoreError as e:
+        problem = f"--store: {e}"
     problem = problem or _connect_dask(args)
     if problem:
         return _err(problem)
@@ -537,7 +541,7 @@ def cmd_reproduce_anrw24(args) -> int:
     from l4sim.studies import plots, presets
     from l4sim.studies.analysis import cells, verdict_table
     from l4sim.studies.report import export_csv, write_report
-    from l4sim.sweep.store import Store
+    from l4sim.sweep.store import Store, StoreError
 
     out = Path(args.out)
     try:
@@ -545,14 +549,17 @@ def cmd_reproduce_anrw24(args) -> int:
         study.check()
     except StudyError as e:
         return _err(str(e))
-    clash = _output_problem("--out", out) or _design_clash(out / "store", study) or _connect_dask(args)
+    try:
+        clash = _output_problem("--out", out) or _design_clash(out / "store", study) or _connect_dask(args)
+    except StoreError as e:
+        clash = f"--out: {e}"
     if clash:
         return _err(clash)
     out.mkdir(parents=True, exist_ok=True)
     trials = f"{args.trials} trial{'s' * (args.trials != 1)}"
     print(f"ANRW'24 grid: {len(study)} runs ({trials} x {args.duration:g} s) into {out / 'store'}")
     outcome: list = []
-    rc = _run_and_report(study, out / "store", args, outcome)
+    rc = _run_and_report(study, out / "store", args, outcome, option="--out")
     if rc in (2, 130):
         return rc
     missing = outcome[0].missing if outcome else 0

@@ -133,6 +133,22 @@ class StoreError(RuntimeError):
     pass
 
 
+def _check_index(path: Path) -> None:
+    """StoreError if ``path/index.sqlite`` is not a results store's index (not an SQLite
+    database, or one without the store's tables): it was a DatabaseError traceback."""
+    idx = path / "index.sqlite"
+    try:
+        db = sqlite3.connect(f"file:{idx}?mode=ro", uri=True, timeout=30)
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise StoreError(f"{str(path)!r} is not a results store ({idx.name}: {e})") from None
+    if tables and "runs" not in tables:
+        raise StoreError(f"{str(path)!r} is not a results store ({idx.name} has no runs table)")
+
+
 class StoreLockedError(StoreError):
     """Another process is writing this store."""
 
@@ -272,6 +288,8 @@ class Store:
         self.path = Path(path)
         self.write = write
         self._lock_fd: int | None = None
+        if (self.path / "index.sqlite").exists():
+            _check_index(self.path)  # before anything is written beside a file that is not a store
         if write:
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / "series").mkdir(exist_ok=True)
