@@ -720,6 +720,10 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
         (["study", "plot", "{store}", "--out", "{file}"], "--out"),
         (["study", "plot", "{store}", "--out", "{tmp}/fig", "--format", "bmp"], "--format"),
         (["study", "report", "{store}", "--out", "{file}/r.html"], "--out"),
+        (["study", "report", "{store}", "--out", "{store}"], "--out"),  # was a traceback after figures/
+        (["study", "export", "{store}", "--parquet", "{store}"], "--parquet"),
+        (["study", "export", "{store}", "--csv", "{store}"], "--csv"),
+        (["study", "export", "{store}", "--csv", "{file}/x.csv"], "--csv"),
         (["study", "report", "{tmp}/nostore", "--out", "{tmp}/r.html"], None),
         (["study", "verdicts", "{store}", "--scope", "rtt=20"], "--scope"),
         (["study", "verdicts", "{store}", "--scope", "base_rtt=-5"], "--scope base_rtt"),

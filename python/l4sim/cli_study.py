@@ -181,6 +181,21 @@ def _output_problem(option: str, directory: str | Path | None) -> str | None:
     return f"{option}: {problem}" if problem else None
 
 
+def _file_problem(option: str, file: str | Path, *, made: bool = False) -> str | None:
+    """One line if ``file`` (given with ``option``) cannot be written as an output file: it is
+    a directory, a part of its path is a file, or (unless ``made``: the command makes it) its
+    directory does not exist."""
+    p = Path(file)
+    if p.is_dir():
+        return f"{option}: {str(p)!r} is a directory; give a file name"
+    problem = directory_problem(p.parent)
+    if problem:
+        return f"{option}: {problem}"
+    if not made and not p.parent.is_dir():
+        return f"{option}: directory {str(p.parent)!r} does not exist"
+    return None
+
+
 def _design_problem(store: str | Path, design: str | None) -> str | None:
     """One line if ``--design`` names no design of the store (a typo would give empty results)."""
     from l4sim.sweep.store import Store, StoreError
@@ -368,10 +383,15 @@ def cmd_export(args) -> int:
     from l4sim.sweep.store import Store, StoreError
 
     to_stdout = args.csv == "-" or not (args.csv or args.parquet or args.flent)
-    for flag, f in (("--csv", None if args.csv == "-" else args.csv), ("--parquet", args.parquet)):
-        if f and not Path(f).resolve().parent.is_dir():
-            return _err(f"{flag}: directory {str(Path(f).parent)!r} does not exist")
-    problem = _output_problem("--flent", args.flent) or _design_problem(args.store, args.design)
+    problem = next(
+        (
+            p
+            for flag, f in (("--csv", None if args.csv == "-" else args.csv), ("--parquet", args.parquet))
+            if f and (p := _file_problem(flag, f))
+        ),
+        None,
+    )
+    problem = problem or _output_problem("--flent", args.flent) or _design_problem(args.store, args.design)
     if problem:
         return _err(problem)
     try:
@@ -523,7 +543,7 @@ def cmd_report(args) -> int:
     from l4sim.sweep.store import StoreError
 
     # the figures go beside the report
-    problem = _output_problem("--out", Path(args.out).parent) or _design_problem(args.store, args.design)
+    problem = _file_problem("--out", args.out, made=True) or _design_problem(args.store, args.design)
     if problem:
         return _err(problem)
     scope = _verdict_scope(args.scope)
