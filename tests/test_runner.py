@@ -459,6 +459,14 @@ def test_cli_study_run_with_name_keeps_both_designs_and_shares_their_common_runs
     assert {r["design"]: r["total"] for r in st.status()} == {"t": 12, "t3": 18}
     assert 'name = "t3"' in {d["name"]: d["content"] for d in st.designs()}["t3"]
     assert len(st.runs(design="t")) == 12 and len(st.runs(design="t3")) == 18
+    import pandas as pd
+
+    # the design column says the design asked for, not the one that happened to run it first
+    assert set(st.runs(design="t3")["design"]) == {"t3"}
+    assert st.runs()["design"].value_counts().to_dict() == {"t;t3": 12, "t3": 6}
+    capsys.readouterr()
+    assert main(["study", "export", str(store), "--design", "t3", "--csv", str(tmp_path / "t3.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "t3.csv")["design"]) == {"t3"}
     assert main([*argv, "--trials", "3", "--name", ""]) == 2
     assert capsys.readouterr().err.startswith("error: --name: ")
 

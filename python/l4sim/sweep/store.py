@@ -545,7 +545,11 @@ class Store:
         then the rest (seed, key, design, model version, backend, status, timings, ...).
 
         ``design``: the runs that design plans now. Otherwise the runs every design plans now;
-        ``superseded=True`` adds the runs no design plans any more (see :meth:`superseded`)."""
+        ``superseded=True`` adds the runs no design plans any more (see :meth:`superseded`).
+
+        The ``design`` column: ``design`` when given (a run two designs share is in both);
+        otherwise every design that plans the run, ``;``-separated in the order of :meth:`designs`
+        (a run no design plans names the design that ran it)."""
         import pandas as pd
 
         q = "SELECT r.* FROM runs r"
@@ -564,6 +568,16 @@ class Store:
             q += " WHERE " + " AND ".join(conds)
         q += " ORDER BY r.rowid"
         rows = [dict(r) for r in self.db.execute(q, args)]
+        if design is not None:
+            planned_by = {r["key"]: design for r in rows}
+        else:
+            order = {d["name"]: i for i, d in enumerate(self.designs())}
+            by_key: dict[str, list[str]] = {}
+            for k, d in self.db.execute("SELECT key, design FROM plan"):
+                by_key.setdefault(k, []).append(d)
+            planned_by = {k: ";".join(sorted(ds, key=lambda d: order.get(d, len(order)))) for k, ds in by_key.items()}
+        for r in rows:
+            r["design"] = planned_by.get(r["key"], r["design"])
         facs = [json.loads(r["factors"]) for r in rows]
         mets = [self._metrics(r) for r in rows]
         names = [k for k in _factor_order if any(k in f for f in facs)]
