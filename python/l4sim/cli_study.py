@@ -83,13 +83,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "export",
         help="export one row per run (CSV to a file or stdout, Parquet) and/or flent files",
         description="One row per run: --csv FILE (or --csv - for stdout), --parquet FILE. "
-        "--flent DIR writes one flent data file per finished run (DIR/KEY.flent.gz). "
+        "--flent DIR writes one flent data file per finished run, named by its factors, trial and "
+        "key prefix, and DIR/index.csv mapping each file to the run's key, design and factors. "
         "With none of them, CSV goes to stdout.",
     )
     p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
     p.add_argument("--csv", metavar="FILE", help="CSV file, or - for stdout")
     p.add_argument("--parquet", metavar="FILE", help="Parquet file (pyarrow)")
-    p.add_argument("--flent", metavar="DIR", help="one flent data file per finished run (KEY.flent.gz)")
+    p.add_argument(
+        "--flent", metavar="DIR", help="one flent data file per finished run (SCENARIO_tTRIAL_KEY.flent.gz), index.csv"
+    )
     p.add_argument("--design", help="only this design's runs")
     p.add_argument(
         "--superseded",
@@ -414,23 +417,43 @@ def cmd_export(args) -> int:
 
 
 def _export_flent(st, out: Path, runs) -> int:
-    """One flent data file per exported run with a stored series: OUT/KEY.flent.gz."""
+    """One flent data file per exported run with a stored series, named by the run's scenario
+    (its factors), trial and key prefix (OUT/FIFO_2bdp_..._t3_3fa2c1d0e5b7.flent.gz), titled
+    with its factors and trial; OUT/index.csv maps each file to its run's key, design and
+    factors."""
+    import csv
+    import re
+
     from l4sim import flentfile
+    from l4sim.studies.plots import run_title
 
     out.mkdir(parents=True, exist_ok=True)
-    n = 0
+    rows = []
     for key, name in zip(runs["key"], runs["design"], strict=True):
         try:
             series = st.series(key)
             summary = st.summary(key)
+            factors = st.factors(key)
         except KeyError:
             continue
         params = {"design": name, "key": key, "seed": summary.get("seed", ""), "scenario": summary.get("name", "")}
-        data = flentfile.from_series_frame(series, title=str(summary.get("name", key)), params=params)
-        if data["x_values"]:
-            flentfile.write(out / f"{key}.flent.gz", data)
-            n += 1
-    return n
+        data = flentfile.from_series_frame(series, title=run_title(key, factors, width=10**6), params=params)
+        if not data["x_values"]:
+            continue
+        stem = re.sub(r"[^A-Za-z0-9.+=-]+", "_", str(summary.get("name") or "run")).strip("_")[:150]
+        trial = f"_t{factors['trial']}" if "trial" in factors else ""
+        file = f"{stem}{trial}_{key[:12]}.flent.gz"
+        flentfile.write(out / file, data)
+        rows.append({"file": file, "key": key, "design": name, **factors})
+    if rows:
+        order = {c: i for i, c in enumerate(runs.columns)}  # the factors in the study's order
+        columns = ["file", "key", "design"]
+        columns += sorted({k for r in rows for k in r} - set(columns), key=lambda c: (order.get(c, len(order)), c))
+        with open(out / "index.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=columns)
+            w.writeheader()
+            w.writerows(rows)
+    return len(rows)
 
 
 def cmd_presets(args) -> int:
