@@ -701,7 +701,7 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
     assert main(["study", "verdicts", store]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cells at btl_capacity=100, base_rtt=10, ecn_threshold=5,")
-    assert "no run of this store is in that scope: base_rtt is 20 there" in out
+    assert "no run of this store is in that scope: base_rtt is 20 there; for its cells: --scope base_rtt=20" in out
     table = out.splitlines()[-4:]
     assert all(line.split()[-4:] == ["n/a"] * 4 for line in table), out
     assert main(["study", "verdicts", store, "--scope", "base_rtt=20"]) == 0
@@ -716,6 +716,11 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
     assert main(["study", "report", store, "--out", str(page), "--scope", "base_rtt=20"]) == 0
     text = page.read_text()
     assert "Cells at btl_capacity 100, base_rtt 20," in text and "No run of this store" not in text
+    # a factor the verdicts are not scoped by is named as such, not as a malformed KEY=VALUE
+    assert main(["study", "verdicts", store, "--scope", "n_bdp=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --scope: 'n_bdp' (in 'n_bdp=1') is not a key the verdicts are scoped by; they take ")
+    assert "btl_capacity, base_rtt, ecn_threshold, rx_l4s_ecn, cc_l4s" in err
 
 
 @pytest.mark.parametrize(

@@ -477,8 +477,13 @@ def _verdict_scope(items: list[str] | None) -> dict | str:
     scope = dict(VERDICT_SCOPE)
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or key not in scope:
+        if not sep:
             return f"--scope: {item!r} is not KEY=VALUE with KEY one of {', '.join(scope)}"
+        if key not in scope:
+            return (
+                f"--scope: {key!r} (in {item!r}) is not a key the verdicts are scoped by; they take "
+                f"{', '.join(scope)} (a row covers every buffer and AQM of its kind)"
+            )
         if isinstance(VERDICT_SCOPE[key], str):
             scope[key] = value.strip().lower()
             continue
@@ -513,7 +518,9 @@ def cmd_verdicts(args) -> int:
     misses = scope_misses(runs, scope)
     if misses:
         have = "; ".join(f"{k} is {', '.join(map(str, vs))} there" for k, vs in misses.items())
-        print(f"no run of this store is in that scope: {have}")
+        try_ = " ".join(f"--scope {k}={vs[0]}" for k, vs in misses.items())
+        more = " (or another of the values there)" if any(len(vs) > 1 for vs in misses.values()) else ""
+        print(f"no run of this store is in that scope: {have}; for its cells: {try_}{more}")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(verdict_table(runs, scope=scope).to_string())
         if args.cells and not runs.empty:
