@@ -257,6 +257,22 @@ def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_before_a_store(
     assert not (tmp_path / "st").exists()
 
 
+def test_a_dask_address_nobody_listens_at_fails_at_once(tmp_path, capsys):
+    """A refused connection waited out distributed's 30 s connect timeout before saying so."""
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port that was free a moment ago: nobody listens there
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    t0 = time.monotonic()
+    assert main(["study", "run", "anrw24", "--store", str(tmp_path / "st"), "--dask", address]) == 2
+    assert time.monotonic() - t0 < 5
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --dask: cannot connect to a scheduler at {address!r}: ") and "refused" in err
+    assert not (tmp_path / "st").exists()
+
+
 def test_help_still_exits_0(capsys):
     assert main(["run", "--help"]) == 0
     assert "--duration" in capsys.readouterr().out

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 ANRW24_DEFAULT_TRIALS = 10
 ANRW24_DEFAULT_DURATION = 60.0
-#: Seconds to wait for the --dask scheduler to answer (distributed's own default).
+#: Seconds to wait for the --dask scheduler to answer (distributed's own default); a refused
+#: connection is reported at once.
 DASK_CONNECT_TIMEOUT_S = 30
 
 
@@ -245,10 +246,27 @@ def _connect_dask(args) -> str | None:
     except ImportError:
         return "--dask: needs dask's distributed package (pip install 'dask[distributed]')"
     try:
+        _probe_tcp(args.dask)
         args.dask = Client(args.dask, timeout=DASK_CONNECT_TIMEOUT_S)
     except (OSError, ValueError, TypeError) as e:  # unreachable, timed out, unknown scheme
         return f"--dask: cannot connect to a scheduler at {args.dask!r}: {e}"
     return None
+
+
+def _probe_tcp(address: str) -> None:
+    """OSError at once if nothing listens at a tcp:// scheduler address: distributed's client
+    retries a refused connection until its timeout (30 s) before it says so."""
+    import socket
+
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+
+    scheme, loc = parse_address(address)
+    if scheme != "tcp":
+        return  # tls://, inproc://, ...: the client says what is wrong
+    host, port = parse_host_port(loc, default_port=8786)
+    with socket.create_connection((host, port), timeout=DASK_CONNECT_TIMEOUT_S):
+        pass
 
 
 def _load(spec: str):
