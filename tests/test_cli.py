@@ -273,6 +273,17 @@ def test_a_dask_address_nobody_listens_at_fails_at_once(tmp_path, capsys):
     assert not (tmp_path / "st").exists()
 
 
+@pytest.mark.parametrize("command", ["run", "validate-scenario"])
+def test_a_study_file_given_as_a_scenario_says_to_use_study_run(tmp_path, capsys, command):
+    """It said 'constraints: unknown key beside [factors]'."""
+    root = Path(__file__).resolve().parent.parent
+    for f in (root / "examples" / "studies").glob("*.toml"):
+        assert main([command, str(f)]) == 2
+        err = capsys.readouterr().err
+        assert "this is a study file (a design of many runs), not one scenario: run it with `l4sim study run" in err
+        assert err.count("\n") == 1, err
+
+
 def test_help_still_exits_0(capsys):
     assert main(["run", "--help"]) == 0
     assert "--duration" in capsys.readouterr().out

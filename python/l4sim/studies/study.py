@@ -561,6 +561,29 @@ def _check_constraints(constraints: list[Constraint], factors: Mapping[str, list
             raise StudyError(problem)
 
 
+#: Keys of a study file that a one-point ``[factors]`` scenario does not have.
+STUDY_FILE_KEYS = ("fixed", "constraints", "trials", "description")
+
+
+def scenario_from_factors_document(d: dict[str, Any]) -> dict[str, Any]:
+    """A ``[factors]`` scenario document (one study point, ``l4sim run FILE``) as
+    ``l4sim.studies.factors.scenario_from_factors_table`` reads it, but a study file given
+    where one scenario is expected is told so, not that its ``[fixed]`` is an unknown key."""
+    from l4sim.scenario import scenario_error
+    from l4sim.studies.factors import scenario_from_factors_table
+
+    factors = d.get("factors")
+    lists = [k for k, v in factors.items() if isinstance(v, list)] if isinstance(factors, dict) else []
+    marks = [k for k in STUDY_FILE_KEYS if k in d] + [f"factors.{k}" for k in lists]
+    if marks and "topology" not in d and "flows" not in d:
+        raise scenario_error(
+            marks[0],
+            "this is a study file (a design of many runs), not one scenario: "
+            "run it with `l4sim study run FILE --store DIR` (`l4sim study plan FILE` shows its runs)",
+        )
+    return scenario_from_factors_table(d)
+
+
 def builtin_constraints(p: Mapping[str, Any]) -> bool:
     """The study's constraint: skip runs whose buffer in time is below the ECN threshold.
 
