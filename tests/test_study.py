@@ -244,6 +244,12 @@ def test_load_takes_a_file_or_a_preset_even_with_a_directory_of_that_name(tmp_pa
         load("missing.toml")
 
 
+def test_an_estimate_below_half_a_second_is_under_a_second_not_0_s():
+    from l4sim.studies import cost
+
+    assert cost.human(0.2) == "under a second" and cost.human(0.6) == "1 s" and cost.human(120) == "2 min"
+
+
 def test_plan_prints_cpu_and_wall_time_from_a_per_packet_cost_measured_once(tmp_path, monkeypatch, capsys):
     from l4sim.cli_study import main
     from l4sim.studies import cost

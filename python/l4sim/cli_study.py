@@ -357,8 +357,8 @@ def cmd_plan(args) -> int:
         c = cost.packet_cost(study, refresh=args.measure, runs=runs)
         est = cost.estimate((r.point for r in runs), jobs=args.jobs, cost=c)
         print(
-            f"  expected time on this machine: {cost.human(est['cpu_seconds'])} of CPU, about "
-            f"{cost.human(est['wall_seconds'])} wall on {est['jobs']} core(s) "
+            f"  expected time on this machine: {cost.human(est['cpu_seconds'])} of CPU, "
+            f"{'about ' * (est['wall_seconds'] >= 0.5)}{cost.human(est['wall_seconds'])} wall on {est['jobs']} core(s) "
             f"({est['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {est['measured']} on "
             f"{len(c['reference'])} of its runs; a busy machine is slower)"
         )
