@@ -732,6 +732,7 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
         (["study", "export", "{store}", "--flent", "{file}"], "--flent"),
         (["study", "plot", "{store}", "--out", "{file}"], "--out"),
         (["study", "plot", "{store}", "--out", "{tmp}/fig", "--format", "bmp"], "--format"),
+        (["study", "plot", "{store}", "--out", "{tmp}/fig", "--format", "gif"], "--format"),  # matplotlib has it
         (["study", "report", "{store}", "--out", "{file}/r.html"], "--out"),
         (["study", "report", "{store}", "--out", "{store}"], "--out"),  # was a traceback after figures/
         (["study", "export", "{store}", "--parquet", "{store}"], "--parquet"),

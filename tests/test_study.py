@@ -125,7 +125,8 @@ def test_a_constraint_comparing_a_factor_with_a_value_it_never_takes_is_an_error
 
 def test_a_design_its_constraints_cut_down_to_no_run_is_an_error():
     s = Study.from_toml(
-        'constraints = ["n_bdp > 5"]\n[factors]\naqm = ["FIFO"]\nn_bdp = [1, 2]\n[fixed]\nbtl_capacity = 100\nbase_rtt = 10\n'
+        'constraints = ["n_bdp > 5"]\n[factors]\naqm = ["FIFO"]\nn_bdp = [1, 2]\n'
+        "[fixed]\nbtl_capacity = 100\nbase_rtt = 10\n"
     )
     assert s.points() == []
     with pytest.raises(StudyError, match=r"^constraints: no run of the design is left after them .*'n_bdp > 5'"):

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from l4sim.argtypes import Parser, count, directory_problem, figure_format_problem, seconds
+from l4sim.argtypes import Parser, count, directory_problem, seconds
 from l4sim.scenario import one_line
 from l4sim.studies.study import StudyError
 from l4sim.sweep.designs import DesignError
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from l4sim.sweep.designs import Design
     from l4sim.sweep.store import DesignConflictError
 
+#: What `study plot --format` writes (its help says so; matplotlib would take gif, jpg, ...).
+PLOT_FORMATS = ("png", "pdf", "svg")
 ANRW24_DEFAULT_TRIALS = 10
 ANRW24_DEFAULT_DURATION = 60.0
 #: Seconds to wait for the --dask scheduler to answer (distributed's own default); a refused
@@ -554,11 +556,12 @@ def cmd_plot(args) -> int:
     from l4sim.studies.analysis import cells
     from l4sim.sweep.store import Store, StoreError
 
-    formats = tuple(args.formats or ("png", "pdf"))
+    formats = tuple(f.lower() for f in args.formats or ("png", "pdf"))
     out = Path(args.out)
+    bad = [f for f in formats if f not in PLOT_FORMATS]
     problem = (
         _output_problem("--out", out)
-        or next((f"--format: {p}" for p in map(figure_format_problem, formats) if p), None)
+        or (bad and f"--format: {bad[0]!r} is not one of {', '.join(PLOT_FORMATS)}")
         or _design_problem(args.store, args.design)
     )
     if problem:
