@@ -241,6 +241,7 @@ def test_load_takes_a_file_or_a_preset_even_with_a_directory_of_that_name(tmp_pa
     assert load(str(f)).name == "mine"
     with pytest.raises(StudyError, match="presets"):
         load("anrw25")
+    assert load("ANRW24").name == "anrw24" and load("Full_Factorial").name == "full-factorial"  # names: any case
     with pytest.raises(StudyError, match="not found"):
         load("missing.toml")
 
