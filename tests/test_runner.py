@@ -729,6 +729,8 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
         (["study", "run", "{study}", "--store", "{file}", "--quiet"], "--store"),
         (["study", "run", "{study}", "--store", "{file}/st", "--quiet"], "--store"),
         (["reproduce", "anrw24", "--out", "{file}", "--trials", "1", "--duration", "2", "--quiet"], "--out"),
+        (["reproduce", "icnp26", "--out", "{file}", "--quick"], "--out"),  # was "cannot create ...: File exists"
+        (["reproduce", "icnp26", "--out", "{file}/x", "--quick"], "--out"),
         (["study", "export", "{store}", "--flent", "{file}"], "--flent"),
         (["study", "plot", "{store}", "--out", "{file}"], "--out"),
         (["study", "plot", "{store}", "--out", "{tmp}/fig", "--format", "bmp"], "--format"),

@@ -170,10 +170,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from l4sim import icnp26_report
 
     icnp26_report.register(rs)
+    _check_out_first(rs.choices["icnp26"])
 
     from l4sim.studies import validate
 
     validate.register(subparsers)
+
+
+def _check_out_first(parser: argparse.ArgumentParser) -> None:
+    """``reproduce X --out`` says what is wrong with its output directory as anrw24's does
+    (``--out: 'afile' is a file, not a directory``), before the command's own checks."""
+    run = parser.get_default("func")
+
+    def checked(args) -> int:
+        problem = _output_problem("--out", args.out)
+        return _err(problem) if problem else run(args)
+
+    parser.set_defaults(func=checked)
 
 
 def _err(msg: str) -> int:
