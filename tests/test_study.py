@@ -193,6 +193,7 @@ def test_a_design_of_more_than_a_million_runs_is_refused_before_it_is_expanded()
         ("[factors]\necn_fallback = [3]\n", "ecn_fallback"),
         ("[fixed]\nrx_l4s_ecn = 'accurate'\n", "rx_l4s_ecn"),
         ("trials = 0\n", "trial"),
+        ("[factors]\nsample_interval = [0.1, 0.01]\n", "'sample_interval' is a setting, not a factor: .* in \\[fixed\\]"),
         ("[fixed]\naqm = 'FIFO'\nn_bdp = 1\nbase_rtt = 10\n", "btl_capacity"),
     ],
 )

@@ -385,6 +385,8 @@ class Study:
         for k, values in factors_in.items():
             if k not in VALIDATORS:
                 raise StudyError(f"unknown factor {k!r} (known: {', '.join(FACTOR_ORDER + EXTRA_SETTINGS)})")
+            if k in EXTRA_SETTINGS:  # not a factor: a run's setting, the same for every run
+                raise StudyError(f"{k!r} is a setting, not a factor: give it one value in [fixed]")
             if not isinstance(values, list):
                 values = [values]
             if not values:
