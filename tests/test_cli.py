@@ -257,6 +257,33 @@ def test_a_dask_scheduler_that_cannot_be_reached_is_one_line_before_a_store(
     assert not (tmp_path / "st").exists()
 
 
+def test_a_dask_address_nobody_listens_at_fails_at_once(tmp_path, capsys):
+    """A refused connection waited out distributed's 30 s connect timeout before saying so."""
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port that was free a moment ago: nobody listens there
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    t0 = time.monotonic()
+    assert main(["study", "run", "anrw24", "--store", str(tmp_path / "st"), "--dask", address]) == 2
+    assert time.monotonic() - t0 < 5
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --dask: cannot connect to a scheduler at {address!r}: ") and "refused" in err
+    assert not (tmp_path / "st").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "validate-scenario"])
+def test_a_study_file_given_as_a_scenario_says_to_use_study_run(tmp_path, capsys, command):
+    """It said 'constraints: unknown key beside [factors]'."""
+    root = Path(__file__).resolve().parent.parent
+    for f in (root / "examples" / "studies").glob("*.toml"):
+        assert main([command, str(f)]) == 2
+        err = capsys.readouterr().err
+        assert "this is a study file (a design of many runs), not one scenario: run it with `l4sim study run" in err
+        assert err.count("\n") == 1, err
+
+
 def test_help_still_exits_0(capsys):
     assert main(["run", "--help"]) == 0
     assert "--duration" in capsys.readouterr().out
@@ -349,8 +376,8 @@ duration = 2
     "replace,words",
     [
         (("n_l4s = 1", "n_l4s = 0"), "n_classic are both 0"),  # n_classic = 0 too
-        (("base_rtt = 10", "base_rtt = 1e308"), "base_rtt: 1e+308 ms is a base RTT of more than a minute"),
-        (("n_bdp = 2", "n_bdp = 1e308"), "n_bdp: "),
+        (("base_rtt = 10", "base_rtt = 1e308"), "'base_rtt': 1e+308 ms is a base RTT of more than a minute"),
+        (("n_bdp = 2", "n_bdp = 1e308"), "'n_bdp': "),
     ],
 )
 def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: Path, capsys, replace, words):
@@ -363,7 +390,7 @@ def test_a_study_point_that_cannot_be_built_is_one_line_and_no_store(tmp_path: P
     f.write_text(text, encoding="utf-8")
     assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: run ") and words in err and err.count("\n") == 1, err
+    assert err.startswith("error: factor '") and words in err and "(in the run " in err and err.count("\n") == 1, err
     assert not (tmp_path / "st").exists()
 
 

@@ -106,7 +106,16 @@ def test_study_export_to_stdout_parquet_and_flent(tmp_path, capsys):
     df = pd.read_parquet(pq)
     assert len(df) == 2 and set(df["aqm"]) == {"FIFO", "DualPI2"}
     files = sorted(fl.glob("*.flent.gz"))
-    assert len(files) == 2 and {p.name.split(".")[0] for p in files} == set(df["key"])
+    # named by the run's factors and trial (the key's first 12 hex digits keep it findable);
+    # index.csv maps each file to its run
+    assert [p.name for p in files] == [
+        f"{aqm}_2bdp_20mbit_10ms{t}_fb0_prague-accecn-accecnx1_cubic-classic-nonex1_t1_{k[:12]}.flent.gz"
+        for aqm, t, k in sorted(zip(df["aqm"], ["" if a == "FIFO" else "_T5" for a in df["aqm"]], df["key"]))
+    ]
+    index = pd.read_csv(fl / "index.csv")
+    assert list(index.columns[:4]) == ["file", "key", "design", "n_bdp"] and "trial" in index.columns
+    assert dict(zip(index["file"], index["key"])) == {p.name: k for p in files for k in df["key"] if k[:12] in p.name}
     rs = flent_resultset.load(str(files[0]))
+    assert rs.meta("TITLE").startswith("run ") and rs.meta("TITLE").endswith("trial 1")
     assert "TCP upload::1" in rs.series_names
     _plot(files[0], tmp_path / "study.png")

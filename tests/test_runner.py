@@ -459,6 +459,14 @@ def test_cli_study_run_with_name_keeps_both_designs_and_shares_their_common_runs
     assert {r["design"]: r["total"] for r in st.status()} == {"t": 12, "t3": 18}
     assert 'name = "t3"' in {d["name"]: d["content"] for d in st.designs()}["t3"]
     assert len(st.runs(design="t")) == 12 and len(st.runs(design="t3")) == 18
+    import pandas as pd
+
+    # the design column says the design asked for, not the one that happened to run it first
+    assert set(st.runs(design="t3")["design"]) == {"t3"}
+    assert st.runs()["design"].value_counts().to_dict() == {"t;t3": 12, "t3": 6}
+    capsys.readouterr()
+    assert main(["study", "export", str(store), "--design", "t3", "--csv", str(tmp_path / "t3.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "t3.csv")["design"]) == {"t3"}
     assert main([*argv, "--trials", "3", "--name", ""]) == 2
     assert capsys.readouterr().err.startswith("error: --name: ")
 
@@ -484,6 +492,23 @@ def test_cli_malformed_study_file_is_a_clear_error(tmp_path, capsys):
     f.write_text("[factors]\nbuffer = [1, 2]\n")
     assert main(["study", "plan", str(f)]) == 2
     assert "unknown factor 'buffer'" in capsys.readouterr().err
+
+
+def test_cli_a_run_the_core_would_refuse_stops_plan_and_run_before_a_store_is_made(tmp_path, capsys):
+    """It used to plan fine, then fail every run into a store that then held the bad design."""
+    from l4sim.cli_study import main
+
+    f = tmp_path / "x.toml"
+    f.write_text(
+        "[factors]\naqm = ['DualPI2']\nn_bdp = [1]\n"
+        "[fixed]\nbtl_capacity = 100\nbase_rtt = 10\nduration = 2\nsample_interval = 0.0001\n"
+    )
+    for argv in (["study", "plan", str(f), "--no-estimate"], ["study", "run", str(f), "--store", str(tmp_path / "s")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: factor 'sample_interval': 0.0001 s") and "aqm=DualPI2" in err
+        assert err.count("\n") == 1
+    assert not (tmp_path / "s").exists()
 
 
 def test_cli_presets_lists_run_counts(capsys):
@@ -604,7 +629,31 @@ def test_cli_run_on_a_locked_store_is_a_clear_error(tmp_path, fake_engine, capsy
     with Store(tmp_path / "st", write=True):
         assert main(["study", "run", str(f), "--store", str(tmp_path / "st"), "--quiet"]) == 2
     err = capsys.readouterr().err
+    assert err.startswith("error: --store: results store") and err.count("\n") == 1
     assert "being written by another process" in err and str(os.getpid()) in err
+
+
+@pytest.mark.parametrize("command", ["status", "verdicts", "export", "plot", "report", "run"])
+def test_cli_a_directory_whose_index_is_not_a_store_is_one_line(tmp_path, fake_engine, capsys, command):
+    from l4sim.cli_study import main
+
+    js = tmp_path / "js"
+    js.mkdir()
+    (js / "index.sqlite").write_text("junk\n")
+    f = tmp_path / "s.toml"
+    f.write_text(STUDY)
+    argv = {
+        "plot": ["study", "plot", str(js), "--out", str(tmp_path / "figs")],
+        "report": ["study", "report", str(js), "--out", str(tmp_path / "r.html")],
+        "run": ["study", "run", str(f), "--store", str(js), "--quiet"],
+    }.get(command, ["study", command, str(js)])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "is not a results store (index.sqlite: file is not a database)" in err
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["js", "s.toml"] and [p.name for p in js.iterdir()] == [
+        "index.sqlite"
+    ]
 
 
 def test_report_states_the_verdict_rules_in_words_not_as_a_python_repr(tmp_path, fake_engine):
@@ -652,7 +701,7 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
     assert main(["study", "verdicts", store]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cells at btl_capacity=100, base_rtt=10, ecn_threshold=5,")
-    assert "no run of this store is in that scope: base_rtt is 20 there" in out
+    assert "no run of this store is in that scope: base_rtt is 20 there; for its cells: --scope base_rtt=20" in out
     table = out.splitlines()[-4:]
     assert all(line.split()[-4:] == ["n/a"] * 4 for line in table), out
     assert main(["study", "verdicts", store, "--scope", "base_rtt=20"]) == 0
@@ -667,6 +716,11 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
     assert main(["study", "report", store, "--out", str(page), "--scope", "base_rtt=20"]) == 0
     text = page.read_text()
     assert "Cells at btl_capacity 100, base_rtt 20," in text and "No run of this store" not in text
+    # a factor the verdicts are not scoped by is named as such, not as a malformed KEY=VALUE
+    assert main(["study", "verdicts", store, "--scope", "n_bdp=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --scope: 'n_bdp' (in 'n_bdp=1') is not a key the verdicts are scoped by; they take ")
+    assert "btl_capacity, base_rtt, ecn_threshold, rx_l4s_ecn, cc_l4s" in err
 
 
 @pytest.mark.parametrize(
@@ -675,10 +729,17 @@ def test_cli_verdicts_say_their_scope_and_take_another(tmp_path, fake_engine, ca
         (["study", "run", "{study}", "--store", "{file}", "--quiet"], "--store"),
         (["study", "run", "{study}", "--store", "{file}/st", "--quiet"], "--store"),
         (["reproduce", "anrw24", "--out", "{file}", "--trials", "1", "--duration", "2", "--quiet"], "--out"),
+        (["reproduce", "icnp26", "--out", "{file}", "--quick"], "--out"),  # was "cannot create ...: File exists"
+        (["reproduce", "icnp26", "--out", "{file}/x", "--quick"], "--out"),
         (["study", "export", "{store}", "--flent", "{file}"], "--flent"),
         (["study", "plot", "{store}", "--out", "{file}"], "--out"),
         (["study", "plot", "{store}", "--out", "{tmp}/fig", "--format", "bmp"], "--format"),
+        (["study", "plot", "{store}", "--out", "{tmp}/fig", "--format", "gif"], "--format"),  # matplotlib has it
         (["study", "report", "{store}", "--out", "{file}/r.html"], "--out"),
+        (["study", "report", "{store}", "--out", "{store}"], "--out"),  # was a traceback after figures/
+        (["study", "export", "{store}", "--parquet", "{store}"], "--parquet"),
+        (["study", "export", "{store}", "--csv", "{store}"], "--csv"),
+        (["study", "export", "{store}", "--csv", "{file}/x.csv"], "--csv"),
         (["study", "report", "{tmp}/nostore", "--out", "{tmp}/r.html"], None),
         (["study", "verdicts", "{store}", "--scope", "rtt=20"], "--scope"),
         (["study", "verdicts", "{store}", "--scope", "base_rtt=-5"], "--scope base_rtt"),

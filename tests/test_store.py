@@ -309,3 +309,19 @@ def test_the_runs_table_is_generic_the_metrics_are_the_registered_studys(tmp_pat
     assert Store(tmp_path).runs().iloc[0][list(run_metrics(fake_result()))].tolist() == list(
         run_metrics(fake_result()).values()
     )
+
+
+@pytest.mark.parametrize("content", [b"junk\n", b""])
+def test_an_index_that_is_not_a_store_is_a_store_error_and_nothing_is_written(tmp_path, content):
+    """A junk index.sqlite was an sqlite3.DatabaseError traceback in every command."""
+    from l4sim.sweep.store import StoreError
+
+    (tmp_path / "index.sqlite").write_bytes(content or b"")
+    if not content:  # an SQLite database of something else
+        import sqlite3
+
+        sqlite3.connect(tmp_path / "index.sqlite").execute("CREATE TABLE other (x)").connection.close()
+    for write in (False, True):
+        with pytest.raises(StoreError, match="is not a results store"):
+            Store(tmp_path, write=write)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.sqlite"]

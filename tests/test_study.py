@@ -91,6 +91,48 @@ base_rtt = 10
     assert got == {("Codel", 0, 1), ("Codel", 1, 1), ("DualPI2", 0, 1)}
 
 
+def test_constraint_values_are_spelled_as_the_factors_are():
+    """Names are case-insensitive everywhere: 'dualpi2' in a constraint used to match nothing."""
+    s = Study.from_toml("""
+constraints = ["not (aqm == 'dualpi2' and n_bdp == 1)", "cc_classic in ('CUBIC', 'bbrv2')"]
+[factors]
+aqm = ["FIFO", "DualPI2"]
+n_bdp = [1, 2]
+cc_classic = ["cubic", "bbr2", "reno"]
+[fixed]
+btl_capacity = 100
+base_rtt = 10
+""")
+    got = {(p["aqm"], p["n_bdp"]) for p in s.points()}
+    assert got == {("FIFO", 1), ("FIFO", 2), ("DualPI2", 2)}
+    assert {p["cc_classic"] for p in s.points()} == {"cubic", "bbr2"}
+
+
+@pytest.mark.parametrize(
+    "constraint,message",
+    [
+        ("aqm == 'Nope'", r"constraint \"aqm == 'Nope'\": factor 'aqm': value 'Nope' is not one of"),
+        ("n_bdp != 3", r"constraint 'n_bdp != 3': factor 'n_bdp' is never 3 in this design \(its values: 1, 2\)"),
+        ("aqm in ('codel', 'pie_drop')", r"factor 'aqm' is never any of 'Codel', 'pie_drop'"),
+        ("cc_classic == 'bbr'", r"factor 'cc_classic' is compared with 'bbr' but the design does not set it"),
+    ],
+)
+def test_a_constraint_comparing_a_factor_with_a_value_it_never_takes_is_an_error(constraint, message):
+    text = f'constraints = ["{constraint}"]\n[factors]\naqm = ["FIFO", "DualPI2"]\nn_bdp = [1, 2]\n'
+    with pytest.raises(StudyError, match=message):
+        Study.from_toml(text + "[fixed]\nbtl_capacity = 100\nbase_rtt = 10\n")
+
+
+def test_a_design_its_constraints_cut_down_to_no_run_is_an_error():
+    s = Study.from_toml(
+        'constraints = ["n_bdp > 5"]\n[factors]\naqm = ["FIFO"]\nn_bdp = [1, 2]\n'
+        "[fixed]\nbtl_capacity = 100\nbase_rtt = 10\n"
+    )
+    assert s.points() == []
+    with pytest.raises(StudyError, match=r"^constraints: no run of the design is left after them .*'n_bdp > 5'"):
+        s.check()
+
+
 @pytest.mark.parametrize(
     "expr", ["__import__('os').system('true')", "aqm.lower() == 'x'", "[x for x in aqm]", "lambda: 1"]
 )
@@ -151,12 +193,37 @@ def test_a_design_of_more_than_a_million_runs_is_refused_before_it_is_expanded()
         ("[factors]\necn_fallback = [3]\n", "ecn_fallback"),
         ("[fixed]\nrx_l4s_ecn = 'accurate'\n", "rx_l4s_ecn"),
         ("trials = 0\n", "trial"),
+        ("[factors]\nsample_interval = [0.1, 0.01]\n", "'sample_interval' is a setting, not a factor: .* in \\[fixed\\]"),
         ("[fixed]\naqm = 'FIFO'\nn_bdp = 1\nbase_rtt = 10\n", "btl_capacity"),
     ],
 )
 def test_malformed_study_file_error_names_the_factor(text, factor):
     with pytest.raises(StudyError, match=factor):
         Study.from_toml(text)
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"sample_interval": 0.0001}, r"factor 'sample_interval': 0.0001 s is below the finest"),
+        ({"n_bdp": [1, 0.001]}, r"factor 'n_bdp': bfifo limit 125 bytes is below one MTU"),
+        ({"n_l4s": [0], "n_classic": [0]}, r"factor 'n_l4s': n_l4s and n_classic are both 0"),
+    ],
+)
+def test_check_refuses_a_design_whose_runs_the_core_would_refuse_naming_factor_and_run(change, message):
+    """These were found only when every run failed, after the store had the design."""
+    factors = {"aqm": ["FIFO", "DualPI2"], "n_bdp": [1]}
+    fixed = {"btl_capacity": 100, "base_rtt": 10, "duration": 2}
+    for k, v in change.items():
+        (factors if isinstance(v, list) else fixed)[k] = v
+    s = Study.from_dict({"factors": factors, "fixed": fixed})
+    with pytest.raises(StudyError, match=message + r".* \(in the run n_bdp="):
+        s.check()
+
+
+def test_check_validates_each_cell_once_and_passes_the_presets():
+    for name in presets.names():
+        presets.get(name).check()
 
 
 def test_invalid_toml_is_a_study_error():
@@ -175,8 +242,15 @@ def test_load_takes_a_file_or_a_preset_even_with_a_directory_of_that_name(tmp_pa
     assert load(str(f)).name == "mine"
     with pytest.raises(StudyError, match="presets"):
         load("anrw25")
+    assert load("ANRW24").name == "anrw24" and load("Full_Factorial").name == "full-factorial"  # names: any case
     with pytest.raises(StudyError, match="not found"):
         load("missing.toml")
+
+
+def test_an_estimate_below_half_a_second_is_under_a_second_not_0_s():
+    from l4sim.studies import cost
+
+    assert cost.human(0.2) == "under a second" and cost.human(0.6) == "1 s" and cost.human(120) == "2 min"
 
 
 def test_plan_prints_cpu_and_wall_time_from_a_per_packet_cost_measured_once(tmp_path, monkeypatch, capsys):

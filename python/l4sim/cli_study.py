@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from l4sim.argtypes import Parser, count, directory_problem, figure_format_problem, seconds
+from l4sim.argtypes import Parser, count, directory_problem, seconds
 from l4sim.scenario import one_line
 from l4sim.studies.study import StudyError
 from l4sim.sweep.designs import DesignError
@@ -21,9 +21,12 @@ if TYPE_CHECKING:
     from l4sim.sweep.designs import Design
     from l4sim.sweep.store import DesignConflictError
 
+#: What `study plot --format` writes (its help says so; matplotlib would take gif, jpg, ...).
+PLOT_FORMATS = ("png", "pdf", "svg")
 ANRW24_DEFAULT_TRIALS = 10
 ANRW24_DEFAULT_DURATION = 60.0
-#: Seconds to wait for the --dask scheduler to answer (distributed's own default).
+#: Seconds to wait for the --dask scheduler to answer (distributed's own default); a refused
+#: connection is reported at once.
 DASK_CONNECT_TIMEOUT_S = 30
 
 
@@ -83,13 +86,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "export",
         help="export one row per run (CSV to a file or stdout, Parquet) and/or flent files",
         description="One row per run: --csv FILE (or --csv - for stdout), --parquet FILE. "
-        "--flent DIR writes one flent data file per finished run (DIR/KEY.flent.gz). "
+        "--flent DIR writes one flent data file per finished run, named by its factors, trial and "
+        "key prefix, and DIR/index.csv mapping each file to the run's key, design and factors. "
         "With none of them, CSV goes to stdout.",
     )
     p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
     p.add_argument("--csv", metavar="FILE", help="CSV file, or - for stdout")
     p.add_argument("--parquet", metavar="FILE", help="Parquet file (pyarrow)")
-    p.add_argument("--flent", metavar="DIR", help="one flent data file per finished run (KEY.flent.gz)")
+    p.add_argument(
+        "--flent", metavar="DIR", help="one flent data file per finished run (SCENARIO_tTRIAL_KEY.flent.gz), index.csv"
+    )
     p.add_argument("--design", help="only this design's runs")
     p.add_argument(
         "--superseded",
@@ -164,10 +170,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from l4sim import icnp26_report
 
     icnp26_report.register(rs)
+    _check_out_first(rs.choices["icnp26"])
 
     from l4sim.studies import validate
 
     validate.register(subparsers)
+
+
+def _check_out_first(parser: argparse.ArgumentParser) -> None:
+    """``reproduce X --out`` says what is wrong with its output directory as anrw24's does
+    (``--out: 'afile' is a file, not a directory``), before the command's own checks."""
+    run = parser.get_default("func")
+
+    def checked(args) -> int:
+        problem = _output_problem("--out", args.out)
+        return _err(problem) if problem else run(args)
+
+    parser.set_defaults(func=checked)
 
 
 def _err(msg: str) -> int:
@@ -179,6 +198,21 @@ def _output_problem(option: str, directory: str | Path | None) -> str | None:
     """One line if ``directory`` (given with ``option``) cannot be an output directory."""
     problem = directory_problem(directory) if directory else None
     return f"{option}: {problem}" if problem else None
+
+
+def _file_problem(option: str, file: str | Path, *, made: bool = False) -> str | None:
+    """One line if ``file`` (given with ``option``) cannot be written as an output file: it is
+    a directory, a part of its path is a file, or (unless ``made``: the command makes it) its
+    directory does not exist."""
+    p = Path(file)
+    if p.is_dir():
+        return f"{option}: {str(p)!r} is a directory; give a file name"
+    problem = directory_problem(p.parent)
+    if problem:
+        return f"{option}: {problem}"
+    if not made and not p.parent.is_dir():
+        return f"{option}: directory {str(p.parent)!r} does not exist"
+    return None
 
 
 def _design_problem(store: str | Path, design: str | None) -> str | None:
@@ -199,16 +233,13 @@ def _design_problem(store: str | Path, design: str | None) -> str | None:
 
 def _stored_design_conflict(store: Path, study: Design) -> DesignConflictError | None:
     """The store's :class:`DesignConflictError` if it holds another design under ``study``'s
-    name (read-only, before anything runs), else None."""
-    from l4sim.sweep.store import Store, StoreError
+    name (read-only, before anything runs), else None; StoreError if ``store`` holds no store."""
+    from l4sim.sweep.store import Store
 
     if not (store / "index.sqlite").exists():
         return None
-    try:
-        with Store(store) as st:
-            return st.design_conflict(study.name, ((r.point, r.seed) for r in study.runs()))
-    except StoreError:
-        return None  # running says what is wrong with the store
+    with Store(store) as st:
+        return st.design_conflict(study.name, ((r.point, r.seed) for r in study.runs()))
 
 
 def _conflict_for_run(e: DesignConflictError) -> str:
@@ -230,10 +261,27 @@ def _connect_dask(args) -> str | None:
     except ImportError:
         return "--dask: needs dask's distributed package (pip install 'dask[distributed]')"
     try:
+        _probe_tcp(args.dask)
         args.dask = Client(args.dask, timeout=DASK_CONNECT_TIMEOUT_S)
     except (OSError, ValueError, TypeError) as e:  # unreachable, timed out, unknown scheme
         return f"--dask: cannot connect to a scheduler at {args.dask!r}: {e}"
     return None
+
+
+def _probe_tcp(address: str) -> None:
+    """OSError at once if nothing listens at a tcp:// scheduler address: distributed's client
+    retries a refused connection until its timeout (30 s) before it says so."""
+    import socket
+
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+
+    scheme, loc = parse_address(address)
+    if scheme != "tcp":
+        return  # tls://, inproc://, ...: the client says what is wrong
+    host, port = parse_host_port(loc, default_port=8786)
+    with socket.create_connection((host, port), timeout=DASK_CONNECT_TIMEOUT_S):
+        pass
 
 
 def _load(spec: str):
@@ -242,15 +290,17 @@ def _load(spec: str):
     return load(spec)
 
 
-def _run_and_report(study, store: Path, args, outcome: list | None = None) -> int:
+def _run_and_report(study, store: Path, args, outcome: list | None = None, option: str = "--store") -> int:
     from l4sim.sweep.runner import run_study
-    from l4sim.sweep.store import DesignConflictError, StoreLockedError
+    from l4sim.sweep.store import StoreError
 
     try:
         out = run_study(
             study, store, jobs=args.jobs, dask=args.dask, limit=args.limit, progress=not getattr(args, "quiet", False)
         )
-    except (StoreLockedError, DesignConflictError, DesignError) as e:
+    except StoreError as e:  # locked by another writer, not a store, another design of the name
+        return _err(f"{option}: {e}")
+    except DesignError as e:
         return _err(str(e))
     finally:
         if args.dask is not None and not isinstance(args.dask, str):
@@ -279,15 +329,21 @@ def cmd_run(args) -> int:
             ov["duration"] = args.duration
         if ov:
             study = study.with_overrides(**ov)
+        study.check()  # before the store, the scheduler or any run (run_study checks again: 1 s at most)
     except StudyError as e:
         return _err(str(e))
     if args.name is not None:
         if not args.name.strip():
             return _err(f"--name: {args.name!r} is empty; a design needs a name")
         study = study.renamed(args.name)
+    from l4sim.sweep.store import StoreError
+
     problem = _output_problem("--store", args.store)
-    if problem is None and (conflict := _stored_design_conflict(Path(args.store), study)) is not None:
-        problem = _conflict_for_run(conflict)
+    try:
+        if problem is None and (conflict := _stored_design_conflict(Path(args.store), study)) is not None:
+            problem = _conflict_for_run(conflict)
+    except StoreError as e:
+        problem = f"--store: {e}"
     problem = problem or _connect_dask(args)
     if problem:
         return _err(problem)
@@ -305,6 +361,10 @@ def cmd_plan(args) -> int:
     if args.check and args.no_estimate:
         return _err("--check: it compares runs with the estimate, which --no-estimate skips")
     runs = study.runs()  # expanded once: the description, the estimate, the calibration, the check
+    try:
+        study.check(runs)
+    except StudyError as e:
+        return _err(str(e))
     print(study.describe(len(runs)))
     if not args.no_estimate:
         from l4sim.studies import cost
@@ -312,8 +372,8 @@ def cmd_plan(args) -> int:
         c = cost.packet_cost(study, refresh=args.measure, runs=runs)
         est = cost.estimate((r.point for r in runs), jobs=args.jobs, cost=c)
         print(
-            f"  expected time on this machine: {cost.human(est['cpu_seconds'])} of CPU, about "
-            f"{cost.human(est['wall_seconds'])} wall on {est['jobs']} core(s) "
+            f"  expected time on this machine: {cost.human(est['cpu_seconds'])} of CPU, "
+            f"{'about ' * (est['wall_seconds'] >= 0.5)}{cost.human(est['wall_seconds'])} wall on {est['jobs']} core(s) "
             f"({est['seconds_per_packet'] * 1e9:.0f} ns per bottleneck packet, measured {est['measured']} on "
             f"{len(c['reference'])} of its runs; a busy machine is slower)"
         )
@@ -359,10 +419,15 @@ def cmd_export(args) -> int:
     from l4sim.sweep.store import Store, StoreError
 
     to_stdout = args.csv == "-" or not (args.csv or args.parquet or args.flent)
-    for flag, f in (("--csv", None if args.csv == "-" else args.csv), ("--parquet", args.parquet)):
-        if f and not Path(f).resolve().parent.is_dir():
-            return _err(f"{flag}: directory {str(Path(f).parent)!r} does not exist")
-    problem = _output_problem("--flent", args.flent) or _design_problem(args.store, args.design)
+    problem = next(
+        (
+            p
+            for flag, f in (("--csv", None if args.csv == "-" else args.csv), ("--parquet", args.parquet))
+            if f and (p := _file_problem(flag, f))
+        ),
+        None,
+    )
+    problem = problem or _output_problem("--flent", args.flent) or _design_problem(args.store, args.design)
     if problem:
         return _err(problem)
     try:
@@ -385,23 +450,43 @@ def cmd_export(args) -> int:
 
 
 def _export_flent(st, out: Path, runs) -> int:
-    """One flent data file per exported run with a stored series: OUT/KEY.flent.gz."""
+    """One flent data file per exported run with a stored series, named by the run's scenario
+    (its factors), trial and key prefix (OUT/FIFO_2bdp_..._t3_3fa2c1d0e5b7.flent.gz), titled
+    with its factors and trial; OUT/index.csv maps each file to its run's key, design and
+    factors."""
+    import csv
+    import re
+
     from l4sim import flentfile
+    from l4sim.studies.plots import run_title
 
     out.mkdir(parents=True, exist_ok=True)
-    n = 0
+    rows = []
     for key, name in zip(runs["key"], runs["design"], strict=True):
         try:
             series = st.series(key)
             summary = st.summary(key)
+            factors = st.factors(key)
         except KeyError:
             continue
         params = {"design": name, "key": key, "seed": summary.get("seed", ""), "scenario": summary.get("name", "")}
-        data = flentfile.from_series_frame(series, title=str(summary.get("name", key)), params=params)
-        if data["x_values"]:
-            flentfile.write(out / f"{key}.flent.gz", data)
-            n += 1
-    return n
+        data = flentfile.from_series_frame(series, title=run_title(key, factors, width=10**6), params=params)
+        if not data["x_values"]:
+            continue
+        stem = re.sub(r"[^A-Za-z0-9.+=-]+", "_", str(summary.get("name") or "run")).strip("_")[:150]
+        trial = f"_t{factors['trial']}" if "trial" in factors else ""
+        file = f"{stem}{trial}_{key[:12]}.flent.gz"
+        flentfile.write(out / file, data)
+        rows.append({"file": file, "key": key, "design": name, **factors})
+    if rows:
+        order = {c: i for i, c in enumerate(runs.columns)}  # the factors in the study's order
+        columns = ["file", "key", "design"]
+        columns += sorted({k for r in rows for k in r} - set(columns), key=lambda c: (order.get(c, len(order)), c))
+        with open(out / "index.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=columns)
+            w.writeheader()
+            w.writerows(rows)
+    return len(rows)
 
 
 def cmd_presets(args) -> int:
@@ -425,8 +510,13 @@ def _verdict_scope(items: list[str] | None) -> dict | str:
     scope = dict(VERDICT_SCOPE)
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or key not in scope:
+        if not sep:
             return f"--scope: {item!r} is not KEY=VALUE with KEY one of {', '.join(scope)}"
+        if key not in scope:
+            return (
+                f"--scope: {key!r} (in {item!r}) is not a key the verdicts are scoped by; they take "
+                f"{', '.join(scope)} (a row covers every buffer and AQM of its kind)"
+            )
         if isinstance(VERDICT_SCOPE[key], str):
             scope[key] = value.strip().lower()
             continue
@@ -461,7 +551,9 @@ def cmd_verdicts(args) -> int:
     misses = scope_misses(runs, scope)
     if misses:
         have = "; ".join(f"{k} is {', '.join(map(str, vs))} there" for k, vs in misses.items())
-        print(f"no run of this store is in that scope: {have}")
+        try_ = " ".join(f"--scope {k}={vs[0]}" for k, vs in misses.items())
+        more = " (or another of the values there)" if any(len(vs) > 1 for vs in misses.values()) else ""
+        print(f"no run of this store is in that scope: {have}; for its cells: {try_}{more}")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(verdict_table(runs, scope=scope).to_string())
         if args.cells and not runs.empty:
@@ -477,11 +569,12 @@ def cmd_plot(args) -> int:
     from l4sim.studies.analysis import cells
     from l4sim.sweep.store import Store, StoreError
 
-    formats = tuple(args.formats or ("png", "pdf"))
+    formats = tuple(f.lower() for f in args.formats or ("png", "pdf"))
     out = Path(args.out)
+    bad = [f for f in formats if f not in PLOT_FORMATS]
     problem = (
         _output_problem("--out", out)
-        or next((f"--format: {p}" for p in map(figure_format_problem, formats) if p), None)
+        or (bad and f"--format: {bad[0]!r} is not one of {', '.join(PLOT_FORMATS)}")
         or _design_problem(args.store, args.design)
     )
     if problem:
@@ -514,7 +607,7 @@ def cmd_report(args) -> int:
     from l4sim.sweep.store import StoreError
 
     # the figures go beside the report
-    problem = _output_problem("--out", Path(args.out).parent) or _design_problem(args.store, args.design)
+    problem = _file_problem("--out", args.out, made=True) or _design_problem(args.store, args.design)
     if problem:
         return _err(problem)
     scope = _verdict_scope(args.scope)
@@ -532,21 +625,25 @@ def cmd_reproduce_anrw24(args) -> int:
     from l4sim.studies import plots, presets
     from l4sim.studies.analysis import cells, verdict_table
     from l4sim.studies.report import export_csv, write_report
-    from l4sim.sweep.store import Store
+    from l4sim.sweep.store import Store, StoreError
 
     out = Path(args.out)
     try:
         study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
+        study.check()
     except StudyError as e:
         return _err(str(e))
-    clash = _output_problem("--out", out) or _design_clash(out / "store", study) or _connect_dask(args)
+    try:
+        clash = _output_problem("--out", out) or _design_clash(out / "store", study) or _connect_dask(args)
+    except StoreError as e:
+        clash = f"--out: {e}"
     if clash:
         return _err(clash)
     out.mkdir(parents=True, exist_ok=True)
     trials = f"{args.trials} trial{'s' * (args.trials != 1)}"
     print(f"ANRW'24 grid: {len(study)} runs ({trials} x {args.duration:g} s) into {out / 'store'}")
     outcome: list = []
-    rc = _run_and_report(study, out / "store", args, outcome)
+    rc = _run_and_report(study, out / "store", args, outcome, option="--out")
     if rc in (2, 130):
         return rc
     missing = outcome[0].missing if outcome else 0

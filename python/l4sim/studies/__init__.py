@@ -14,9 +14,9 @@ Importing this package registers what the study adds to the generic layers: the
 
 from l4sim import scenario as _scenario
 from l4sim.studies import analysis as _analysis
-from l4sim.studies import factors as _factors
 from l4sim.studies import study as _study
 from l4sim.sweep import store as _store
 
-_scenario.register_document_form("factors", _factors.scenario_from_factors_table)
+# one study point; a study file (several points) is told to use `l4sim study run`
+_scenario.register_document_form("factors", _study.scenario_from_factors_document)
 _store.register_study_columns(_study.FACTOR_ORDER + _study.EXTRA_SETTINGS, _analysis.run_metrics)

@@ -177,6 +177,8 @@ def check(
 
 
 def human(seconds: float) -> str:
+    if seconds < 0.5:
+        return "under a second"  # not "0 s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:

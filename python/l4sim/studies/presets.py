@@ -46,11 +46,20 @@ def names() -> list[str]:
     return list(PRESETS)
 
 
+def _preset_name(name: str) -> str | None:
+    """The preset ``name`` is (case-insensitive, ``-`` = ``_``, as every name), or None."""
+    from l4sim.scenario import canonical_name
+
+    return next((n for n in PRESETS if canonical_name(n) == canonical_name(name)), None)
+
+
 def get(name: str) -> Study:
-    """The preset study ``name``; StudyError naming the known presets otherwise."""
-    if name not in PRESETS:
+    """The preset study ``name`` (``ANRW24`` is ``anrw24``); StudyError naming the known
+    presets otherwise."""
+    preset = _preset_name(name)
+    if preset is None:
         raise StudyError(f"{name!r} is neither a study file nor a preset (presets: {', '.join(PRESETS)})")
-    return Study.from_toml(PRESETS[name], name=name)
+    return Study.from_toml(PRESETS[preset], name=preset)
 
 
 def table() -> list[tuple[str, int, int, str]]:
@@ -67,7 +76,7 @@ def load(file_or_preset: str) -> Study:
     p = Path(file_or_preset)
     if p.is_file():
         return Study.from_file(p)
-    if file_or_preset in PRESETS:
+    if _preset_name(file_or_preset) is not None:
         return get(file_or_preset)
     if p.suffix == ".toml" or p.exists():
         raise StudyError(f"study file {file_or_preset!r} not found (or not a file)")

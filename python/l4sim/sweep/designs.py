@@ -3,7 +3,9 @@
 A design is anything with a ``name``, a list of runs (:meth:`Design.runs`, each a
 :class:`RunSpec`: a point of named factor values and its seed), the text it was defined by
 (:meth:`Design.to_toml`, stored with the results) and a way to turn a point into a scenario
-(:meth:`Design.build`, core scenario dict). The runner and the store only use this contract;
+(:meth:`Design.build`, core scenario dict); optionally ``check(runs)``, raising
+:class:`DesignError` for a design whose runs are not all valid (the runner calls it before it
+builds anything, unless it is given another builder). The runner and the store only use this contract;
 what the factors mean (the ANRW'24 two-flow study, the PAM N x M study, ...) is the studies
 layer's business (``l4sim.studies``).
 """

@@ -82,9 +82,13 @@ class Outcome:
 
 
 def plan(study: Design, *, builder: Builder | None = None, model_version: str) -> list[PlannedRun]:
+    specs = study.runs()
+    check = getattr(study, "check", None)
+    if builder is None and check is not None:
+        check(specs)  # the design's own check of its runs (a study's: the core's validator)
     builder = builder or study.build
     out = []
-    for spec in study.runs():
+    for spec in specs:
         try:
             scen = builder(spec.point, spec.seed)
         except ValueError as e:  # ScenarioError: name the point, stop before running anything
@@ -112,7 +116,6 @@ def run_study(
     ("tcp://host:port") or a ``distributed.Client``. limit: do at most this many runs.
     """
     run_fn = run_fn or core_run
-    builder = builder or study.build
     if model_version is None:
         model_version = engine_model_version()
     # every point built before the store is opened: one that cannot be leaves no store behind

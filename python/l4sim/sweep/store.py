@@ -133,6 +133,22 @@ class StoreError(RuntimeError):
     pass
 
 
+def _check_index(path: Path) -> None:
+    """StoreError if ``path/index.sqlite`` is not a results store's index (not an SQLite
+    database, or one without the store's tables): it was a DatabaseError traceback."""
+    idx = path / "index.sqlite"
+    try:
+        db = sqlite3.connect(f"file:{idx}?mode=ro", uri=True, timeout=30)
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise StoreError(f"{str(path)!r} is not a results store ({idx.name}: {e})") from None
+    if tables and "runs" not in tables:
+        raise StoreError(f"{str(path)!r} is not a results store ({idx.name} has no runs table)")
+
+
 class StoreLockedError(StoreError):
     """Another process is writing this store."""
 
@@ -272,6 +288,8 @@ class Store:
         self.path = Path(path)
         self.write = write
         self._lock_fd: int | None = None
+        if (self.path / "index.sqlite").exists():
+            _check_index(self.path)  # before anything is written beside a file that is not a store
         if write:
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / "series").mkdir(exist_ok=True)
@@ -527,7 +545,11 @@ class Store:
         then the rest (seed, key, design, model version, backend, status, timings, ...).
 
         ``design``: the runs that design plans now. Otherwise the runs every design plans now;
-        ``superseded=True`` adds the runs no design plans any more (see :meth:`superseded`)."""
+        ``superseded=True`` adds the runs no design plans any more (see :meth:`superseded`).
+
+        The ``design`` column: ``design`` when given (a run two designs share is in both);
+        otherwise every design that plans the run, ``;``-separated in the order of :meth:`designs`
+        (a run no design plans names the design that ran it)."""
         import pandas as pd
 
         q = "SELECT r.* FROM runs r"
@@ -546,6 +568,16 @@ class Store:
             q += " WHERE " + " AND ".join(conds)
         q += " ORDER BY r.rowid"
         rows = [dict(r) for r in self.db.execute(q, args)]
+        if design is not None:
+            planned_by = {r["key"]: design for r in rows}
+        else:
+            order = {d["name"]: i for i, d in enumerate(self.designs())}
+            by_key: dict[str, list[str]] = {}
+            for k, d in self.db.execute("SELECT key, design FROM plan"):
+                by_key.setdefault(k, []).append(d)
+            planned_by = {k: ";".join(sorted(ds, key=lambda d: order.get(d, len(order)))) for k, ds in by_key.items()}
+        for r in rows:
+            r["design"] = planned_by.get(r["key"], r["design"])
         facs = [json.loads(r["factors"]) for r in rows]
         mets = [self._metrics(r) for r in rows]
         names = [k for k in _factor_order if any(k in f for f in facs)]
