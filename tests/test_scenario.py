@@ -115,6 +115,13 @@ def test_errors_name_what_the_user_wrote(tmp_path, old, new, field, words):
     assert ei.value.field == field and words in str(ei.value), str(ei.value)
 
 
+def test_tcp_settings_on_a_udp_flow_are_an_error_not_ignored(minimal):
+    flow = {"name": "u", "cc": "prague", "source": {"kind": "udp", "rate_mbps": 1}}
+    with pytest.raises(l4sim.ScenarioError) as ei:
+        load({**minimal, "flows": [flow]})
+    assert ei.value.field == "flows[0].cc" and "TCP flows only" in str(ei.value)
+
+
 def test_a_typo_in_factors_is_an_unknown_factor_not_a_missing_one():
     with pytest.raises(l4sim.ScenarioError) as ei:
         load({"factors": {"aqm": "FIFO", "n_bdpp": 2, "btl_capacity": 100, "base_rtt": 10}})
@@ -325,7 +332,7 @@ _HTB = {
     [
         (("topology", "bottleneck", "qdisc", "limit"), "big", "topology.bottleneck.qdisc.limit"),
         (("flows", 0, "source"), {"kind": "chunks", "rate_mbps": 5, "request": "yes"}, "flows[0].source.request"),
-        (("flows", 0, "source"), {"kind": "udp", "rate_mbps": "fast"}, "flows[0].source.rate_mbps"),
+        (("flows", 0), {"name": "a", "source": {"kind": "udp", "rate_mbps": "fast"}}, "flows[0].source.rate_mbps"),
         (
             ("topology", "bottleneck", "qdisc"),
             {

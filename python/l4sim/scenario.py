@@ -460,6 +460,12 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
                 f["tcp"] = _norm_tcp(f["tcp"], f"{p}.tcp")
             if "source" in f:
                 f["source"] = _norm_source(f["source"], f"{p}.source", base_dir)
+                kind = f["source"]["kind"]
+                tcp_only = [k for k in ("cc", "tcp", "receiver") if k in f]
+                if kind in ("udp", "udp_prague") and tcp_only:  # would be ignored
+                    raise scenario_error(
+                        f"{p}.{tcp_only[0]}", f"applies to TCP flows only; a {kind} source sends datagrams"
+                    )
             rcv = f.get("receiver")
             if rcv is not None:
                 if not isinstance(rcv, dict):
