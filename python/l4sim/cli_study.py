@@ -329,7 +329,7 @@ def cmd_run(args) -> int:
             ov["duration"] = args.duration
         if ov:
             study = study.with_overrides(**ov)
-        study.check()  # before the store, the scheduler or any run (run_study checks again: 1 s at most)
+        study.check()  # before the store, the scheduler or any run (run_study's check skips its cells)
     except StudyError as e:
         return _err(str(e))
     if args.name is not None:

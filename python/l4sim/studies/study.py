@@ -354,6 +354,8 @@ class Study:
     constraints: list[Constraint] = field(default_factory=list)
     description: str = ""
     source: str = ""  # the TOML text this study came from (stored with the results)
+    #: Cells :meth:`check` found valid (the command checks before the runner does again).
+    _valid_cells: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -453,7 +455,9 @@ class Study:
 
     def renamed(self, name: str) -> Study:
         """A copy under another name (its TOML is regenerated to say so, like an override's)."""
-        return replace(self, name=name, source="")
+        copy = replace(self, name=name, source="")
+        copy._valid_cells = self._valid_cells  # the same runs
+        return copy
 
     # ---------------------------------------------------------------- expansion
     def points(self) -> list[dict[str, Any]]:
@@ -501,13 +505,12 @@ class Study:
                 "constraints: no run of the design is left after them (the study's: a buffer n_bdp x base_rtt "
                 f"below the ecn_threshold is skipped{'; yours: ' + mine if mine else ''})"
             )
-        seen: set[str] = set()
+        seen = self._valid_cells
         for r in runs:
             cell = {k: v for k, v in r.point.items() if k != "trial" and v is not None}
             text = canonical_json(cell)
             if text in seen:
                 continue
-            seen.add(text)
             try:
                 scenario_from_factors_table({"factors": dict(cell, seed=r.seed)})
             except ScenarioError as e:
@@ -515,6 +518,7 @@ class Study:
                 what = f"factor {field!r}" if field in VALIDATORS else field or "run"
                 at = ", ".join(f"{k}={v}" for k, v in r.point.items())
                 raise StudyError(f"{what}: {getattr(e, 'message', e)} (in the run {at})") from None
+            seen.add(text)
 
     def __len__(self) -> int:
         return len(self.points())
