@@ -103,6 +103,10 @@ def test_every_choice_value_follows_the_one_name_rule():
         ("rate = 100", "rate = nan", "topology.bottleneck.rate", "finite number, got nan"),
         # the core's errors also name the flow table as written
         ('cc = "reno"', 'cc = "reno"\nstreams = 0', "flows.a.streams", "at least 1"),
+        # a negative count is out of range for the same reason, not for its type's
+        ('cc = "reno"', 'cc = "reno"\nstreams = -2', "flows.a.streams", "at least 1, got -2"),
+        # a list of the wrong length is the list's error, not its last element's
+        ('cc = "reno"', 'cc = "reno"\ntcp = { rmem = [4096, 131072] }', "flows.a.tcp.rmem", "length 3"),
     ],
 )
 def test_errors_name_what_the_user_wrote(tmp_path, old, new, field, words):

@@ -456,6 +456,9 @@ def normalize(data: Any, base_dir: Path | None = None) -> dict[str, Any]:
                 raise scenario_error(p, f"expected a table, got {f!r}")
             if "cc" in f:
                 f["cc"] = _norm_cc(f["cc"], f"{p}.cc")
+            streams = f.get("streams")
+            if isinstance(streams, int) and not isinstance(streams, bool) and streams < 1:
+                raise scenario_error(f"{p}.streams", f"must be at least 1, got {streams}")
             if "tcp" in f:
                 f["tcp"] = _norm_tcp(f["tcp"], f"{p}.tcp")
             if "source" in f:
@@ -543,7 +546,10 @@ def _from_core(e: ScenarioError, source: str | None, named: dict[str, Any] | Non
     m = re.match(r"flows\[(\d+)\]", field) if named else None
     if m and named is not None and int(m[1]) < len(named.get("flows", [])):
         field = f"flows.{named['flows'][int(m[1])].get('name')}{field[m.end():]}"
-    err = scenario_error(field, plain_words(getattr(e, "message", str(e))), source)
+    message = getattr(e, "message", str(e))
+    if message.startswith("invalid length"):  # serde names the element it stopped at: blame the list
+        field = re.sub(r"\[\d+\]$", "", field)
+    err = scenario_error(field, plain_words(message), source)
     if source:
         err.add_note(f"in {source}")
     return err
