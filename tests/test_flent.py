@@ -119,3 +119,19 @@ def test_study_export_to_stdout_parquet_and_flent(tmp_path, capsys):
     assert rs.meta("TITLE").startswith("run ") and rs.meta("TITLE").endswith("trial 1")
     assert "TCP upload::1" in rs.series_names
     _plot(files[0], tmp_path / "study.png")
+
+
+def test_a_second_export_into_the_same_directory_keeps_the_firsts_index_rows(tmp_path, capsys):
+    from l4sim.cli_study import main
+
+    fl = tmp_path / "flent"
+    for i, rate in enumerate((20, 10)):
+        s = tmp_path / f"tiny{i}.toml"
+        s.write_text(STUDY.replace("btl_capacity = 20", f"btl_capacity = {rate}"))
+        store = tmp_path / f"st{i}"
+        assert main(["study", "run", str(s), "--store", str(store), "-j", "1", "--quiet"]) == 0
+        assert main(["study", "export", str(store), "--flent", str(fl)]) == 0
+    capsys.readouterr()
+    index = pd.read_csv(fl / "index.csv")
+    assert sorted(index["file"]) == sorted(p.name for p in fl.glob("*.flent.gz")) and len(index) == 4
+    assert sorted(index["btl_capacity"]) == [10, 10, 20, 20]

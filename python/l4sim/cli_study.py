@@ -87,7 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="export one row per run (CSV to a file or stdout, Parquet) and/or flent files",
         description="One row per run: --csv FILE (or --csv - for stdout), --parquet FILE. "
         "--flent DIR writes one flent data file per finished run, named by its factors, trial and "
-        "key prefix, and DIR/index.csv mapping each file to the run's key, design and factors. "
+        "key prefix, and DIR/index.csv mapping each file to the run's key, design and factors "
+        "(an earlier export's rows stay). "
         "With none of them, CSV goes to stdout.",
     )
     p.add_argument("store", metavar="DIR", help="results directory (from `l4sim study run`)")
@@ -478,15 +479,25 @@ def _export_flent(st, out: Path, runs) -> int:
         file = f"{stem}{trial}_{key[:12]}.flent.gz"
         flentfile.write(out / file, data)
         rows.append({"file": file, "key": key, "design": name, **factors})
+    exported = len(rows)
     if rows:
+        # An earlier export into the same directory keeps its rows (for files still there).
+        written = {r["file"] for r in rows}
+        index = out / "index.csv"
+        if index.is_file():
+            with open(index, newline="", encoding="utf-8") as fh:
+                kept = [r for r in csv.DictReader(fh) if r.get("file") not in written and (out / r["file"]).is_file()]
+            rows = kept + rows
         order = {c: i for i, c in enumerate(runs.columns)}  # the factors in the study's order
         columns = ["file", "key", "design"]
         columns += sorted({k for r in rows for k in r} - set(columns), key=lambda c: (order.get(c, len(order)), c))
-        with open(out / "index.csv", "w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, fieldnames=columns)
+        tmp = index.with_name(".index.csv.tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=columns, restval="")
             w.writeheader()
             w.writerows(rows)
-    return len(rows)
+        tmp.replace(index)
+    return exported
 
 
 def cmd_presets(args) -> int:
