@@ -167,8 +167,8 @@ def report(tmp_path_factory):
     return out, res
 
 
-def _side_by_side(res, tmp_path, monkeypatch) -> dict:
-    """The side-by-side figure's panels by title, as the report draws them."""
+def _figures_drawn(res, tmp_path, monkeypatch) -> dict:
+    """The report's figures by file stem, as it draws them."""
     import matplotlib.figure
     import pandas as pd
 
@@ -182,7 +182,12 @@ def _side_by_side(res, tmp_path, monkeypatch) -> dict:
         lambda fig, path, **kw: saved.update({Path(path).stem: fig}) or save(fig, path, **kw),
     )
     icnp26_report._figures(res, pd.DataFrame([icnp26_report._summary(r) for r in res]), tmp_path)
-    return {ax.get_title(): ax for ax in saved["side_by_side"].axes}
+    return saved
+
+
+def _side_by_side(res, tmp_path, monkeypatch) -> dict:
+    """The side-by-side figure's panels by title."""
+    return {ax.get_title(): ax for ax in _figures_drawn(res, tmp_path, monkeypatch)["side_by_side"].axes}
 
 
 def _labels_at(ax) -> dict[str, str]:
@@ -213,6 +218,18 @@ def test_side_by_side_shows_the_bottleneck_sojourn_per_class(report, tmp_path, m
     summ = pd.read_csv(out / "summary.csv").set_index("scenario")
     assert summ.loc["S2b", "btl_l4s_sojourn_p99_ms"] < 1 < 10 < summ.loc["S2b", "btl_classic_sojourn_p99_ms"]
     assert pd.isna(summ.loc["S3b", "btl_l4s_sojourn_p99_ms"])
+
+
+def test_queues_over_time_keep_dualpi2s_classes_apart_and_an_egress_its_colour(report, tmp_path, monkeypatch):
+    """The over-time figure drew one mean per egress, DualPI2's 1 ms L4S queue averaged with its
+    classic queue; and the same egress changed colour from one scenario to the next."""
+    fig = _figures_drawn(report[1], tmp_path, monkeypatch)["queues"]
+    lines = {(ax.get_title().split(":")[0], ln.get_label()): ln.get_color() for ax in fig.axes for ln in ax.lines}
+    labels = {lab for _, lab in lines}
+    assert {"r-access-6->lan-6 (L4S)", "r-access-6->lan-6 (classic)"} <= labels
+    assert "r-access-6->lan-6 (all)" not in labels and any(lab.endswith("(all)") for lab in labels)
+    for lab in labels:
+        assert len({c for (_, la), c in lines.items() if la == lab}) == 1, lab
 
 
 def test_summary_has_no_column_blank_in_every_row(report):

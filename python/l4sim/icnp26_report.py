@@ -137,6 +137,19 @@ def _series(r: Any, prefix: tuple[str, ...], variable: str) -> pd.DataFrame:
     return s[["t", "name", "value"]].reset_index(drop=True)
 
 
+def _queue_series(sq: pd.DataFrame) -> pd.DataFrame:
+    """The bottleneck egresses' sojourn over time, one line per queue: DualPI2's L4S and classic
+    queues apart (their own series), a queue shared by both classes as one line marked so."""
+    import pandas as pd
+
+    split = set(sq.loc[sq["variable"] == "l_sojourn_ms", "name"])
+    parts = [sq[(sq["variable"] == "sojourn_ms") & ~sq["name"].isin(split)].assign(name=lambda d: d["name"] + " (all)")]
+    for var, cls in (("l_sojourn_ms", "L4S"), ("c_sojourn_ms", "classic")):
+        q = sq[(sq["variable"] == var) & sq["name"].isin(split)]
+        parts.append(q.assign(name=q["name"] + f" ({cls})"))
+    return pd.concat(parts, ignore_index=True)[["t", "name", "value"]]
+
+
 def run_one(job: tuple[str, int, float, float, float]) -> dict[str, Any]:
     """Run one (scenario, trial) and keep what the report needs (small, picklable)."""
     import l4sim
@@ -173,7 +186,7 @@ def run_one(job: tuple[str, int, float, float, float]) -> dict[str, Any]:
             ]
         ],
         "classes": cl[cl["qdisc"].isin(bott)].drop(columns=["cdf_ms"], errors="ignore"),
-        "qseries": sq[sq["name"].isin(bott) & (sq["variable"] == "sojourn_ms")][["t", "name", "value"]],
+        "qseries": _queue_series(sq[sq["name"].isin(bott)]),
     }
 
 
@@ -267,10 +280,14 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
 
         return draw
 
-    def series_plot(key: str):
+    def series_plot(key: str, same_colours: bool = False):
+        # same_colours: a name (an egress and its class) keeps its colour in every scenario
+        every = sorted({n for res in results for n in res[key]["name"]}) if same_colours else []
+        colour = {n: f"C{i % 10}" for i, n in enumerate(every)}
+
         def draw(ax: Any, res: dict[str, Any]) -> None:
             for flow, g in res[key].groupby("name"):
-                ax.plot(g["t"], g["value"], lw=0.7, label=flow)
+                ax.plot(g["t"], g["value"], lw=0.7, label=flow, color=colour.get(flow))
 
         return draw
 
@@ -278,7 +295,8 @@ def _figures(results: list[dict[str, Any]], summ: pd.DataFrame, figdir: Path) ->
     grid("UDP Prague calls: received rate", "calls_rate", udp_plot("rate_mbps"), "Mbit/s")
     grid("Classic long flows: throughput", "classic_tput", series_plot("classic_tput"), "Mbit/s")
     grid("Classic long flows: smoothed RTT", "classic_rtt", series_plot("classic_rtt"), "ms")
-    grid("Bottleneck queues: sojourn time", "queues", series_plot("qseries"), "ms")
+    queues_title = "Bottleneck queues: mean sojourn per interval (DualPI2: L4S and classic queues apart)"
+    grid(queues_title, "queues", series_plot("qseries", same_colours=True), "ms")
 
     # Side by side: one bar per scenario (mean over trials).
     m = summ.groupby("scenario", sort=False).mean(numeric_only=True).reindex(names)
