@@ -896,3 +896,25 @@ fn a_persistent_web_response_waits_for_its_request() {
         assert!((0.020..0.0205).contains(&c.fct_s), "{}", c.fct_s);
     }
 }
+
+#[test]
+fn a_links_utilisation_counts_each_rate_set_link_gave_it_over_its_time() {
+    // A UDP source above the link's rate keeps it busy: 2 s at 100 Mbit/s, 2 s at 50. The
+    // capacity is 300 Mbit, not the last rate over the whole run (200 Mbit: 1.5).
+    let sc = dumbbell(
+        20.0,
+        100.0,
+        4.0,
+        json!({"kind": "bfifo", "limit": 100_000}),
+        vec![json!({"name": "u", "source": {"kind": "udp", "rate_mbps": 200, "packet_size": 1458}})],
+    );
+    let scn = Scenario::from_json(&sc.to_string()).unwrap();
+    let mut w = World::new(&scn).unwrap();
+    w.run_until(2 * SEC);
+    w.set_link(None, Some(50.0), None).unwrap();
+    w.run_until(4 * SEC);
+    let r = w.result("reshaped", 0.0);
+    let link = r.links.iter().find(|l| l.name == "bottleneck").unwrap();
+    assert_eq!(link.rate_mbps, 50.0);
+    assert!(link.utilisation > 0.98 && link.utilisation <= 1.0, "{}", link.utilisation);
+}

@@ -75,8 +75,10 @@ pub struct QdiscResult {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct LinkResult {
     pub name: String,
+    /// Its rate at the end of the run (`set_link` may have changed it).
     pub rate_mbps: f64,
-    /// Fraction of the run's capacity (rate x duration) that carried frames.
+    /// Fraction of the run's capacity (rate x duration, or each rate over its time when
+    /// `set_link` changed it) that carried frames.
     pub utilisation: f64,
     pub tx_pkts: u64,
     pub tx_bytes: u64,

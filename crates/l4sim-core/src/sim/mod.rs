@@ -65,7 +65,10 @@ impl Totals {
                 self.ce_fed_back += s.sk.delivered_ce;
             }
             Conn::Udp(c) => self.ce_received += c.1.ce_received,
-            Conn::UdpPrague(c) => self.ce_received += c.1.ce_received(),
+            Conn::UdpPrague(c) => {
+                self.ce_received += c.1.ce_received();
+                self.ce_fed_back += c.0.ce_fed_back();
+            }
         }
     }
 }
@@ -148,6 +151,9 @@ pub struct World {
     /// Per host, the first TCP flow on it and its side (0 sender, 1 receiver): whose `hz`
     /// and tick phase the host's other flows must share ([`World::claim_host_clocks`]).
     host_clocks: std::collections::HashMap<u32, (usize, usize)>,
+    /// Per port whose rate `set_link` changed: the bits its earlier rates could carry, and
+    /// since when its present rate applies (a link's utilisation is over what it could carry).
+    reshaped: std::collections::HashMap<usize, (f64, SimTime)>,
 }
 
 /// How far [`World::drain`] has read.
@@ -193,6 +199,7 @@ impl World {
             records: Vec::new(),
             drained: Drained::default(),
             host_clocks: std::collections::HashMap::new(),
+            reshaped: std::collections::HashMap::new(),
         };
         for (fi, f) in sc.flows.iter().enumerate() {
             w.claim_host_clocks(f, built.hosts[fi], &format!("flows[{fi}]."))?;
@@ -1577,6 +1584,10 @@ impl World {
         }
         let now = self.now;
         if let Some(r) = rate {
+            let old = self.net.ports[q].shaper.rate().bps as f64;
+            let (bits, since) = self.reshaped.entry(q).or_insert((0.0, 0));
+            *bits += old * to_secs(now - *since);
+            *since = now;
             let rate = Rate::mbps(r);
             self.net.ports[q].shaper = Shaper::new(rate, default_burst(rate));
         }

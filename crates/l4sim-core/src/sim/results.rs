@@ -242,7 +242,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
     let mut links = Vec::new();
     let mut classes = Vec::new();
     let mut bottleneck_pkts = 0;
-    for p in &w.net.ports {
+    for (i, p) in w.net.ports.iter().enumerate() {
         let st = &p.qdisc.stats;
         qdiscs.push(qdisc_result(&p.name, &p.qdisc));
         class_tree(&p.name, &p.qdisc, &mut qdisc_classes);
@@ -256,10 +256,16 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
             }
         }
         let rate = p.shaper.rate().bps as f64;
+        // What it could carry: its rate over the run, or each rate `set_link` gave it over
+        // its time.
+        let capacity = match w.reshaped.get(&i) {
+            Some(&(bits, since)) => bits + rate * to_secs(w.now - since),
+            None => rate * dur,
+        };
         links.push(LinkResult {
             name: p.name.clone(),
             rate_mbps: rate / 1e6,
-            utilisation: p.tx_bytes as f64 * 8.0 / (rate * dur),
+            utilisation: p.tx_bytes as f64 * 8.0 / capacity,
             tx_pkts: p.tx_pkts,
             tx_bytes: p.tx_bytes,
         });

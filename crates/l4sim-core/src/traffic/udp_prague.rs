@@ -850,6 +850,10 @@ impl UdpPragueSender {
     pub fn alpha(&self) -> f64 {
         self.cc.alpha as f64 / MAX_PROB as f64
     }
+    /// CE marks the receiver has echoed (`packets_CE` of the latest ACK).
+    pub fn ce_fed_back(&self) -> u64 {
+        self.cc.packets_ce as u64
+    }
     /// The CC state, for inspection.
     pub fn cc(&self) -> &PragueCc {
         &self.cc
