@@ -65,8 +65,12 @@ def test_drain_returns_each_sample_once():
     assert list(b.t) == pytest.approx(np.arange(11, 21) / 10)
     assert len(c.t) == 0 and len(c.connections) == 0
     q = b.queues
-    assert set(q["class"]) == {"l4s", "classic"}
+    assert set(q["class"]) == {"l4s", "classic", "all"}
     assert (q["pkts"] >= 0).all()
+    # the qdisc-wide values sit on its "all" row only, whose counts are the classes' sums
+    by = {c: g.reset_index(drop=True) for c, g in q.groupby("class")}
+    assert (by["all"]["pkts"] == by["l4s"]["pkts"] + by["classic"]["pkts"]).all()
+    assert by["l4s"]["backlog_pkts"].isna().all() and by["all"]["backlog_pkts"].notna().all()
     d = b.delay.set_index("flow")
     assert {"long", "web"} <= set(d.index)
     assert d.loc["long", "p99_ms"] >= d.loc["long", "p50_ms"] >= 0
@@ -82,7 +86,7 @@ def test_bottleneck_rate_change_mid_run_shows_in_the_link_rate():
     sim.set_link(rate=10)
     sim.run_until(2.0)
     s = sim.drain()
-    tx = s.queues.query("`class` == 'l4s'")["tx_mbps"].to_numpy()
+    tx = s.queues.query("`class` == 'all'")["tx_mbps"].to_numpy()
     assert 8.0 < tx[-5:].mean() <= 10.01
     assert s.raw["qdiscs"]["bottleneck"]["rate_mbps"] == pytest.approx(10)
 

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["Samples", "Simulation"]
 
 _CLASSES = ("l4s", "classic")
+_QUEUE_COLUMNS = (
+    "t", "qdisc", "class", "pkts", "marks", "drops", "mark_prob", "drop_prob", "backlog_pkts", "sojourn_ms", "tx_mbps"
+)
 
 
 def _quantile(cdf: list[float], q: float) -> float:
@@ -95,21 +98,26 @@ class Samples:
 
     @property
     def queues(self) -> pd.DataFrame:
-        """Per qdisc, class (l4s/classic) and sample: t, qdisc, class, pkts (dequeued),
-        marks, drops, mark_prob (marks/pkts), drop_prob (drops/(pkts+drops)); plus the qdisc's
-        backlog_pkts, sojourn_ms (mean of the interval) and tx_mbps."""
+        """Per qdisc, class and sample: t, qdisc, class, pkts (dequeued in the interval), marks,
+        drops, mark_prob (marks/pkts), drop_prob (drops/(pkts+drops)), backlog_pkts, sojourn_ms
+        (mean of the interval) and tx_mbps. Class "l4s" and "classic" (ECT(1)/CE or not, as
+        DualPI2 classifies) have the counts only; class "all", the whole qdisc, has the counts
+        summed and the backlog, sojourn and rate, which the core keeps per qdisc."""
         import numpy as np
         import pandas as pd
 
         t = self.t
         rows = []
         for qname, q in self.raw["qdiscs"].items():
-            for cls in _CLASSES:
-                c = q["classes"][cls]
-                n = min(len(t), len(c["pkts"]))
-                pkts = np.asarray(c["pkts"][:n], dtype=float)
-                marks = np.asarray(c["marks"][:n], dtype=float)
-                drops = np.asarray(c["drops"][:n], dtype=float)
+            n = min([len(t)] + [len(q["classes"][c]["pkts"]) for c in _CLASSES])
+            counts = {
+                cls: {k: np.asarray(q["classes"][cls][k][:n], dtype=float) for k in ("pkts", "marks", "drops")}
+                for cls in _CLASSES
+            }
+            counts["all"] = {k: sum(counts[c][k] for c in _CLASSES) for k in ("pkts", "marks", "drops")}
+            nan = np.full(n, np.nan)
+            for cls, c in counts.items():
+                whole = cls == "all"
                 with np.errstate(invalid="ignore", divide="ignore"):
                     rows.append(
                         pd.DataFrame(
@@ -117,21 +125,21 @@ class Samples:
                                 "t": t[:n],
                                 "qdisc": qname,
                                 "class": cls,
-                                "pkts": pkts,
-                                "marks": marks,
-                                "drops": drops,
-                                "mark_prob": marks / pkts,
-                                "drop_prob": drops / (pkts + drops),
-                                "backlog_pkts": np.asarray(q["backlog_pkts"][:n], dtype=float),
+                                **c,
+                                "mark_prob": c["marks"] / c["pkts"],
+                                "drop_prob": c["drops"] / (c["pkts"] + c["drops"]),
+                                "backlog_pkts": np.asarray(q["backlog_pkts"][:n], dtype=float) if whole else nan,
                                 "sojourn_ms": np.asarray(
                                     [np.nan if x is None else x for x in q["sojourn_ms"][:n]], dtype=float
-                                ),
-                                "tx_mbps": np.asarray(q["tx_mbps"][:n], dtype=float),
+                                )
+                                if whole
+                                else nan,
+                                "tx_mbps": np.asarray(q["tx_mbps"][:n], dtype=float) if whole else nan,
                             }
                         )
                     )
         if not rows:
-            return pd.DataFrame(columns=["t", "qdisc", "class", "pkts", "marks", "drops", "mark_prob", "drop_prob"])
+            return pd.DataFrame(columns=[*_QUEUE_COLUMNS])
         return pd.concat(rows, ignore_index=True)
 
     @property
