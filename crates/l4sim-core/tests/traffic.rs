@@ -250,7 +250,14 @@ fn udp_prague_fills_an_idle_link_and_backs_off_under_marking() {
     );
     assert!(l4s.marks > 100);
     let recs = &r.udp_records["call"];
-    assert!(recs.len() > 150);
+    // one per 100 ms, the one ending with the run included
+    assert_eq!(recs.len(), 200);
+    assert_eq!(recs.last().unwrap().t, 20.0);
+    let r_ce: u64 = r.flows[0].ce_received;
+    assert!(
+        r.flows[0].ce_fed_back > 0 && r.flows[0].ce_fed_back <= r_ce,
+        "CE echoed to the sender"
+    );
     let late: Vec<_> = recs.iter().filter(|x| x.t > 10.0).collect();
     let mark = late.iter().map(|x| x.mark_frac).sum::<f64>() / late.len() as f64;
     assert!(mark > 0.0 && mark < 0.5, "mark fraction {mark}");
@@ -906,7 +913,9 @@ fn a_links_utilisation_counts_each_rate_set_link_gave_it_over_its_time() {
         100.0,
         4.0,
         json!({"kind": "bfifo", "limit": 100_000}),
-        vec![json!({"name": "u", "source": {"kind": "udp", "rate_mbps": 200, "packet_size": 1458}})],
+        vec![
+            json!({"name": "u", "source": {"kind": "udp", "rate_mbps": 200, "packet_size": 1458}}),
+        ],
     );
     let scn = Scenario::from_json(&sc.to_string()).unwrap();
     let mut w = World::new(&scn).unwrap();
@@ -916,5 +925,9 @@ fn a_links_utilisation_counts_each_rate_set_link_gave_it_over_its_time() {
     let r = w.result("reshaped", 0.0);
     let link = r.links.iter().find(|l| l.name == "bottleneck").unwrap();
     assert_eq!(link.rate_mbps, 50.0);
-    assert!(link.utilisation > 0.98 && link.utilisation <= 1.0, "{}", link.utilisation);
+    assert!(
+        link.utilisation > 0.98 && link.utilisation <= 1.0,
+        "{}",
+        link.utilisation
+    );
 }

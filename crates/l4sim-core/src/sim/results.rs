@@ -233,8 +233,16 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
             completion_s: completion,
         });
         rtt_samples.insert(spec.name.clone(), f.rtt_samples.clone());
-        if !f.udp_records.is_empty() {
-            udp_records.insert(spec.name.clone(), f.udp_records.clone());
+        // and those completed since the last sample (the one ending with the run: its
+        // receiver's timer runs after the sample at the same instant)
+        let mut recs = f.udp_records.clone();
+        let sampled = f.streams.first().copied().or(f.persistent);
+        if let Some(Conn::UdpPrague(c)) = sampled.and_then(|s| w.conns[s].as_ref()).map(|s| &s.conn)
+        {
+            recs.extend_from_slice(c.1.records());
+        }
+        if !recs.is_empty() {
+            udp_records.insert(spec.name.clone(), recs);
         }
     }
     let mut qdiscs = Vec::new();

@@ -1062,6 +1062,10 @@ impl UdpPragueReceiver {
         }
     }
 
+    /// Per-100 ms records completed since the last [`Self::take_records`].
+    pub fn records(&self) -> &[UdpRecord] {
+        &self.records
+    }
     /// Per-100 ms records completed so far (drained).
     pub fn take_records(&mut self) -> Vec<UdpRecord> {
         std::mem::take(&mut self.records)
