@@ -909,9 +909,9 @@ fn a_links_utilisation_counts_each_rate_set_link_gave_it_over_its_time() {
     // A UDP source above the link's rate keeps it busy: 2 s at 100 Mbit/s, 2 s at 50. The
     // capacity is 300 Mbit, not the last rate over the whole run (200 Mbit: 1.5).
     let sc = dumbbell(
-        20.0,
-        100.0,
         4.0,
+        100.0,
+        20.0,
         json!({"kind": "bfifo", "limit": 100_000}),
         vec![
             json!({"name": "u", "source": {"kind": "udp", "rate_mbps": 200, "packet_size": 1458}}),
@@ -930,4 +930,33 @@ fn a_links_utilisation_counts_each_rate_set_link_gave_it_over_its_time() {
         "{}",
         link.utilisation
     );
+}
+
+#[test]
+fn each_stream_of_a_sized_bulk_flow_has_its_completion_in_the_connections() {
+    // Two 5000-byte streams on an idle 100 Mbit/s, 20 ms path: each completes when the
+    // receiver has its last byte, a handshake and the data's one-way trip after it opened
+    // (1.5 RTT and some serialization), half an RTT before the sender's last ACK, which the
+    // flow's completion_s is.
+    let sc = dumbbell(
+        1.0,
+        100.0,
+        20.0,
+        json!({"kind": "bfifo", "limit": 250_000}),
+        vec![json!({"name": "b", "cc": {"name": "cubic"}, "size": 5000, "streams": 2})],
+    );
+    let r = run(&sc);
+    let rows: Vec<_> = r.connections.iter().filter(|c| c.flow == "b").collect();
+    assert_eq!(rows.len(), 2);
+    for c in &rows {
+        assert_eq!((c.size, c.new_connection, c.requested), (5000, true, false));
+        assert!(c.fct_s > 0.030 && c.fct_s < 0.031, "{}", c.fct_s);
+        assert!(
+            (c.fct_s - c.fct_no_handshake_s - 0.020).abs() < 1e-3,
+            "{c:?}"
+        );
+    }
+    let done = r.flows[0].completion_s.unwrap();
+    let last = rows.iter().map(|c| c.start_s + c.fct_s).fold(0.0, f64::max);
+    assert!((done - last - 0.010).abs() < 1e-3, "{done} vs {last}");
 }

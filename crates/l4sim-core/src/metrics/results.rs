@@ -129,7 +129,8 @@ pub struct ClassSeries {
     pub drops: Vec<f64>,
 }
 
-/// One completed transfer of a `web`, `messages` or `chunks` source.
+/// One completed transfer of a `web`, `messages` or `chunks` source, or one stream of a
+/// sized bulk flow (`size`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ConnRecord {
     /// The scenario flow (source) it belongs to.

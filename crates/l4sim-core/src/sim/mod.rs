@@ -495,7 +495,9 @@ impl World {
             Rng::new(seed, stream::TCP + (1 << 31) + id),
         );
         self.insert_conn(slot, Conn::Tcp(Box::new((sender, receiver))), fi, now);
-        if let (Some(b), false) = (size, self.flows[fi].spec.source.is_bulk()) {
+        // A sized transfer (a bulk stream's too: its row in the connections) is recorded when
+        // the receiver has its last byte.
+        if let Some(b) = size {
             self.conns[slot]
                 .as_mut()
                 .unwrap()
@@ -841,8 +843,9 @@ impl World {
                 requested: st.requested,
             });
         }
-        let persistent = self.flows[fi].persistent == Some(s);
-        if st.pending.is_empty() && !persistent {
+        // A persistent connection stays open; a bulk stream stays in its flow's streams.
+        let kept = self.flows[fi].persistent == Some(s) || self.flows[fi].spec.source.is_bulk();
+        if st.pending.is_empty() && !kept {
             // The receiver has every byte; the connection closes (FIN rides on the last
             // segment) and its slot is reused once its packets have left the network.
             st.closing = true;
