@@ -10,6 +10,8 @@ module turns each table into a pandas DataFrame:
 * ``series_flows()`` / ``series_qdiscs()``: long format (``t``, ``name``, ``variable``,
   ``value``); ``timeseries(flow=...)`` a wide frame indexed by ``t``.
 
+Every table and column, its unit and what it counts: docs/results.md.
+
 numpy and pandas are imported by the tables that need them, not by ``import l4sim``: running a
 scenario and printing its summary stay free of them (start-up time of ``l4sim run``).
 """
@@ -210,7 +212,9 @@ class RunResult:
 
     @property
     def flows(self) -> pd.DataFrame:
-        """One row per flow; columns are the ``FlowResult`` fields."""
+        """One row per flow; columns are the ``FlowResult`` fields (units and what each counts:
+        docs/results.md). ``start_s`` is absolute, ``completion_s`` a duration until the sender has
+        the last byte acknowledged; ``rwnd_limited`` is a count, not microseconds."""
         df = _frame(self.raw.get("flows", []), _FLOW_FLOATS)
         if self.scenario is not None and not df.empty:
             kinds = self._source_kinds()
@@ -304,12 +308,18 @@ class RunResult:
         return {k: np.asarray(v, dtype=float) for k, v in (self.raw.get("rtt_samples") or {}).items()}
 
     def series_flows(self) -> pd.DataFrame:
-        """Flow time series in long format: ``t``, ``name``, ``variable``, ``value``."""
+        """Flow time series in long format: ``t``, ``name``, ``variable``, ``value``.
+        ``tput_mbps`` is per interval and sums all streams; ``cwnd``, ``srtt_ms``, ``pacing_mbps``
+        are the first stream's at the sample, ``ce_fed_back`` cumulative; NaN from the flow's
+        stop on (docs/results.md)."""
         s = self.raw.get("series") or {}
         return _long(s.get("t", []), s.get("flows", []), _FLOW_SERIES)
 
     def series_qdiscs(self) -> pd.DataFrame:
-        """Qdisc time series in long format: ``t``, ``name``, ``variable``, ``value``."""
+        """Qdisc time series in long format: ``t``, ``name``, ``variable``, ``value``.
+        ``backlog_*`` at the sample, ``sojourn_ms`` the interval's mean, ``drops`` and ``marks``
+        cumulative; per-interval ``tx_mbps`` and class counts are only in ``raw["series"]``
+        (docs/results.md)."""
         s = self.raw.get("series") or {}
         return _long(s.get("t", []), s.get("qdiscs", []), _QDISC_SERIES)
 
