@@ -254,3 +254,20 @@ def test_base_rtt_change_applies_to_packets_sent_from_then_on():
     # a 3 KB transfer on an idle path: 2 base RTTs (request, handshake, response) plus a little
     assert before["fct_s"].median() == pytest.approx(0.020, abs=0.003)
     assert after["fct_s"].median() == pytest.approx(0.100, abs=0.005)
+
+
+def test_drained_drop_probability_is_of_the_packets_that_arrived():
+    """The core's per-interval pkts are arrivals, drops included: drops/(pkts+drops) counted
+    each drop twice (0.26 where the run's classes say 0.355)."""
+    sc = {
+        "duration": 3,
+        "topology": {"base_rtt": 10, "bottleneck": {"rate": 20, "qdisc": {"kind": "pfifo", "limit": 5}}},
+        "flows": [{"name": "u", "source": {"kind": "udp", "rate_mbps": 30}}],
+    }
+    sim = l4sim.Simulation(sc)
+    sim.run_until(3.0)
+    q = sim.drain().queues.query("`class` == 'all'")
+    drained = q["drops"].sum() / q["pkts"].sum()
+    cls = sim.result().classes.query("kind == 'class' and qdisc == 'bottleneck' and name == 'classic'")
+    assert drained == pytest.approx(float(cls["drop_prob"].iloc[0]), rel=0.02)
+    assert q["drop_prob"].iloc[5:].mean() == pytest.approx(1 / 3, abs=0.03)

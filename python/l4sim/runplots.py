@@ -83,8 +83,9 @@ def run_figure(r: RunResult, *, title: str | None = None) -> plt.Figure:
             c = q0[cls]
             pk, mk, dr = (np.asarray(c[k], dtype=float) for k in ("pkts", "marks", "drops"))
             with np.errstate(invalid="ignore", divide="ignore"):
-                ax.plot(t[: len(pk)], 100 * mk / pk, color=_CLASS_COLOR[cls], label=f"{cls} marks", lw=1)
-                drop_pct = 100 * dr / (pk + dr)
+                # pk: packets that arrived (drops included); marks among those admitted
+                ax.plot(t[: len(pk)], 100 * mk / (pk - dr), color=_CLASS_COLOR[cls], label=f"{cls} marks", lw=1)
+                drop_pct = 100 * dr / pk
                 ax.plot(t[: len(pk)], drop_pct, color=_CLASS_COLOR[cls], ls="--", label=f"{cls} drops", lw=1)
         ax.set(title=f"{q0['name']}: mark / drop probability per class")
     ax.set(xlabel="time, s", ylabel="% of packets")

@@ -98,9 +98,9 @@ class Samples:
 
     @property
     def queues(self) -> pd.DataFrame:
-        """Per qdisc, class and sample: t, qdisc, class, pkts (dequeued in the interval), marks,
-        drops, mark_prob (marks/pkts), drop_prob (drops/(pkts+drops)), backlog_pkts, sojourn_ms
-        (mean of the interval) and tx_mbps. Class "l4s" and "classic" (ECT(1)/CE or not, as
+        """Per qdisc, class and sample: t, qdisc, class, pkts (arrived in the interval, drops
+        included), marks, drops, mark_prob (marks/(pkts-drops): of the packets admitted),
+        drop_prob (drops/pkts), backlog_pkts, sojourn_ms (mean of the interval) and tx_mbps. Class "l4s" and "classic" (ECT(1)/CE or not, as
         DualPI2 classifies) have the counts only; class "all", the whole qdisc, has the counts
         summed and the backlog, sojourn and rate, which the core keeps per qdisc."""
         import numpy as np
@@ -126,8 +126,8 @@ class Samples:
                                 "qdisc": qname,
                                 "class": cls,
                                 **c,
-                                "mark_prob": c["marks"] / c["pkts"],
-                                "drop_prob": c["drops"] / (c["pkts"] + c["drops"]),
+                                "mark_prob": c["marks"] / (c["pkts"] - c["drops"]),
+                                "drop_prob": c["drops"] / c["pkts"],
                                 "backlog_pkts": np.asarray(q["backlog_pkts"][:n], dtype=float) if whole else nan,
                                 "sojourn_ms": np.asarray(
                                     [np.nan if x is None else x for x in q["sojourn_ms"][:n]], dtype=float

@@ -430,8 +430,9 @@ class Session:
         point: dict[str, Any] = {"t": now}
         for c in ("l4s", "classic"):
             pkts, marks, drops = (sum(cls[c][k]) for k in ("pkts", "marks", "drops"))
-            point[f"{c}_mark"] = marks / pkts if pkts else None
-            point[f"{c}_drop"] = drops / (pkts + drops) if pkts + drops else None
+            # pkts: packets that arrived, drops included; marks among those admitted
+            point[f"{c}_mark"] = marks / (pkts - drops) if pkts > drops else None
+            point[f"{c}_drop"] = drops / pkts if pkts else None
         tx = _mean(q["tx_mbps"])
         point["util"] = None if tx is None else min(1.0, tx / self.settings["link"]["capacity"])
         self._history.append(point)
