@@ -606,10 +606,14 @@ impl World {
                     return;
                 }
                 let sampled = f.streams.first().copied().or(f.persistent);
+                let bulk = f.spec.source.is_bulk();
                 let srtt = match sampled
                     .and_then(|s| self.conns[s].as_ref())
                     .map(|s| &s.conn)
                 {
+                    // A sized transfer's samples end with it, as iperf3's test does: its
+                    // frozen srtt would weigh on the mean for the rest of the run.
+                    Some(Conn::Tcp(c)) if bulk && c.0.stats.completed_at != NEVER => return,
                     Some(Conn::Tcp(c)) => c.0.sk.srtt,
                     Some(Conn::UdpPrague(c)) => c.0.srtt(),
                     _ => 0,
