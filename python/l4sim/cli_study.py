@@ -65,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-estimate",
         action="store_true",
-        help="skip the CPU/wall time estimate (it measures one run the first time)",
+        help="skip the CPU/wall time estimate (the first estimate for a design measures up to 8 of its "
+        "runs, cut to 20 s, and caches the result)",
     )
     p.add_argument(
         "--measure", action="store_true", help="measure the per-packet cost again (e.g. after the machine was busy)"
