@@ -37,6 +37,7 @@ impl Ecn {
     pub fn bits(self) -> u8 {
         self as u8
     }
+    #[cfg(test)]
     pub fn from_bits(b: u8) -> Ecn {
         match b & 3 {
             0 => Ecn::NotEct,
@@ -62,8 +63,6 @@ impl Ecn {
 pub mod flags {
     pub const FIN: u8 = 0x01;
     pub const SYN: u8 = 0x02;
-    pub const RST: u8 = 0x04;
-    pub const PSH: u8 = 0x08;
     pub const ACK: u8 = 0x10;
     pub const ECE: u8 = 0x40;
     pub const CWR: u8 = 0x80;

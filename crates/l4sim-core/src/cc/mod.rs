@@ -4,7 +4,8 @@
 //! The TCP sender calls the hooks at the points Linux does (tcp_input.c / tcp_output.c):
 //! `ssthresh` before `set_state` on entering CWR/Recovery/Loss, `pkts_acked` per ACK with an
 //! RTT sample, `in_ack_event`, then either `cong_control` (CCs that own cwnd and pacing:
-//! BBR, Prague) or PRR / `cong_avoid`, and `cwnd_event` on the events of `tcp_ca_event`.
+//! BBR, Prague) or PRR / `cong_avoid`, and `cwnd_event` on the `tcp_ca_event` events the CCs
+//! here act on ([`CaEvent`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -32,24 +33,17 @@ pub enum CaState {
     Loss = 4,
 }
 
-/// Events of `tcp_ca_event()`.
+/// Events of `tcp_ca_event()` that a modelled CC acts on (`CA_EVENT_CWND_RESTART` and the
+/// receiver's ECN and delayed-ACK events reach none of them: DCTCP's and Prague's receiver
+/// echo is the TCP receiver's own, `tcp/receiver.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CaEvent {
     /// First transmission when no packet is in flight (after idle).
     TxStart,
-    /// Congestion window restart after idle.
-    CwndRestart,
     /// End of a CWR/Recovery reduction.
     CompleteCwr,
     /// RTO fired (`tcp_enter_loss`).
     Loss,
-    /// Receiver (DCTCP-style echo): a non-CE data packet arrived.
-    EcnNoCe,
-    /// Receiver (DCTCP-style echo): a CE data packet arrived.
-    EcnIsCe,
-    /// Receiver: a delayed ACK is about to be sent / was scheduled.
-    DelayedAck,
-    NonDelayedAck,
 }
 
 /// The ECN mode negotiated on the connection.

@@ -94,20 +94,6 @@ impl CodelConfig {
     pub fn time(&self, ns: SimTime) -> CodelTime {
         ((ns + self.clock_offset_ns) >> CODEL_SHIFT) as CodelTime
     }
-
-    /// `codel_params_init` defaults: 5 ms / 100 ms, no ce_threshold, ecn off, mtu 1514.
-    pub fn linux_default() -> CodelConfig {
-        CodelConfig {
-            target: ms_to_codel(5.0),
-            interval: ms_to_codel(100.0),
-            ce_threshold: None,
-            ce_threshold_selector: 0,
-            ce_threshold_mask: 0,
-            mtu: hdr::PSCHED_MTU,
-            ecn: false,
-            clock_offset_ns: 0,
-        }
-    }
 }
 
 /// Per-queue CoDel state (`struct codel_vars`).

@@ -233,6 +233,7 @@ impl Fq {
     }
 
     /// Number of flows allocated and how many are detached.
+    #[cfg(test)]
     pub fn flow_counts(&self) -> (usize, u32) {
         (self.flows.len(), self.inactive_flows)
     }

@@ -261,17 +261,6 @@ impl FqCodel {
         self.t.qlen -= i as usize;
         idx
     }
-
-    pub fn new_flows_len(&self) -> usize {
-        self.new_flows.len()
-    }
-    pub fn old_flows_len(&self) -> usize {
-        self.old_flows.len()
-    }
-    /// Byte backlog of bucket `i`.
-    pub fn bucket_backlog(&self, i: usize) -> u64 {
-        self.buckets[i].backlog
-    }
 }
 
 impl QueueDisc for FqCodel {

@@ -196,6 +196,7 @@ impl Pie {
     pub fn burst_time(&self) -> SimTime {
         self.v.burst_time << PSCHED_SHIFT
     }
+    #[cfg(test)]
     pub fn set_burst_time(&mut self, ns: SimTime) {
         self.v.burst_time = ticks(ns);
     }

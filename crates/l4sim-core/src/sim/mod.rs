@@ -336,13 +336,10 @@ impl World {
                 SourceSpec::Udp(spec) => {
                     Conn::Udp(Box::new((UdpSender::new(&p, spec), UdpReceiver::default())))
                 }
-                SourceSpec::UdpPrague(spec) => {
-                    let rng = Rng::new(self.seed, stream::TCP + 2 * self.next_conn_id + 1);
-                    Conn::UdpPrague(Box::new((
-                        UdpPragueSender::new(&p, spec, rng),
-                        UdpPragueReceiver::new(&p),
-                    )))
-                }
+                SourceSpec::UdpPrague(spec) => Conn::UdpPrague(Box::new((
+                    UdpPragueSender::new(&p, spec),
+                    UdpPragueReceiver::new(&p),
+                ))),
                 _ => unreachable!("TCP sources are handled below"),
             };
             let prague = matches!(conn, Conn::UdpPrague(_));
@@ -488,12 +485,7 @@ impl World {
                 _ => None,
             },
         );
-        let receiver = TcpReceiver::new(
-            &params,
-            &f.spec.receiver.tcp,
-            &rcc,
-            Rng::new(seed, stream::TCP + (1 << 31) + id),
-        );
+        let receiver = TcpReceiver::new(&params, &f.spec.receiver.tcp, &rcc);
         self.insert_conn(slot, Conn::Tcp(Box::new((sender, receiver))), fi, now);
         // A sized transfer (a bulk stream's too: its row in the connections) is recorded when
         // the receiver has its last byte.

@@ -23,7 +23,6 @@ use super::rcvbuf::RcvBuf;
 use super::{AccEcnImpl, ConnParams, ReceiverStats, TcpSpec, TCP_RTO_MAX, TCP_TIMEOUT_INIT};
 use crate::cc::{AnyCc, CcFlags, CongestionControl, EcnMode};
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
-use crate::rng::Rng;
 use crate::time::{Jiffies, SimDuration, SimTime, MS, NEVER, SEC, US};
 
 /// TCP_DELACK_MIN = TCP_ATO_MIN (HZ/25 jiffies).
@@ -46,8 +45,6 @@ pub struct TcpReceiver {
     params: ConnParams,
     spec: TcpSpec,
     cc_flags: CcFlags,
-    #[allow(dead_code)]
-    rng: Rng,
     phase: Phase,
     mode: EcnMode,
     syn_ecn: Ecn,
@@ -111,23 +108,17 @@ pub struct TcpReceiver {
 impl TcpReceiver {
     /// `spec` is the receiving host's settings; `cc` its socket's CC (which decides AccECN
     /// acceptance for NEEDS_ACCECN CCs and DCTCP-style CE echo).
-    pub fn new(params: &ConnParams, spec: &TcpSpec, cc: &AnyCc, rng: Rng) -> TcpReceiver {
-        Self::with_cc_flags(params, spec, cc.flags(), rng)
+    pub fn new(params: &ConnParams, spec: &TcpSpec, cc: &AnyCc) -> TcpReceiver {
+        Self::with_cc_flags(params, spec, cc.flags())
     }
     /// As `new`, with the receiving socket's CC given by its flags only.
-    pub fn with_cc_flags(
-        params: &ConnParams,
-        spec: &TcpSpec,
-        cc_flags: CcFlags,
-        rng: Rng,
-    ) -> TcpReceiver {
+    pub fn with_cc_flags(params: &ConnParams, spec: &TcpSpec, cc_flags: CcFlags) -> TcpReceiver {
         let clock = Jiffies::with_phase(spec.hz, params.tick_phases.1);
         TcpReceiver {
             stats: ReceiverStats::default(),
             params: params.clone(),
             spec: spec.clone(),
             cc_flags,
-            rng,
             phase: Phase::Listen,
             mode: EcnMode::None,
             syn_ecn: Ecn::NotEct,

@@ -505,6 +505,7 @@ impl TcpSender {
     }
 
     /// Whether every written byte has been acknowledged.
+    #[cfg(test)]
     pub fn is_done(&self) -> bool {
         self.phase == Phase::Done
     }
@@ -2418,9 +2419,5 @@ impl TcpSender {
     #[cfg(test)]
     pub(crate) fn snd_wnd_segs(&self) -> u32 {
         (self.snd_wnd / self.mss_now as u64) as u32
-    }
-    /// Earliest time the pacer lets the next packet out.
-    pub fn pacing_stamp(&self) -> SimTime {
-        self.sk.wstamp
     }
 }

@@ -98,7 +98,7 @@ impl Harness {
     ) -> Harness {
         let p = params(size);
         let s = TcpSender::new(&p, &s_spec, AnyCc::Reno(Reno));
-        let r = TcpReceiver::with_cc_flags(&p, &r_spec, r_flags, Rng::new(1, 2));
+        let r = TcpReceiver::with_cc_flags(&p, &r_spec, r_flags);
         Harness {
             s,
             r,
@@ -781,7 +781,7 @@ fn accecn_sender_counts_exactly_the_marks_the_receiver_saw() {
 /// the receiver, its SYN/ACK, and an empty output buffer.
 fn receiver_after_syn(s: TcpSpec, syn_flags: u8) -> (TcpReceiver, Packet, Vec<Packet>) {
     let p = params(None);
-    let mut r = TcpReceiver::with_cc_flags(&p, &s, CcFlags::default(), Rng::new(1, 2));
+    let mut r = TcpReceiver::with_cc_flags(&p, &s, CcFlags::default());
     let mut out = Vec::new();
     let mut syn = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
     syn.flags = syn_flags;
@@ -966,12 +966,7 @@ fn sack_compression_holds_dup_acks_but_an_ecn_field_change_is_acked_at_once() {
 #[test]
 fn rfc3168_receiver_quick_acks_a_not_ect_segment_after_ect_ones() {
     let p = params(None);
-    let mut r = TcpReceiver::with_cc_flags(
-        &p,
-        &spec(EcnSysctl::Classic),
-        CcFlags::default(),
-        Rng::new(1, 2),
-    );
+    let mut r = TcpReceiver::with_cc_flags(&p, &spec(EcnSysctl::Classic), CcFlags::default());
     let mut out = Vec::new();
     let mut syn = Packet::new(0, crate::packet::Dir::Fwd, 1, 2);
     syn.flags = flags::SYN | ecn::syn_flags(EcnRequest::Classic);

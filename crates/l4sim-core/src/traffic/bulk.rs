@@ -1,5 +1,5 @@
 //! `bulk`: an iperf3 client. `streams` connections (iperf3 `-P`) open when the flow starts and
-//! send for the whole run, or `size` bytes each (iperf3 `-n`). The study's only traffic.
+//! send for the whole run, or `size` bytes each (iperf3 `-n`). The ANRW'24 study's traffic.
 
 use super::{Source, Transfer};
 use crate::rng::Rng;

@@ -1,8 +1,6 @@
-//! Transfer sizes and arrival processes of the traffic sources.
-//!
-//! Sizes: a fixed size, a bounded Pareto (the IETF evaluations' web flows: alpha 0.9 between
-//! 1 KB and 1 MB), a lognormal, or an empirical CDF. Arrivals: Poisson (exponential gaps at a
-//! rate per second, as the IETF and demo web workloads), periodic, or a trace of times.
+//! Transfer sizes of the traffic sources: a fixed size, a bounded Pareto (the IETF evaluations'
+//! web flows: alpha 0.9 between 1 KB and 1 MB), a lognormal, or an empirical CDF. (Arrivals
+//! are each source's own: `web.rs`, `messages.rs`, `chunks.rs`.)
 
 use serde::{Deserialize, Serialize};
 

@@ -71,7 +71,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::packet::{flags, hdr, Dir, Ecn, Packet};
-use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime, MS, NEVER, SEC, US};
 
 /// libprague's constants (`prague_cc.h`, `prague_cc.cpp`, `pkt_format.h`).
@@ -643,8 +642,6 @@ pub struct UdpPragueSender {
     p: UdpParams,
     stop: SimTime,
     cc: PragueCc,
-    #[allow(dead_code)]
-    rng: Rng,
     started: bool,
     done: bool,
     /// `seqnr`: last sequence number sent (= packets sent).
@@ -665,7 +662,7 @@ pub struct UdpPragueSender {
 }
 
 impl UdpPragueSender {
-    pub fn new(p: &UdpParams, spec: &UdpPragueSpec, rng: Rng) -> Self {
+    pub fn new(p: &UdpParams, spec: &UdpPragueSpec) -> Self {
         let max_rate = mbps_to_bytes_per_sec(spec.max_rate_mbps).max(1);
         let min_rate = mbps_to_bytes_per_sec(spec.min_rate_mbps).clamp(1, max_rate);
         let init_rate = spec
@@ -686,7 +683,6 @@ impl UdpPragueSender {
             p: p.clone(),
             stop: spec.stop.map(crate::time::secs).unwrap_or(NEVER),
             cc,
-            rng,
             started: false,
             done: false,
             seqnr: 0,
@@ -823,10 +819,6 @@ impl UdpPragueSender {
     /// The CC's rate (`m_pacing_rate`), bit/s of UDP payload.
     pub fn pacing_rate_bps(&self) -> f64 {
         self.cc.pacing_rate as f64 * 8.0
-    }
-    /// The rate actually paced at (`GetCCInfo`'s, ±3 %), bit/s.
-    pub fn send_rate_bps(&self) -> f64 {
-        self.pacing_rate as f64 * 8.0
     }
     /// `m_fractional_window` in bytes.
     pub fn cwnd_bytes(&self) -> u64 {
@@ -1088,6 +1080,7 @@ impl UdpPragueReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Rng;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
 
@@ -1222,10 +1215,7 @@ mod tests {
     fn flow(spec: &UdpPragueSpec) -> (UdpPragueSender, UdpPragueReceiver) {
         spec.validate().unwrap();
         let p = params();
-        (
-            UdpPragueSender::new(&p, spec, Rng::new(1, crate::rng::stream::TRAFFIC)),
-            UdpPragueReceiver::new(&p),
-        )
+        (UdpPragueSender::new(&p, spec), UdpPragueReceiver::new(&p))
     }
 
     fn mean_rate(recs: &[UdpRecord], from: f64, to: f64) -> f64 {
