@@ -376,3 +376,13 @@ def test_nested_htb_classes_are_modelled_as_docs_topologies_says():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "topologies.md").read_text()
     not_yet = doc.split("## Not modelled yet", 1)[1]
     assert "HTB hierarchies" not in not_yet
+
+
+def test_qdisc_series_carry_the_link_rate_and_the_per_class_counts_per_interval():
+    """tx_mbps and the class counts were recorded but only reachable through raw["series"]."""
+    r = l4sim.run(EXAMPLES / "prague_vs_cubic_dualpi2.toml", duration=2)
+    w = r.timeseries(qdisc="bottleneck")
+    q = r.qdiscs.set_index("name").loc["bottleneck"]
+    assert w[[f"{c}_pkts" for c in ("l4s", "classic")]].to_numpy().sum() == q["enq_pkts"]
+    assert w[["l4s_drops", "classic_drops"]].to_numpy().sum() == q["drops"] == w["drops"].iloc[-1]
+    assert w["tx_mbps"].iloc[5:].between(90, 100.1).all()

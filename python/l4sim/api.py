@@ -84,7 +84,11 @@ def _size_bin(size: pd.Series) -> pd.Series:
 
 _QDISC_DICTS = (("drops_by_reason", "drops"), ("drops_by_ecn", "drops"), ("marks_by_ecn", "marks"))
 _FLOW_SERIES = ("tput_mbps", "cwnd", "srtt_ms", "pacing_mbps", "ce_fed_back")
-_QDISC_SERIES = ("backlog_pkts", "backlog_bytes", "sojourn_ms", "drops", "marks")
+_CLASSES = ("l4s", "classic")
+_QDISC_SERIES = (
+    ("backlog_pkts", "backlog_bytes", "sojourn_ms", "drops", "marks", "tx_mbps")
+    + tuple(f"{c}_{k}" for c in _CLASSES for k in ("pkts", "marks", "drops"))
+)
 
 
 # Float fields of the result tables: the core writes NaN as null, so a column of nulls must
@@ -317,11 +321,15 @@ class RunResult:
 
     def series_qdiscs(self) -> pd.DataFrame:
         """Qdisc time series in long format: ``t``, ``name``, ``variable``, ``value``.
-        ``backlog_*`` at the sample, ``sojourn_ms`` the interval's mean, ``drops`` and ``marks``
-        cumulative; per-interval ``tx_mbps`` and class counts are only in ``raw["series"]``
-        (docs/results.md)."""
+        ``backlog_*`` at the sample, ``sojourn_ms`` and ``tx_mbps`` the interval's mean,
+        ``drops`` and ``marks`` cumulative, the class counts ``l4s_pkts`` (arrived),
+        ``l4s_marks``, ``l4s_drops``, ``classic_*`` per interval (docs/results.md)."""
         s = self.raw.get("series") or {}
-        return _long(s.get("t", []), s.get("qdiscs", []), _QDISC_SERIES)
+        qdiscs = [
+            {**q, **{f"{c}_{k}": v for c in _CLASSES for k, v in (q.get(c) or {}).items()}}
+            for q in s.get("qdiscs", [])
+        ]
+        return _long(s.get("t", []), qdiscs, _QDISC_SERIES)
 
     def timeseries(self, flow: str | None = None, *, qdisc: str | None = None) -> pd.DataFrame:
         """Wide time series indexed by ``t``: one column per variable of ``flow`` (or of
