@@ -42,16 +42,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from l4sim.argtypes import count, seconds
-from l4sim.studies.analysis import DELAY_ABS_MS, DELAY_REL, VerdictRules, cells, delay_ok, verdict, verdict_table
+from l4sim.studies.analysis import (
+    DELAY_ABS_MS,
+    DELAY_REL,
+    VerdictRules,
+    cells,
+    delay_ok,
+    relative_delay,
+    throughput_share,
+    verdict,
+    verdict_table,
+)
+from l4sim.studies.reference import REFERENCES, load_reference
 from l4sim.studies.study import Study
 
 if TYPE_CHECKING:  # numpy and pandas are imported where used: `l4sim --help` registers this command
     import pandas as pd
 
-REFERENCE = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
-REFERENCE_BBR = Path(__file__).with_name("presets") / "pam25_bbr_testbed.csv"
-#: The default references: Prague vs CUBIC (90 cells) and vs the BBR family (225 cells).
-REFERENCES: tuple[Path, ...] = (REFERENCE, REFERENCE_BBR)
 #: Verdict-table columns compared with the testbed's (the ones the references cover).
 VERDICT_COLS = ("fallback off, vs CUBIC", "fallback off, vs BBRv2")
 #: Reference case -> the study's description of it, in report order.
@@ -103,7 +110,6 @@ def delay_pattern(role: str, aqm: str, cc_classic: str, share_tb: float) -> str:
 FULL_TRIALS, FULL_DURATION = 10, 60.0
 QUICK_TRIALS, QUICK_DURATION = 2, 20.0
 
-_ECN = {0: "none", 1: "classic", 3: "accecn"}
 _KEYS = ["aqm", "n_bdp", "rx_classic_ecn", "cc_classic"]
 # (our metric, the reference's mean column, the reference's std column)
 _METRICS = (
@@ -114,62 +120,8 @@ _METRICS = (
 )
 
 
-#: The reference CSV's columns ``load_reference`` reads.
-_REFERENCE_COLUMNS = (
-    "case",
-    "aqm",
-    "n_bdp",
-    "btl_mbps",
-    "base_rtt_ms",
-    "ecn_thr_ms",
-    "prague_fallback",
-    "rx_l4s_ecn",
-    "rx_legacy_ecn",
-    "l4s_cc",
-    "legacy_cc",
-)
-
-
 class Interrupted(Exception):
     """Ctrl-C stopped the runs: no comparison is written from a partial grid."""
-
-
-def load_reference(path: str | Path | Sequence[str | Path] = REFERENCES) -> pd.DataFrame:
-    """The reference CSV(s) with the study's factor names added (one row per configuration).
-
-    Several files are concatenated; the reference CC names are the study's factor names
-    (``bbr2`` = the study kernel's L4STeam build).
-    """
-    import pandas as pd
-
-    paths = [path] if isinstance(path, (str, Path)) else list(path)
-    if not paths:
-        raise ValueError("no reference file given")
-    frames = []
-    for p in paths:
-        try:
-            frames.append(pd.read_csv(p))
-        except (OSError, ValueError) as e:  # missing, unreadable, not a CSV (pandas' errors)
-            raise ValueError(f"{str(p)!r}: cannot read it as a CSV: {e}") from None
-        lack = [c for c in _REFERENCE_COLUMNS if c not in frames[-1].columns]
-        if lack:
-            raise ValueError(f"{str(p)!r} is not a testbed reference: no column {', '.join(lack)}")
-    ref = pd.concat(frames, ignore_index=True)
-    dup = ref.duplicated(subset=["case", "aqm", "n_bdp"])
-    if dup.any():
-        r = ref[dup].iloc[0]
-        raise ValueError(f"reference cell given twice: case {r['case']!r}, {r['aqm']}, {r['n_bdp']} x BDP")
-    return ref.assign(
-        n_bdp=ref["n_bdp"].astype(float),
-        btl_capacity=ref["btl_mbps"],
-        base_rtt=ref["base_rtt_ms"],
-        ecn_threshold=pd.to_numeric(ref["ecn_thr_ms"], errors="coerce"),  # FIFO: "none"
-        ecn_fallback=ref["prague_fallback"].astype(int),
-        rx_l4s_ecn=ref["rx_l4s_ecn"].map(_ECN),
-        rx_classic_ecn=ref["rx_legacy_ecn"].map(_ECN),
-        cc_l4s=ref["l4s_cc"],
-        cc_classic=ref["legacy_cc"],
-    )
 
 
 def reference_study(
@@ -248,9 +200,9 @@ def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES)
         out[f"{metric}_diff"] = sm - m[tb_mean]
         out[f"{metric}_tb_in_sim"] = _within_spread(m[tb_mean], sm, ss) & sm.notna()
         out[f"{metric}_sim_in_tb"] = _within_spread(sm, m[tb_mean], m[tb_std]) & sm.notna()
-    tl, tc = out["l4s_tput_mbps_sim"], out["classic_tput_mbps_sim"]
-    out["share_sim"] = tl / (tl + tc)
-    out["share_tb"] = out["l4s_tput_mbps_tb"] / (out["l4s_tput_mbps_tb"] + out["classic_tput_mbps_tb"])
+    for side in ("sim", "tb"):
+        tl, tc = out[f"l4s_tput_mbps_{side}"], out[f"classic_tput_mbps_{side}"]
+        out[f"share_{side}"] = [throughput_share(a, b) for a, b in zip(tl, tc, strict=True)]
     out["share_err"] = out["share_sim"] - out["share_tb"]
     for tol in SHARE_TOLS:
         out[f"share_within_{tol:.2f}"] = out["share_err"].abs() <= tol + 1e-12
@@ -263,7 +215,7 @@ def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES)
         ]
     for side in ("sim", "tb"):
         ql, qc = out[f"l4s_qdelay_ms_{side}"], out[f"classic_qdelay_ms_{side}"]
-        out[f"rel_delay_{side}"] = (qc - ql) / qc
+        out[f"rel_delay_{side}"] = [relative_delay(c, q) for c, q in zip(qc, ql, strict=True)]  # Q_classic 0: NaN
         v = [verdict(s, d, rules) for s, d in zip(out[f"share_{side}"], out[f"rel_delay_{side}"], strict=True)]
         out[f"class_{side}"] = [_class(x) for x in v]
     out["class_match"] = out["class_sim"] == out["class_tb"]
