@@ -23,8 +23,8 @@ from typing import Any
 
 from l4sim import __version__, cli_study, demo
 from l4sim._core import ScenarioError
-from l4sim.argtypes import Parser, directory_problem, figure_format_problem, seconds, seed
-from l4sim.scenario import Scenario, one_line
+from l4sim.argtypes import EXIT_USAGE, Parser, directory_problem, figure_format_problem, seconds, seed, usage_error
+from l4sim.scenario import Scenario
 from l4sim.studies.factors import (
     AQMS,
     CLASSIC_ECN,
@@ -35,8 +35,6 @@ from l4sim.studies.factors import (
     TREE_LINKS,
 )
 from l4sim.studies.study import REQUIRED
-
-EXIT_USAGE = 2
 
 # Type and help of each single-point study option of `l4sim run` (--NAME for each factor of
 # FACTOR_NAMES, then the trial); a factor without an entry here fails at import (and in the tests).
@@ -79,17 +77,12 @@ class _UsageError(Exception):
     pass
 
 
-def _error(msg: str) -> int:
-    print(f"error: {one_line(msg)}", file=sys.stderr)
-    return EXIT_USAGE
-
-
 def _scenario_error(e: ScenarioError) -> int:
     source = getattr(e, "source", None)
     text = str(e)
     if source and source not in text:
         text += f" (in {source})"
-    return _error(text)
+    return usage_error(text)
 
 
 def _scenario_from_args(args: argparse.Namespace) -> Scenario:
@@ -265,7 +258,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     f"{sc.duration:g} s is shorter than its sample_interval {sc.sample_interval:g} s"
                 )
     except _UsageError as e:
-        return _error(str(e))
+        return usage_error(str(e))
     except ScenarioError as e:
         return _scenario_error(e)
     results = []

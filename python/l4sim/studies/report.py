@@ -275,7 +275,9 @@ HEADINGS: dict[str, str] = {
 _AS_WRITTEN = set(FACTOR_ORDER)
 
 
-def _table(df: pd.DataFrame, index: bool = False, *, cell_classes: pd.DataFrame | None = None, css: str = "t") -> str:
+def html_table(
+    df: pd.DataFrame, index: bool = False, *, cell_classes: pd.DataFrame | None = None, css: str = "t"
+) -> str:
     """An HTML table in a horizontally scrolling wrapper, headed by :data:`HEADINGS`; columns
     with no value at all (every entry missing or "n/a") are left out; ``cell_classes``:
     booleans, True adds class "off"."""
@@ -351,7 +353,7 @@ def _per_cell(n: str) -> str:
     return f"{n} trial{'' if n == '1' else 's'} per cell"
 
 
-def _trials_text(n: pd.Series | Any) -> str:
+def trials_text(n: pd.Series | Any) -> str:
     """ "10" or "1-3": the number of trials per cell."""
     vals = sorted({int(x) for x in pd.Series(n).dropna()}) if n is not None else []
     if not vals:
@@ -425,7 +427,7 @@ def comparison_section(
     tb = ref[[k in keys for k in zip(ref["aqm"], ref["n_bdp"], ref["rx_classic_ecn"], strict=True)]]
     if tb.empty:
         return ""
-    n_sim, n_tb = _trials_text(sim["n"]), _trials_text(tb["n"])
+    n_sim, n_tb = trials_text(sim["n"]), trials_text(tb["n"])
     parts = [
         "<h2 id='comparison'>Simulation | testbed | difference</h2>"
         f"<p>The testbed is the ANRW'24 reference data ({n_tb} trials x 60 s per cell); the simulation "
@@ -512,7 +514,7 @@ def render_report(
     if figures is None:
         figures = plots.study_figures(c, out.parent / "figures") if not c.empty else {}
     mv = sorted(set(runs["model_version"])) if not runs.empty and "model_version" in runs else []
-    n_trials = _trials_text(c["n"]) if "n" in c else "?"
+    n_trials = trials_text(c["n"]) if "n" in c else "?"
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
@@ -531,7 +533,7 @@ def render_report(
             "Figures and the cell table show only the finished runs; no verdicts are given "
             "until the design is complete.</p>"
         )
-    parts.append("<h2>Status</h2>" + (_table(status) if not status.empty else "<p>empty</p>"))
+    parts.append("<h2>Status</h2>" + (html_table(status) if not status.empty else "<p>empty</p>"))
     if superseded:
         parts.append(
             f"<p>The store also keeps {superseded} finished runs of an earlier model version, "
@@ -560,7 +562,7 @@ def render_report(
             + html.escape(rules_text(rules))
             + " (docs/study-workflow.md in the l4sim repository).</p>"
         )
-        parts.append(_table(verdict_table(runs, rules, scope=scope), index=True))
+        parts.append(html_table(verdict_table(runs, rules, scope=scope), index=True))
     ref = reference_comparison(c, reference or REFERENCE_ANRW24) if not c.empty else None
     if ref is not None:
         off = out_of_tolerance(ref)
@@ -572,7 +574,7 @@ def render_report(
             f"than {VERDICT_SHARE_TOL:g} (flagged NO). Highlighted: a share difference beyond "
             f"{VERDICT_SHARE_TOL:g}, or a simulated queueing delay outside max(1 ms, 25 %) of the testbed's. "
             "Delays in ms. How close the model is, metric by metric: "
-            f"<a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>" + _table(ref, cell_classes=off)
+            f"<a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>" + html_table(ref, cell_classes=off)
         )
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:
@@ -590,7 +592,7 @@ def render_report(
     if not c.empty:
         shown, same = cells_display(c)
         common = f"<p>Every cell: {html.escape(same)}.</p>" if same else ""
-        parts.append("<h2>Cells (mean over trials ± 95 % CI)</h2>" + common + _table(shown))
+        parts.append("<h2>Cells (mean over trials ± 95 % CI)</h2>" + common + html_table(shown))
     for d in designs:
         parts.append(f"<h2>Design {html.escape(d['name'])}</h2><pre>{html.escape(d['content'])}</pre>")
     parts.append("</body></html>")
@@ -624,5 +626,7 @@ __all__ = [
     "render_report",
     "comparison_section",
     "reference_comparison",
+    "html_table",
+    "trials_text",
     "status_lines",
 ]

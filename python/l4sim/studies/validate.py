@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from l4sim.argtypes import count, seconds
 from l4sim.studies.analysis import (
     DELAY_ABS_MS,
     DELAY_REL,
@@ -56,7 +55,7 @@ from l4sim.studies.analysis import (
 from l4sim.studies.reference import REFERENCES, load_reference
 from l4sim.studies.study import Study
 
-if TYPE_CHECKING:  # numpy and pandas are imported where used: `l4sim --help` registers this command
+if TYPE_CHECKING:  # numpy and pandas are imported where used: `l4sim --help` registers the validate command
     import pandas as pd
 
 #: Verdict-table columns compared with the testbed's (the ones the references cover).
@@ -510,7 +509,7 @@ def side_cells(cmp: pd.DataFrame, side: str) -> pd.DataFrame:
 def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
     import pandas as pd
 
-    from l4sim.studies.report import CSS, VALIDATION_DOC, _table, _trials_text, comparison_blocks
+    from l4sim.studies.report import CSS, VALIDATION_DOC, comparison_blocks, html_table, trials_text
 
     sides = (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))
     vt = pd.DataFrame({f"{side}: {col}": v[col] for col in s.columns_match for side, v in sides})
@@ -519,11 +518,11 @@ def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path,
         f"</head><body><h1>l4sim validation against the testbed</h1>",
         f"<p>Generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M UTC}.</p>",
         "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in s.lines()) + "</ul>",
-        "<h2>Is it OK to turn on TCP Prague? (fallback off)</h2>" + _table(vt, index=True),
+        "<h2>Is it OK to turn on TCP Prague? (fallback off)</h2>" + html_table(vt, index=True),
     ]
     sim, tb = side_cells(cmp, "sim"), side_cells(cmp, "tb")
     if not sim.empty:
-        n = (_trials_text(sim["n"]), str(FULL_TRIALS))
+        n = (trials_text(sim["n"]), str(FULL_TRIALS))
         parts.append(
             "<h2 id='comparison'>Simulation | testbed | difference</h2><p>One row of panels per reference "
             f"case; the testbed has {FULL_TRIALS} trials x {FULL_DURATION:g} s per cell, the simulation {n[0]}. "
@@ -542,8 +541,8 @@ def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path,
     off["l4s_qdelay_ms_sim"] = ~cmp["l4s_qdelay_ok"]
     off["classic_qdelay_ms_sim"] = ~cmp["classic_qdelay_ok"]
     off = off & (cmp["trials"] > 0).to_numpy()[:, None]
-    parts.append("<h2>Cells off</h2>" + _table(show[cmp["off"]], cell_classes=off[cmp["off"]]))
-    parts.append("<h2>All cells</h2>" + _table(show, cell_classes=off))
+    parts.append("<h2>Cells off</h2>" + html_table(show[cmp["off"]], cell_classes=off[cmp["off"]]))
+    parts.append("<h2>All cells</h2>" + html_table(show, cell_classes=off))
     parts.append(f"<h2>Summary (markdown)</h2><pre>{html.escape(md)}</pre></body></html>")
     path.write_text("\n".join(parts))
     return path
@@ -616,82 +615,3 @@ def validate(
     figs = figures(cmp, out / "figures")
     files["html"] = write_html(cmp, s, figs, out / "report.html", md=md)
     return Validation(cmp, s, files)
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "validate",
-        help="run the testbed reference configurations and compare (HTML + CSV + markdown report)",
-        description="Runs every configuration of the testbed reference data (Prague vs CUBIC, BBRv1, BBRv2 "
-        "and BBRv3 with and without ECN, nine AQMs, five buffers: 315 cells) through the study machinery "
-        "and writes OUT/report.html, "
-        "OUT/validation.csv and OUT/summary.md. Default 10 trials x 60 s (the testbed's); --quick: "
-        f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s.",
-    )
-    p.add_argument("--quick", action="store_true", help=f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s")
-    p.add_argument("--out", default="validation", metavar="DIR", help="output directory (default: validation)")
-    p.add_argument("--store", metavar="DIR", help="results store (default: OUT/store; reuse a reproduce store)")
-    p.add_argument("-j", "--jobs", type=count, default=None, help="local workers (default: all cores)")
-    p.add_argument("--trials", type=count, help="override the number of trials")
-    p.add_argument("--duration", type=seconds, help="override the run length, s")
-    p.add_argument(
-        "--reference",
-        action="append",
-        metavar="CSV",
-        help="reference data (repeatable; default: both shipped references, Prague vs CUBIC and vs BBR)",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_validate)
-
-
-def cmd_validate(args: Any) -> int:
-    import sys
-
-    from l4sim.argtypes import directory_problem
-    from l4sim.scenario import one_line
-    from l4sim.studies.study import StudyError
-    from l4sim.sweep.store import DesignConflictError, StoreLockedError
-
-    problem = next(
-        (f"{o}: {p}" for o, d in (("--out", args.out), ("--store", args.store)) if d and (p := directory_problem(d))),
-        None,
-    )
-    if problem is None:
-        try:
-            load_reference(args.reference or REFERENCES)
-        except ValueError as e:
-            problem = f"--reference: {e}"
-    if problem:
-        print(f"error: {one_line(problem)}", file=sys.stderr)
-        return 2
-    try:
-        v = validate(
-            args.out,
-            quick=args.quick,
-            trials=args.trials,
-            duration=args.duration,
-            store=args.store,
-            jobs=args.jobs,
-            reference=args.reference or REFERENCES,
-            progress=not args.quiet,
-        )
-    except DesignConflictError as e:  # the same --trials/--duration/--reference, another reference file
-        option = "--store" if args.store else "--out"
-        print(
-            f"error: {option}: {e.path} holds a validation {e.name!r} that is not this one ({e.difference()}): "
-            "use another --out (or --store) for this one",
-            file=sys.stderr,
-        )
-        return 2
-    except (StoreLockedError, StudyError, ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as e:
-        print(e, file=sys.stderr)
-        return 130
-    print("\n".join(v.summary.lines()))
-    print(f"wrote {v.files['html']}, {v.files['csv']}, {v.files['summary']}")
-    return 0
