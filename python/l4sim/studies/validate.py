@@ -52,6 +52,7 @@ from l4sim.studies.analysis import (
     verdict,
     verdict_table,
 )
+from l4sim.studies.factors import FACTOR_CCS
 from l4sim.studies.reference import REFERENCES, load_reference
 from l4sim.studies.study import Study
 
@@ -87,7 +88,7 @@ DELAY_PATTERNS = (
 #: Testbed Prague share below which a cell counts as "Prague starves".
 STARVING_SHARE = 0.2
 _FLOW_QUEUES = frozenset({"FQ", "FQ_Codel", "FQ_Codel_L4S"})
-_BBR = frozenset({"bbr", "bbr2", "bbr3"})
+_BBR = frozenset(c for c in FACTOR_CCS if c.startswith("bbr"))  # the BBR family, every build
 
 
 def delay_pattern(role: str, aqm: str, cc_classic: str, share_tb: float) -> str:
