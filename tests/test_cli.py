@@ -398,3 +398,25 @@ def test_a_command_line_override_is_blamed_on_its_option_not_the_file(minimal_to
     assert main(["run", str(minimal_toml), "--duration", "1e9"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --duration: ") and "in " + str(minimal_toml) not in err, err
+
+
+def test_every_study_factor_is_an_option_of_run_and_the_help_names_what_it_accepts():
+    """The study-point options come from the factors' names (none hand-listed and forgotten);
+    the CC options list every factor CC (bbr2-v2alpha too), the fallback all of 0, 1, 2."""
+    from l4sim.cli import _scenario_from_args
+    from l4sim.studies.factors import FACTOR_CCS, FACTOR_NAMES
+
+    run = build_parser()._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    helps = {a.dest: a.help or "" for a in run._actions}
+    assert set(FACTOR_NAMES) <= set(helps)
+    for cc in ("cc_l4s", "cc_classic", "rx_l4s_cc", "rx_classic_cc"):
+        assert all(name in helps[cc] for name in FACTOR_CCS), helps[cc]
+    assert all(x in helps["ecn_fallback"] for x in ("0", "1", "2"))
+    point = ["--aqm", "FIFO", "--n-bdp", "1", "--btl-capacity", "20", "--base-rtt", "10"]
+    args = build_parser().parse_args(
+        ["run", *point, "--tree-level", "pair", "--rx-classic-cc", "dctcp", "--rx-l4s-cc", "cubic", "--duration", "1"]
+    )
+    sc = _scenario_from_args(args).data
+    assert sc["topology"]["kind"] == "tree"
+    receivers = {f["name"]: f["receiver"]["cc"]["name"] for f in sc["flows"]}
+    assert receivers == {"l4s": "cubic", "classic": "dctcp"}

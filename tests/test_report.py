@@ -19,7 +19,7 @@ import pytest
 
 from l4sim.studies import plots
 from l4sim.studies.analysis import cells
-from l4sim.studies.report import COMPARED, SHARE_TOLERANCE, reference_comparison, render_report
+from l4sim.studies.report import COMPARED, VERDICT_SHARE_TOL, reference_comparison, render_report
 from l4sim_testdata import REPO, headless_chromium
 
 AQMS = ("FIFO", "DualPI2", "FQ_Codel")
@@ -63,7 +63,7 @@ def report(tmp_path_factory) -> Path:
 def test_comparison_flags_exactly_the_cell_out_of_tolerance():
     ref = reference_comparison(cells(_runs()))
     assert ref is not None and len(ref) == len(AQMS) * len(BUFS) * len(ECN)
-    off = ref[ref["share_diff"].abs() > SHARE_TOLERANCE]
+    off = ref[ref["share_diff"].abs() > VERDICT_SHARE_TOL]
     assert list(zip(off["aqm"], off["n_bdp"], off["rx_classic_ecn"], strict=True)) == [("FIFO", 2.0, "none")]
     assert ref["rel_delay_tb"].notna().all() and ref["rel_delay_sim"].notna().all()
 
@@ -99,9 +99,9 @@ def _headings(page: str) -> list[str]:
 def test_every_table_heading_is_in_words_and_factors_read_as_written(report, tmp_path):
     """No internal column name (``share_sim``, ``l4s_tput_mbps_mean``) heads a table of the
     reproduce or the validate report; buffer sizes read 0.5, not 0.500."""
-    from l4sim.studies import validate
+    from l4sim.studies import reference, validate
 
-    ref = validate.load_reference(validate.REFERENCE)
+    ref = reference.load_reference(reference.REFERENCE)
     ref = ref[ref["aqm"].isin(AQMS) & ref["n_bdp"].isin(BUFS)]
     cmp = validate.compare(_runs(), ref)
     page = validate.write_html(cmp, validate.summarise(cmp, _runs(), ref), {}, tmp_path / "v.html", md="")

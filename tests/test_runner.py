@@ -670,7 +670,7 @@ def test_report_states_the_verdict_rules_in_words_not_as_a_python_repr(tmp_path,
 def test_reproduce_report_compares_share_and_relative_delay_with_the_testbed(tmp_path, fake_engine):
     from l4sim.cli_study import main
     from l4sim.studies.analysis import cells
-    from l4sim.studies.report import SHARE_TOLERANCE, reference_comparison
+    from l4sim.studies.report import VERDICT_SHARE_TOL, reference_comparison
 
     out = tmp_path / "out"
     args = ["reproduce", "anrw24", "--out", str(out), "--trials", "1", "--duration", "2", "-j", "1", "--quiet"]
@@ -681,8 +681,8 @@ def test_reproduce_report_compares_share_and_relative_delay_with_the_testbed(tmp
     for col in ("share_sim", "share_tb", "share_diff", "rel_delay_sim", "rel_delay_tb", "rel_delay_diff"):
         assert col in ref and ref[col].notna().any(), col
     flagged = ref["share_ok"] == "NO"
-    assert (ref.loc[flagged, "share_diff"].abs() > SHARE_TOLERANCE).all()
-    assert (ref.loc[~flagged, "share_diff"].abs() <= SHARE_TOLERANCE).all()
+    assert (ref.loc[flagged, "share_diff"].abs() > VERDICT_SHARE_TOL).all()
+    assert (ref.loc[~flagged, "share_diff"].abs() <= VERDICT_SHARE_TOL).all()
     html = (out / "report.html").read_text()
     assert "relative delay (testbed)" in html and "flagged NO" in html and "docs/validation.md" in html
 

@@ -18,7 +18,8 @@ import pytest
 
 import l4sim
 from l4sim.studies.factors import scenario_from_factors
-from l4sim.studies.validate import DELAY_ABS_MS, DELAY_REL, load_reference
+from l4sim.studies.reference import load_reference
+from l4sim.studies.validate import DELAY_ABS_MS, DELAY_REL
 
 SEEDS = (1, 2, 3)
 DURATION = 20.0
@@ -121,7 +122,7 @@ def test_both_references_load_as_315_cells_with_the_study_cc_names(reference):
 
 
 def test_a_reference_given_twice_is_one_clear_error():
-    from l4sim.studies.validate import REFERENCE
+    from l4sim.studies.reference import REFERENCE
 
     with pytest.raises(ValueError, match="reference cell given twice: case 'cubic_"):
         load_reference([REFERENCE, REFERENCE])
@@ -228,7 +229,7 @@ def test_a_validation_against_other_references_is_its_own_design_and_an_edited_o
     import pandas as pd
 
     from l4sim.cli import main
-    from l4sim.studies.validate import REFERENCE
+    from l4sim.studies.reference import REFERENCE
     from l4sim.sweep.store import Store
 
     rows = pd.read_csv(REFERENCE)

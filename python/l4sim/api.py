@@ -19,7 +19,8 @@ scenario and printing its summary stay free of them (start-up time of ``l4sim ru
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from l4sim import _core
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["SIZE_BINS", "RunResult", "connections_frame", "run", "run_scenario_json"]
+__all__ = ["BACKEND", "SIZE_BINS", "RunResult", "connections_frame", "jain", "run"]
 
 #: Transfer-size bins of the completion-time summaries (bytes; lower bound inclusive), as in
 #: the IETF L4S evaluations' FCT plots.
@@ -160,6 +161,14 @@ def _long(t: list[float], items: list[Mapping[str, Any]], fixed: tuple[str, ...]
 #: The backend that produces results in this package: the packet-level simulator (a
 #: real-kernel backend would name itself differently; stores and results record it).
 BACKEND = "l4sim-sim"
+
+
+def jain(xs: Sequence[float]) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n sum x^2)`` of the values (1: all equal); NaN for
+    no values or all zero. The one definition: summaries, flent's fairness series, the studies."""
+    x = [float(v) for v in xs]
+    s2 = math.fsum(v * v for v in x)
+    return math.fsum(x) ** 2 / (len(x) * s2) if x and s2 > 0 else float("nan")
 
 
 class RunResult:
@@ -409,10 +418,8 @@ class RunResult:
         kinds = self._source_kinds()
         flows = self.raw.get("flows", [])
         bulk = [_num(f.get("goodput_mbps")) for f in flows if kinds.get(f.get("name"), "bulk") == "bulk"]
-        if not 2 <= len(bulk) < len(flows) or sum(x * x for x in bulk) == 0:
-            return ""
-        jain = sum(bulk) ** 2 / (len(bulk) * sum(x * x for x in bulk))
-        return f" over every flow, {jain:.3f} over the {len(bulk)} bulk flows"
+        j = jain(bulk) if 2 <= len(bulk) < len(flows) else float("nan")
+        return f" over every flow, {j:.3f} over the {len(bulk)} bulk flows" if math.isfinite(j) else ""
 
     def _class_lines(self) -> list[str]:
         cls = self.raw.get("classes") or []
@@ -489,11 +496,6 @@ class RunResult:
 
     def to_json(self) -> str:
         return json.dumps(self.raw)
-
-
-def run_scenario_json(scenario_json: str) -> dict[str, Any]:
-    """Run a scenario in the core's JSON form; the raw result dict (no pandas)."""
-    return json.loads(_core.run(scenario_json))
 
 
 def run(scenario: ScenarioLike, /, **overrides: Any) -> RunResult:

@@ -11,10 +11,21 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from pathlib import Path
 from typing import NoReturn
 
 from l4sim.scenario import one_line
+
+#: Exit status of a command refused before anything ran (bad option, bad input).
+EXIT_USAGE = 2
+
+
+def usage_error(message: str) -> int:
+    """Print ``error: MESSAGE`` on one line on stderr; the exit status :data:`EXIT_USAGE`. Every
+    subcommand reports the input it refuses with it."""
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _whole(text: str, least: int, what: str) -> int:

@@ -23,51 +23,58 @@ from typing import Any
 
 from l4sim import __version__, cli_study, demo
 from l4sim._core import ScenarioError
-from l4sim.argtypes import Parser, directory_problem, figure_format_problem, seconds, seed
-from l4sim.scenario import CC_NAMES, Scenario, one_line
-from l4sim.studies.factors import AQMS, CLASSIC_ECN, L4S_RECEIVER_ECN, L4S_SENDER_ECN
+from l4sim.argtypes import EXIT_USAGE, Parser, directory_problem, figure_format_problem, seconds, seed, usage_error
+from l4sim.scenario import Scenario
+from l4sim.studies.factors import (
+    AQMS,
+    CLASSIC_ECN,
+    FACTOR_CCS,
+    FACTOR_NAMES,
+    L4S_RECEIVER_ECN,
+    L4S_SENDER_ECN,
+    TREE_LINKS,
+)
+from l4sim.studies.study import REQUIRED
 
-EXIT_USAGE = 2
-
-# (option, factor name, type, help) of the single-point study options of `l4sim run`.
-_FACTOR_OPTIONS: list[tuple[str, str, Any, str]] = [
-    ("--aqm", "aqm", str, f"AQM at the bottleneck, one of {', '.join(AQMS)} (case-insensitive)"),
-    ("--n-bdp", "n_bdp", float, "buffer size in multiples of the BDP"),
-    ("--btl-capacity", "btl_capacity", float, "bottleneck capacity, Mbit/s"),
-    ("--base-rtt", "base_rtt", float, "base RTT, ms"),
-    ("--ecn-threshold", "ecn_threshold", float, "ECN threshold / AQM target T, ms (default 5)"),
-    ("--ecn-fallback", "ecn_fallback", int, "Prague classic-ECN fallback: 0 off (default), 1 on"),
-    ("--tx-l4s-ecn", "tx_l4s_ecn", str, f"L4S sender ECN: {', '.join(L4S_SENDER_ECN)} (default accecn)"),
-    ("--rx-l4s-ecn", "rx_l4s_ecn", str, f"L4S receiver ECN: {', '.join(L4S_RECEIVER_ECN)} (default accecn)"),
-    (
-        "--tx-classic-ecn",
-        "tx_classic_ecn",
-        str,
-        f"classic sender ECN: {', '.join(CLASSIC_ECN)} (default classic, as in the study)",
-    ),
-    ("--rx-classic-ecn", "rx_classic_ecn", str, f"classic receiver ECN: {', '.join(CLASSIC_ECN)} (default none)"),
-    ("--cc-l4s", "cc_l4s", str, f"L4S sender CC: {', '.join(CC_NAMES)} (default prague)"),
-    ("--cc-classic", "cc_classic", str, "classic sender CC (default cubic)"),
-    ("--n-l4s", "n_l4s", int, "parallel streams of the L4S sender (default 1)"),
-    ("--n-classic", "n_classic", int, "parallel streams of the classic sender (default 1)"),
-    (
-        "--rmem-max",
-        "rmem_max",
+# Type and help of each single-point study option of `l4sim run` (--NAME for each factor of
+# FACTOR_NAMES, then the trial); a factor without an entry here fails at import (and in the tests).
+_CCS = ", ".join(FACTOR_CCS)
+_FACTOR_HELP: dict[str, tuple[Any, str]] = {
+    "aqm": (str, f"AQM at the bottleneck, one of {', '.join(AQMS)} (case-insensitive)"),
+    "n_bdp": (float, "buffer size in multiples of the BDP"),
+    "btl_capacity": (float, "bottleneck capacity, Mbit/s"),
+    "base_rtt": (float, "base RTT, ms"),
+    "ecn_threshold": (float, "ECN threshold / AQM target T, ms (default 5)"),
+    "ecn_fallback": (
         int,
-        "receivers' net.ipv4.tcp_rmem max, bytes (default 6291456, Linux's: windows of up to 3 MB)",
+        "Prague classic-ECN fallback: 0 off (default), 1 detect and fall back, 2 detect only",
     ),
-    ("--trial", "trial", int, "trial number (sets the seed when --seed is not given)"),
+    "tx_l4s_ecn": (str, f"L4S sender ECN: {', '.join(L4S_SENDER_ECN)} (default accecn)"),
+    "rx_l4s_ecn": (str, f"L4S receiver ECN: {', '.join(L4S_RECEIVER_ECN)} (default accecn)"),
+    "tx_classic_ecn": (str, f"classic sender ECN: {', '.join(CLASSIC_ECN)} (default classic, as in the study)"),
+    "rx_classic_ecn": (str, f"classic receiver ECN: {', '.join(CLASSIC_ECN)} (default none)"),
+    "cc_l4s": (str, f"L4S sender CC: {_CCS} (default prague)"),
+    "cc_classic": (str, f"classic sender CC: {_CCS} (default cubic)"),
+    "rx_l4s_cc": (str, f"L4S receiver CC: {_CCS} (default: the L4S CC with AccECN, else cubic)"),
+    "rx_classic_cc": (str, f"classic receiver CC: {_CCS} (default cubic)"),
+    "n_l4s": (int, "parallel streams of the L4S sender (default 1)"),
+    "n_classic": (int, "parallel streams of the classic sender (default 1)"),
+    "tree_level": (
+        str,
+        f"run over the multi-bottleneck tree with the bottleneck at this level: {', '.join(TREE_LINKS)} "
+        "(default: the dumbbell)",
+    ),
+    "rmem_max": (int, "receivers' net.ipv4.tcp_rmem max, bytes (default 6291456, Linux's: windows of up to 3 MB)"),
+    "trial": (int, "trial number (sets the seed when --seed is not given)"),
+}
+# (option, factor name, type, help)
+_FACTOR_OPTIONS: list[tuple[str, str, Any, str]] = [
+    ("--" + name.replace("_", "-"), name, *_FACTOR_HELP[name]) for name in (*FACTOR_NAMES, "trial")
 ]
-_REQUIRED_FACTORS = ("n_bdp", "btl_capacity", "base_rtt")
 
 
 class _UsageError(Exception):
     pass
-
-
-def _error(msg: str) -> int:
-    print(f"error: {one_line(msg)}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def _scenario_error(e: ScenarioError) -> int:
@@ -75,7 +82,7 @@ def _scenario_error(e: ScenarioError) -> int:
     text = str(e)
     if source and source not in text:
         text += f" (in {source})"
-    return _error(text)
+    return usage_error(text)
 
 
 def _scenario_from_args(args: argparse.Namespace) -> Scenario:
@@ -84,7 +91,7 @@ def _scenario_from_args(args: argparse.Namespace) -> Scenario:
         raise _UsageError("give a scenario FILE, or a study point with --aqm, --n-bdp, --btl-capacity, --base-rtt")
     if "aqm" not in factors:
         raise _UsageError("--aqm is required for a study point")
-    missing = [n for n in _REQUIRED_FACTORS if n not in factors]
+    missing = [n for n in REQUIRED if n not in factors]
     if missing:
         raise _UsageError("a study point needs " + ", ".join("--" + n.replace("_", "-") for n in missing))
     # The [factors] form of a scenario (registered by l4sim.studies): errors name the factor.
@@ -251,7 +258,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     f"{sc.duration:g} s is shorter than its sample_interval {sc.sample_interval:g} s"
                 )
     except _UsageError as e:
-        return _error(str(e))
+        return usage_error(str(e))
     except ScenarioError as e:
         return _scenario_error(e)
     results = []

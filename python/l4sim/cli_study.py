@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from l4sim.argtypes import Parser, count, directory_problem, seconds
-from l4sim.scenario import one_line
+from l4sim.argtypes import Parser, count, directory_problem, seconds, usage_error
 from l4sim.studies.study import StudyError
 from l4sim.sweep.designs import DesignError
 
@@ -174,9 +173,79 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     icnp26_report.register(rs)
     _check_out_first(rs.choices["icnp26"])
 
-    from l4sim.studies import validate
+    _register_validate(subparsers)
 
-    validate.register(subparsers)
+
+def _register_validate(subparsers: argparse._SubParsersAction) -> None:
+    from l4sim.studies.validate import QUICK_DURATION, QUICK_TRIALS
+
+    p = subparsers.add_parser(
+        "validate",
+        help="run the testbed reference configurations and compare (HTML + CSV + markdown report)",
+        description="Runs every configuration of the testbed reference data (Prague vs CUBIC, BBRv1, BBRv2 "
+        "and BBRv3 with and without ECN, nine AQMs, five buffers: 315 cells) through the study machinery "
+        "and writes OUT/report.html, "
+        "OUT/validation.csv and OUT/summary.md. Default 10 trials x 60 s (the testbed's); --quick: "
+        f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s.",
+    )
+    p.add_argument("--quick", action="store_true", help=f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s")
+    p.add_argument("--out", default="validation", metavar="DIR", help="output directory (default: validation)")
+    p.add_argument("--store", metavar="DIR", help="results store (default: OUT/store; reuse a reproduce store)")
+    p.add_argument("-j", "--jobs", type=count, default=None, help="local workers (default: all cores)")
+    p.add_argument("--trials", type=count, help="override the number of trials")
+    p.add_argument("--duration", type=seconds, help="override the run length, s")
+    p.add_argument(
+        "--reference",
+        action="append",
+        metavar="CSV",
+        help="reference data (repeatable; default: both shipped references, Prague vs CUBIC and vs BBR)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args) -> int:
+    """``l4sim validate``: the simulation against the testbed reference (``studies.validate``)."""
+    from l4sim.studies.reference import REFERENCES, load_reference
+    from l4sim.studies.validate import Interrupted, validate
+    from l4sim.sweep.store import DesignConflictError, StoreLockedError
+
+    problem = next(
+        (f"{o}: {p}" for o, d in (("--out", args.out), ("--store", args.store)) if d and (p := directory_problem(d))),
+        None,
+    )
+    if problem is None:
+        try:
+            load_reference(args.reference or REFERENCES)
+        except ValueError as e:
+            problem = f"--reference: {e}"
+    if problem:
+        return usage_error(problem)
+    try:
+        v = validate(
+            args.out,
+            quick=args.quick,
+            trials=args.trials,
+            duration=args.duration,
+            store=args.store,
+            jobs=args.jobs,
+            reference=args.reference or REFERENCES,
+            progress=not args.quiet,
+        )
+    except DesignConflictError as e:  # the same --trials/--duration/--reference, another reference file
+        option = "--store" if args.store else "--out"
+        return usage_error(
+            f"{option}: {e.path} holds a validation {e.name!r} that is not this one ({e.difference()}): "
+            "use another --out (or --store) for this one"
+        )
+    except (StoreLockedError, StudyError, ValueError, FileNotFoundError) as e:
+        return usage_error(str(e))
+    except Interrupted as e:
+        print(e, file=sys.stderr)
+        return 130
+    print("\n".join(v.summary.lines()))
+    print(f"wrote {v.files['html']}, {v.files['csv']}, {v.files['summary']}")
+    return 0
 
 
 def _check_out_first(parser: argparse.ArgumentParser) -> None:
@@ -186,14 +255,9 @@ def _check_out_first(parser: argparse.ArgumentParser) -> None:
 
     def checked(args) -> int:
         problem = _output_problem("--out", args.out)
-        return _err(problem) if problem else run(args)
+        return usage_error(problem) if problem else run(args)
 
     parser.set_defaults(func=checked)
-
-
-def _err(msg: str) -> int:
-    print(f"error: {one_line(msg)}", file=sys.stderr)
-    return 2
 
 
 def _output_problem(option: str, directory: str | Path | None) -> str | None:
@@ -301,9 +365,9 @@ def _run_and_report(study, store: Path, args, outcome: list | None = None, optio
             study, store, jobs=args.jobs, dask=args.dask, limit=args.limit, progress=not getattr(args, "quiet", False)
         )
     except StoreError as e:  # locked by another writer, not a store, another design of the name
-        return _err(f"{option}: {e}")
+        return usage_error(f"{option}: {e}")
     except DesignError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     finally:
         if args.dask is not None and not isinstance(args.dask, str):
             args.dask.close()  # the client _connect_dask made
@@ -333,10 +397,10 @@ def cmd_run(args) -> int:
             study = study.with_overrides(**ov)
         study.check()  # before the store, the scheduler or any run (run_study's check skips its cells)
     except StudyError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     if args.name is not None:
         if not args.name.strip():
-            return _err(f"--name: {args.name!r} is empty; a design needs a name")
+            return usage_error(f"--name: {args.name!r} is empty; a design needs a name")
         study = study.renamed(args.name)
     from l4sim.sweep.store import StoreError
 
@@ -348,7 +412,7 @@ def cmd_run(args) -> int:
         problem = f"--store: {e}"
     problem = problem or _connect_dask(args)
     if problem:
-        return _err(problem)
+        return usage_error(problem)
     return _run_and_report(study, Path(args.store), args)
 
 
@@ -356,17 +420,17 @@ def cmd_plan(args) -> int:
     try:
         study = _load(args.study)
     except StudyError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     if args.toml:
         print(study.to_toml(), end="")
         return 0
     if args.check and args.no_estimate:
-        return _err("--check: it compares runs with the estimate, which --no-estimate skips")
+        return usage_error("--check: it compares runs with the estimate, which --no-estimate skips")
     runs = study.runs()  # expanded once: the description, the estimate, the calibration, the check
     try:
         study.check(runs)
     except StudyError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     print(study.describe(len(runs)))
     if not args.no_estimate:
         from l4sim.studies import cost
@@ -412,7 +476,7 @@ def cmd_status(args) -> int:
     try:
         print("\n".join(status_lines(args.store)))
     except StoreError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     return 0
 
 
@@ -431,7 +495,7 @@ def cmd_export(args) -> int:
     )
     problem = problem or _output_problem("--flent", args.flent) or _design_problem(args.store, args.design)
     if problem:
-        return _err(problem)
+        return usage_error(problem)
     try:
         with Store(args.store) as st:
             df = results_frame(st, args.design, superseded=args.superseded)
@@ -439,7 +503,7 @@ def cmd_export(args) -> int:
                 n = _export_flent(st, Path(args.flent), df)
                 print(f"wrote {n} flent files to {args.flent}", file=sys.stderr if to_stdout else sys.stdout)
     except StoreError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     if to_stdout:
         df.to_csv(sys.stdout, index=False)
     elif args.csv:
@@ -550,15 +614,15 @@ def cmd_verdicts(args) -> int:
 
     problem = _design_problem(args.store, args.design)
     if problem:
-        return _err(problem)
+        return usage_error(problem)
     scope = _verdict_scope(args.scope)
     if isinstance(scope, str):
-        return _err(scope)
+        return usage_error(scope)
     try:
         with Store(args.store) as st:
             runs = st.runs(design=args.design)
     except StoreError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     print("cells at " + ", ".join(f"{k}={v}" for k, v in scope.items()) + " (--scope KEY=VALUE to change)")
     misses = scope_misses(runs, scope)
     if misses:
@@ -590,13 +654,13 @@ def cmd_plot(args) -> int:
         or _design_problem(args.store, args.design)
     )
     if problem:
-        return _err(problem)
+        return usage_error(problem)
     try:
         with Store(args.store) as st:
             if args.run:
                 keys = [k for k in st.runs(superseded=True)["key"] if k.startswith(args.run)]
                 if len(keys) != 1:
-                    return _err(f"--run {args.run!r} matches {len(keys)} runs")
+                    return usage_error(f"--run {args.run!r} matches {len(keys)} runs")
                 s = st.summary(keys[0])
                 base = (s.get("flows") or [{}])[0].get("base_rtt_ms")
                 title = plots.run_title(keys[0], st.factors(keys[0]))
@@ -606,9 +670,9 @@ def cmd_plot(args) -> int:
                 return 0
             runs = st.runs(design=args.design)
     except (StoreError, KeyError) as e:
-        return _err(str(e))
+        return usage_error(str(e))
     if runs.empty:
-        return _err("no finished runs to plot")
+        return usage_error("no finished runs to plot")
     figs = plots.study_figures(cells(runs), out, formats=formats)
     print("\n".join(str(f) for f in figs.values()))
     return 0
@@ -621,14 +685,14 @@ def cmd_report(args) -> int:
     # the figures go beside the report
     problem = _file_problem("--out", args.out, made=True) or _design_problem(args.store, args.design)
     if problem:
-        return _err(problem)
+        return usage_error(problem)
     scope = _verdict_scope(args.scope)
     if isinstance(scope, str):
-        return _err(scope)
+        return usage_error(scope)
     try:
         p = write_report(args.store, args.out, design=args.design, scope=scope)
     except StoreError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     print(f"wrote {p}")
     return 0
 
@@ -644,13 +708,13 @@ def cmd_reproduce_anrw24(args) -> int:
         study = presets.get("anrw24").with_overrides(trials=args.trials, duration=args.duration)
         study.check()
     except StudyError as e:
-        return _err(str(e))
+        return usage_error(str(e))
     try:
         clash = _output_problem("--out", out) or _design_clash(out / "store", study) or _connect_dask(args)
     except StoreError as e:
         clash = f"--out: {e}"
     if clash:
-        return _err(clash)
+        return usage_error(clash)
     out.mkdir(parents=True, exist_ok=True)
     trials = f"{args.trials} trial{'s' * (args.trials != 1)}"
     print(f"ANRW'24 grid: {len(study)} runs ({trials} x {args.duration:g} s) into {out / 'store'}")

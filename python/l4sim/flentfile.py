@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from l4sim.api import BACKEND, jain
+
 __all__ = ["FILEFORMAT_VERSION", "flent_data", "write"]
 
 #: flent's ``resultset.FILEFORMAT_VERSION`` this writer follows.
@@ -45,7 +47,7 @@ def flent_data(
     qdiscs: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
     *,
     title: str = "",
-    backend: str = "l4sim-sim",
+    backend: str = BACKEND,
     params: Mapping[str, Any] | None = None,
     start: _dt.datetime | None = None,
 ) -> dict[str, Any]:
@@ -98,9 +100,7 @@ def flent_data(
 
         results["TCP upload sum"] = agg(math.fsum)
         results["TCP upload avg"] = agg(lambda v: math.fsum(v) / len(v))
-        results["TCP upload fairness"] = agg(
-            lambda v: (math.fsum(v) ** 2 / (len(v) * math.fsum(a * a for a in v))) if any(v) else None
-        )
+        results["TCP upload fairness"] = agg(lambda v: jain(v) if any(v) else None)
         units.update({"TCP upload sum": {"UNITS": "Mbits/s"}, "TCP upload avg": {"UNITS": "Mbits/s"}})
     length = x[-1] if x else 0.0
     metadata = {
@@ -137,7 +137,7 @@ def from_result(raw: Mapping[str, Any]) -> dict[str, Any]:
         flows,
         qdiscs,
         title=str(raw.get("name", "")),
-        backend=str(raw.get("backend") or "l4sim-sim"),
+        backend=str(raw.get("backend") or BACKEND),
         params={
             "scenario": raw.get("name", ""),
             "seed": raw.get("seed", ""),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from l4sim import icnp26
-from l4sim.argtypes import count, seconds
+from l4sim.argtypes import count, seconds, usage_error
 from l4sim.studies.study import MAX_RUNS
 
 if TYPE_CHECKING:  # imported where used: `l4sim --help` registers this command without it
@@ -52,11 +52,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_reproduce_icnp26)
 
 
-def _err(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
-    return 2
-
-
 def cmd_reproduce_icnp26(args: Any) -> int:
     from concurrent.futures import ProcessPoolExecutor
 
@@ -72,25 +67,27 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         given = [s.strip() for s in args.scenarios.split(",") if s.strip()]
         bad = [s for s in given if s.lower() not in known]
         if bad or not given:
-            return _err(
+            return usage_error(
                 f"--scenarios: unknown scenario {', '.join(bad) or '(none given)'}; "
                 f"one of {', '.join(icnp26.SCENARIOS)}"
             )
         names = list(dict.fromkeys(known[s.lower()] for s in given))  # S1,s1: S1 once
     if len(names) * trials > MAX_RUNS:
-        return _err(f"--trials: {trials} x {len(names)} scenarios is more than the {MAX_RUNS:,} runs one study holds")
+        return usage_error(
+            f"--trials: {trials} x {len(names)} scenarios is more than the {MAX_RUNS:,} runs one study holds"
+        )
     if not 0 < scale <= 1:
-        return _err(f"--scale: must be in (0, 1], got {scale:g}")
+        return usage_error(f"--scale: must be in (0, 1], got {scale:g}")
     if not 0 <= args.heavy_load <= 2:
-        return _err(f"--heavy-load: must be in [0, 2], got {args.heavy_load:g}")
+        return usage_error(f"--heavy-load: must be in [0, 2], got {args.heavy_load:g}")
     problem = _check_scenarios(names, trials, duration, scale, args.heavy_load)
     if problem:
-        return _err(problem)
+        return usage_error(problem)
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        return _err(f"cannot create {out}: {e.strerror}")
+        return usage_error(f"cannot create {out}: {e.strerror}")
     jobs = [(n, t, duration, scale, args.heavy_load) for n in names for t in range(1, trials + 1)]
     print(f"ICNP'26: {len(names)} scenarios x {trials} trials x {duration:g} s at scale {scale:g} -> {out}")
     t0 = time.time()

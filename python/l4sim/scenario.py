@@ -26,7 +26,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypedDict, Union
+from typing import Any, Union
 
 from l4sim import _core
 from l4sim._core import ScenarioError
@@ -40,7 +40,6 @@ __all__ = [
     "Dumbbell",
     "Flow",
     "Scenario",
-    "ScenarioDict",
     "ScenarioError",
     "ScenarioLike",
     "load",
@@ -82,75 +81,6 @@ def cc_name(value: str) -> str:
     """A congestion-control name in the core's spelling (aliases resolved), or as given."""
     v = canonical_name(value)
     return CC_ALIASES.get(v, v)
-
-
-# --- the JSON contract, as typed dicts (for type checkers; the core is the authority) ---
-
-
-class QdiscDict(TypedDict, total=False):
-    kind: str  # plus the qdisc's tc parameters
-
-
-class CcDict(TypedDict, total=False):
-    name: str  # plus the module parameters
-
-
-class TcpDict(TypedDict, total=False):
-    ecn: str
-    fq_pacing: bool
-    tso: bool
-    init_cwnd: int
-    rto_min_ms: float
-    mss: int
-    slow_start_after_idle: bool
-    ecn_option: int  # net.ipv4.tcp_ecn_option: 2 (AccECN option on every segment) or 0
-    accecn_impl: str  # AccECN receiver code: "l4steam" (the study kernel's) or "mainline"
-    rmem: list[int]  # net.ipv4.tcp_rmem: [min, default, max] bytes
-    moderate_rcvbuf: bool
-    frto: bool  # net.ipv4.tcp_frto: F-RTO after a timeout (default on)
-    autocorking: bool  # net.ipv4.tcp_autocorking: a short write waits for the next transmit completion (default on)
-    nodelay: bool  # the application's TCP_NODELAY: no Nagle test (default off)
-
-
-class ReceiverDict(TypedDict, total=False):
-    cc: CcDict
-    tcp: TcpDict
-
-
-class FlowDict(TypedDict, total=False):
-    name: str
-    cc: CcDict
-    tcp: TcpDict
-    receiver: ReceiverDict
-    streams: int
-    start: float
-    size: int
-    base_rtt: float
-    pair: int
-
-
-class BottleneckDict(TypedDict, total=False):
-    rate: float
-    qdisc: QdiscDict
-    burst: int
-
-
-class TopologyDict(TypedDict, total=False):
-    kind: str
-    base_rtt: float
-    bottleneck: BottleneckDict
-    nic_rate: float
-    pairs: int
-    bottlenecks: list[dict[str, Any]]
-
-
-class ScenarioDict(TypedDict, total=False):
-    name: str
-    seed: int
-    duration: float
-    sample_interval: float
-    topology: TopologyDict
-    flows: list[FlowDict]
 
 
 def scenario_error(field: str, message: str, source: str | None = None) -> ScenarioError:

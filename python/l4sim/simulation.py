@@ -114,7 +114,7 @@ class Samples:
                 cls: {k: np.asarray(q["classes"][cls][k][:n], dtype=float) for k in ("pkts", "marks", "drops")}
                 for cls in _CLASSES
             }
-            counts["all"] = {k: sum(counts[c][k] for c in _CLASSES) for k in ("pkts", "marks", "drops")}
+            counts["all"] = {k: np.sum([counts[c][k] for c in _CLASSES], axis=0) for k in ("pkts", "marks", "drops")}
             nan = np.full(n, np.nan)
             for cls, c in counts.items():
                 whole = cls == "all"

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from l4sim.api import jain
 from l4sim.studies.study import AQMS, EXTRA_SETTINGS, FACTOR_ORDER
 
 if TYPE_CHECKING:  # imported where used: the store's per-run metrics need neither
@@ -115,14 +116,6 @@ def throughput_share(t_l4s: float, t_classic: float) -> float:
 
 def relative_delay(q_classic: float, q_l4s: float) -> float:
     return (q_classic - q_l4s) / q_classic if q_classic != 0 else float("nan")
-
-
-def jain(xs: Sequence[float]) -> float:
-    import numpy as np
-
-    x = np.asarray(xs, dtype=float)
-    s2 = float((x * x).sum())
-    return float(x.sum() ** 2 / (len(x) * s2)) if len(x) and s2 > 0 else float("nan")
 
 
 def _flow(result: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:

@@ -26,13 +26,16 @@ from l4sim.studies.analysis import (
     add_verdicts,
     cells,
     delay_ok,
+    relative_delay,
     scope_misses,
+    throughput_share,
     verdict_table,
 )
+from l4sim.studies.reference import REFERENCE as REFERENCE_ANRW24
+from l4sim.studies.reference import load_reference
 from l4sim.studies.study import FACTOR_ORDER
 from l4sim.sweep.store import FLOW_COLUMNS, Store
 
-REFERENCE_ANRW24 = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
 _QDISC_FIELDS = (
     "kind",
     "enq_pkts",
@@ -94,9 +97,10 @@ def _open(store_dir: str | Path) -> Store:
     return Store(store_dir)
 
 
-#: |share sim - share testbed| beyond this is flagged in the comparison (the verdicts' share
-#: tolerance, VerdictRules.share_tol: a difference the verdicts would notice).
-SHARE_TOLERANCE = 0.1
+#: |share sim - share testbed| beyond this is flagged in the comparison: the verdicts' share
+#: tolerance (a difference the verdicts would notice), not ``validate.SHARE_TOLS``, the
+#: validation's summary bands.
+VERDICT_SHARE_TOL = VerdictRules.share_tol
 
 
 def _reference_conditions(cell_df: pd.DataFrame) -> pd.DataFrame:
@@ -112,15 +116,13 @@ def _reference_conditions(cell_df: pd.DataFrame) -> pd.DataFrame:
 
 def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
     """Simulated vs testbed (ANRW'24 reference CSV) share, relative delay and queueing delays per cell."""
-    p = Path(reference)
-    if not p.exists() or cell_df.empty:
+    if not Path(reference).exists() or cell_df.empty:
         return None
-    ref = pd.read_csv(p)
-    ref = ref.assign(rx_classic_ecn=ref["rx_legacy_ecn"].map({0: "none", 1: "classic"}))
     sim = _reference_conditions(cell_df)
     if sim.empty or "rx_classic_ecn" not in sim:
         return None
-    ref = ref.assign(n_bdp=ref["n_bdp"].astype(float))
+    ref = load_reference(reference)
+    ref = ref[["aqm", "n_bdp", "rx_classic_ecn", "l4s_share", "l4s_qdelay_ms", "legacy_qdelay_ms"]]
     m = sim.merge(ref, on=["aqm", "n_bdp", "rx_classic_ecn"], how="inner")
     if m.empty:
         return None
@@ -138,21 +140,21 @@ def reference_comparison(cell_df: pd.DataFrame, reference: str | Path = REFERENC
     # relative delay (Q_c - Q_l) / Q_c, as the study's heatmaps, side by side
     qc, ql = m["legacy_qdelay_ms"], m["l4s_qdelay_ms"]
     out["rel_delay_sim"] = m["rel_delay"] if "rel_delay" in m else float("nan")
-    out["rel_delay_tb"] = ((qc - ql) / qc).where(qc > 0)
+    out["rel_delay_tb"] = [relative_delay(c, q) for c, q in zip(qc, ql, strict=True)]
     out["rel_delay_diff"] = out["rel_delay_sim"] - out["rel_delay_tb"]
     out["l4s_qdelay_ms_sim"] = m["l4s_qdelay_ms_mean"]
     out["l4s_qdelay_ms_tb"] = m["l4s_qdelay_ms"]
     out["classic_qdelay_ms_sim"] = m["classic_qdelay_ms_mean"]
     out["classic_qdelay_ms_tb"] = m["legacy_qdelay_ms"]
-    out["share_ok"] = out["share_diff"].abs().le(SHARE_TOLERANCE).map({True: "yes", False: "NO"})
+    out["share_ok"] = out["share_diff"].abs().le(VERDICT_SHARE_TOL).map({True: "yes", False: "NO"})
     return out
 
 
 def out_of_tolerance(ref: pd.DataFrame) -> pd.DataFrame:
     """Booleans, the shape of ``reference_comparison``: the share difference beyond
-    :data:`SHARE_TOLERANCE`, a queueing delay outside ``validate``'s max(1 ms, 25 %)."""
+    :data:`VERDICT_SHARE_TOL`, a queueing delay outside ``validate``'s max(1 ms, 25 %)."""
     off = pd.DataFrame(False, index=ref.index, columns=ref.columns)
-    bad = ref["share_diff"].abs() > SHARE_TOLERANCE
+    bad = ref["share_diff"].abs() > VERDICT_SHARE_TOL
     off["share_diff"] = off["share_ok"] = bad
     for who in ("l4s", "classic"):
         s, t = ref[f"{who}_qdelay_ms_sim"], ref[f"{who}_qdelay_ms_tb"]
@@ -162,22 +164,22 @@ def out_of_tolerance(ref: pd.DataFrame) -> pd.DataFrame:
 
 def reference_cells(reference: str | Path = REFERENCE_ANRW24) -> pd.DataFrame | None:
     """The ANRW'24 testbed reference data as a cells table (for side-by-side heatmaps)."""
-    p = Path(reference)
-    if not p.exists():
+    if not Path(reference).exists():
         return None
-    ref = pd.read_csv(p)
+    ref = load_reference(reference)
+    tl, tc = ref["l4s_tput_mean"], ref["legacy_tput_mean"]
     q_l, q_c = ref["l4s_qdelay_ms"], ref["legacy_qdelay_ms"]
     return pd.DataFrame(
         {
             "aqm": ref["aqm"],
-            "n_bdp": ref["n_bdp"].astype(float),
-            "rx_classic_ecn": ref["rx_legacy_ecn"].map({0: "none", 1: "classic"}),
-            "l4s_tput_mbps_mean": ref["l4s_tput_mean"],
-            "classic_tput_mbps_mean": ref["legacy_tput_mean"],
+            "n_bdp": ref["n_bdp"],
+            "rx_classic_ecn": ref["rx_classic_ecn"],
+            "l4s_tput_mbps_mean": tl,
+            "classic_tput_mbps_mean": tc,
             "l4s_qdelay_ms_mean": q_l,
             "classic_qdelay_ms_mean": q_c,
-            "share": ref["l4s_tput_mean"] / (ref["l4s_tput_mean"] + ref["legacy_tput_mean"]),
-            "rel_delay": (q_c - q_l) / q_c,
+            "share": [throughput_share(a, b) for a, b in zip(tl, tc, strict=True)],
+            "rel_delay": [relative_delay(c, q) for c, q in zip(q_c, q_l, strict=True)],
             "n": ref["l4s_tput_n"] if "l4s_tput_n" in ref else 10,
         }
     )
@@ -261,7 +263,7 @@ HEADINGS: dict[str, str] = {
     **{q: _heading(w, u) for q, (w, u) in _QUANTITIES.items()},
     **{f"{q}_mean": _heading(w, u) for q, (w, u) in _QUANTITIES.items()},
     **{f"{q}_{s}": _heading(w, side, u) for q, (w, u) in _QUANTITIES.items() for s, side in _SIDE_NAMES.items()},
-    "share_ok": f"L4S share within {SHARE_TOLERANCE:g}",
+    "share_ok": f"L4S share within {VERDICT_SHARE_TOL:g}",
     "l4s_qdelay_ok": "L4S queueing delay within tolerance",
     "classic_qdelay_ok": "classic queueing delay within tolerance",
     "l4s_qdelay_pattern": "L4S delay off: documented pattern",
@@ -273,7 +275,9 @@ HEADINGS: dict[str, str] = {
 _AS_WRITTEN = set(FACTOR_ORDER)
 
 
-def _table(df: pd.DataFrame, index: bool = False, *, cell_classes: pd.DataFrame | None = None, css: str = "t") -> str:
+def html_table(
+    df: pd.DataFrame, index: bool = False, *, cell_classes: pd.DataFrame | None = None, css: str = "t"
+) -> str:
     """An HTML table in a horizontally scrolling wrapper, headed by :data:`HEADINGS`; columns
     with no value at all (every entry missing or "n/a") are left out; ``cell_classes``:
     booleans, True adds class "off"."""
@@ -349,7 +353,7 @@ def _per_cell(n: str) -> str:
     return f"{n} trial{'' if n == '1' else 's'} per cell"
 
 
-def _trials_text(n: pd.Series | Any) -> str:
+def trials_text(n: pd.Series | Any) -> str:
     """ "10" or "1-3": the number of trials per cell."""
     vals = sorted({int(x) for x in pd.Series(n).dropna()}) if n is not None else []
     if not vals:
@@ -423,7 +427,7 @@ def comparison_section(
     tb = ref[[k in keys for k in zip(ref["aqm"], ref["n_bdp"], ref["rx_classic_ecn"], strict=True)]]
     if tb.empty:
         return ""
-    n_sim, n_tb = _trials_text(sim["n"]), _trials_text(tb["n"])
+    n_sim, n_tb = trials_text(sim["n"]), trials_text(tb["n"])
     parts = [
         "<h2 id='comparison'>Simulation | testbed | difference</h2>"
         f"<p>The testbed is the ANRW'24 reference data ({n_tb} trials x 60 s per cell); the simulation "
@@ -510,7 +514,7 @@ def render_report(
     if figures is None:
         figures = plots.study_figures(c, out.parent / "figures") if not c.empty else {}
     mv = sorted(set(runs["model_version"])) if not runs.empty and "model_version" in runs else []
-    n_trials = _trials_text(c["n"]) if "n" in c else "?"
+    n_trials = trials_text(c["n"]) if "n" in c else "?"
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
@@ -529,7 +533,7 @@ def render_report(
             "Figures and the cell table show only the finished runs; no verdicts are given "
             "until the design is complete.</p>"
         )
-    parts.append("<h2>Status</h2>" + (_table(status) if not status.empty else "<p>empty</p>"))
+    parts.append("<h2>Status</h2>" + (html_table(status) if not status.empty else "<p>empty</p>"))
     if superseded:
         parts.append(
             f"<p>The store also keeps {superseded} finished runs of an earlier model version, "
@@ -558,7 +562,7 @@ def render_report(
             + html.escape(rules_text(rules))
             + " (docs/study-workflow.md in the l4sim repository).</p>"
         )
-        parts.append(_table(verdict_table(runs, rules, scope=scope), index=True))
+        parts.append(html_table(verdict_table(runs, rules, scope=scope), index=True))
     ref = reference_comparison(c, reference or REFERENCE_ANRW24) if not c.empty else None
     if ref is not None:
         off = out_of_tolerance(ref)
@@ -567,10 +571,10 @@ def render_report(
             "<h2>Simulation vs testbed, cell by cell (ANRW'24 reference data)</h2>"
             f"<p>Mean |share difference| = {ref['share_diff'].abs().mean():.3f} "
             f"over {len(ref)} cells; {int((ref['share_ok'] == 'NO').sum())} cells differ by more "
-            f"than {SHARE_TOLERANCE:g} (flagged NO). Highlighted: a share difference beyond "
-            f"{SHARE_TOLERANCE:g}, or a simulated queueing delay outside max(1 ms, 25 %) of the testbed's. "
+            f"than {VERDICT_SHARE_TOL:g} (flagged NO). Highlighted: a share difference beyond "
+            f"{VERDICT_SHARE_TOL:g}, or a simulated queueing delay outside max(1 ms, 25 %) of the testbed's. "
             "Delays in ms. How close the model is, metric by metric: "
-            f"<a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>" + _table(ref, cell_classes=off)
+            f"<a href='{VALIDATION_DOC}'>docs/validation.md</a>.</p>" + html_table(ref, cell_classes=off)
         )
     items = list((figures or {}).items())
     for name, p in items[:max_embedded]:
@@ -588,7 +592,7 @@ def render_report(
     if not c.empty:
         shown, same = cells_display(c)
         common = f"<p>Every cell: {html.escape(same)}.</p>" if same else ""
-        parts.append("<h2>Cells (mean over trials ± 95 % CI)</h2>" + common + _table(shown))
+        parts.append("<h2>Cells (mean over trials ± 95 % CI)</h2>" + common + html_table(shown))
     for d in designs:
         parts.append(f"<h2>Design {html.escape(d['name'])}</h2><pre>{html.escape(d['content'])}</pre>")
     parts.append("</body></html>")
@@ -622,5 +626,7 @@ __all__ = [
     "render_report",
     "comparison_section",
     "reference_comparison",
+    "html_table",
+    "trials_text",
     "status_lines",
 ]

@@ -50,7 +50,7 @@ from l4sim.studies.factors import (
     canonical_aqm,
     cc_factor,
 )
-from l4sim.sweep.designs import DesignError, RunSpec, canonical_json, cell_of, seed_for  # noqa: F401
+from l4sim.sweep.designs import DesignError, RunSpec, canonical_json, seed_for
 
 ECN_MODES = ("none", "classic", "accecn")
 

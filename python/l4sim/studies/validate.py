@@ -41,17 +41,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from l4sim.argtypes import count, seconds
-from l4sim.studies.analysis import DELAY_ABS_MS, DELAY_REL, VerdictRules, cells, delay_ok, verdict, verdict_table
+from l4sim.studies.analysis import (
+    DELAY_ABS_MS,
+    DELAY_REL,
+    VerdictRules,
+    cells,
+    delay_ok,
+    relative_delay,
+    throughput_share,
+    verdict,
+    verdict_table,
+)
+from l4sim.studies.factors import FACTOR_CCS
+from l4sim.studies.reference import REFERENCES, load_reference
 from l4sim.studies.study import Study
 
-if TYPE_CHECKING:  # numpy and pandas are imported where used: `l4sim --help` registers this command
+if TYPE_CHECKING:  # numpy and pandas are imported where used: `l4sim --help` registers the validate command
     import pandas as pd
 
-REFERENCE = Path(__file__).with_name("presets") / "anrw24_testbed.csv"
-REFERENCE_BBR = Path(__file__).with_name("presets") / "pam25_bbr_testbed.csv"
-#: The default references: Prague vs CUBIC (90 cells) and vs the BBR family (225 cells).
-REFERENCES: tuple[Path, ...] = (REFERENCE, REFERENCE_BBR)
 #: Verdict-table columns compared with the testbed's (the ones the references cover).
 VERDICT_COLS = ("fallback off, vs CUBIC", "fallback off, vs BBRv2")
 #: Reference case -> the study's description of it, in report order.
@@ -81,7 +88,7 @@ DELAY_PATTERNS = (
 #: Testbed Prague share below which a cell counts as "Prague starves".
 STARVING_SHARE = 0.2
 _FLOW_QUEUES = frozenset({"FQ", "FQ_Codel", "FQ_Codel_L4S"})
-_BBR = frozenset({"bbr", "bbr2", "bbr3"})
+_BBR = frozenset(c for c in FACTOR_CCS if c.startswith("bbr"))  # the BBR family, every build
 
 
 def delay_pattern(role: str, aqm: str, cc_classic: str, share_tb: float) -> str:
@@ -103,7 +110,6 @@ def delay_pattern(role: str, aqm: str, cc_classic: str, share_tb: float) -> str:
 FULL_TRIALS, FULL_DURATION = 10, 60.0
 QUICK_TRIALS, QUICK_DURATION = 2, 20.0
 
-_ECN = {0: "none", 1: "classic", 3: "accecn"}
 _KEYS = ["aqm", "n_bdp", "rx_classic_ecn", "cc_classic"]
 # (our metric, the reference's mean column, the reference's std column)
 _METRICS = (
@@ -114,62 +120,8 @@ _METRICS = (
 )
 
 
-#: The reference CSV's columns ``load_reference`` reads.
-_REFERENCE_COLUMNS = (
-    "case",
-    "aqm",
-    "n_bdp",
-    "btl_mbps",
-    "base_rtt_ms",
-    "ecn_thr_ms",
-    "prague_fallback",
-    "rx_l4s_ecn",
-    "rx_legacy_ecn",
-    "l4s_cc",
-    "legacy_cc",
-)
-
-
 class Interrupted(Exception):
     """Ctrl-C stopped the runs: no comparison is written from a partial grid."""
-
-
-def load_reference(path: str | Path | Sequence[str | Path] = REFERENCES) -> pd.DataFrame:
-    """The reference CSV(s) with the study's factor names added (one row per configuration).
-
-    Several files are concatenated; the reference CC names are the study's factor names
-    (``bbr2`` = the study kernel's L4STeam build).
-    """
-    import pandas as pd
-
-    paths = [path] if isinstance(path, (str, Path)) else list(path)
-    if not paths:
-        raise ValueError("no reference file given")
-    frames = []
-    for p in paths:
-        try:
-            frames.append(pd.read_csv(p))
-        except (OSError, ValueError) as e:  # missing, unreadable, not a CSV (pandas' errors)
-            raise ValueError(f"{str(p)!r}: cannot read it as a CSV: {e}") from None
-        lack = [c for c in _REFERENCE_COLUMNS if c not in frames[-1].columns]
-        if lack:
-            raise ValueError(f"{str(p)!r} is not a testbed reference: no column {', '.join(lack)}")
-    ref = pd.concat(frames, ignore_index=True)
-    dup = ref.duplicated(subset=["case", "aqm", "n_bdp"])
-    if dup.any():
-        r = ref[dup].iloc[0]
-        raise ValueError(f"reference cell given twice: case {r['case']!r}, {r['aqm']}, {r['n_bdp']} x BDP")
-    return ref.assign(
-        n_bdp=ref["n_bdp"].astype(float),
-        btl_capacity=ref["btl_mbps"],
-        base_rtt=ref["base_rtt_ms"],
-        ecn_threshold=pd.to_numeric(ref["ecn_thr_ms"], errors="coerce"),  # FIFO: "none"
-        ecn_fallback=ref["prague_fallback"].astype(int),
-        rx_l4s_ecn=ref["rx_l4s_ecn"].map(_ECN),
-        rx_classic_ecn=ref["rx_legacy_ecn"].map(_ECN),
-        cc_l4s=ref["l4s_cc"],
-        cc_classic=ref["legacy_cc"],
-    )
 
 
 def reference_study(
@@ -248,9 +200,9 @@ def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES)
         out[f"{metric}_diff"] = sm - m[tb_mean]
         out[f"{metric}_tb_in_sim"] = _within_spread(m[tb_mean], sm, ss) & sm.notna()
         out[f"{metric}_sim_in_tb"] = _within_spread(sm, m[tb_mean], m[tb_std]) & sm.notna()
-    tl, tc = out["l4s_tput_mbps_sim"], out["classic_tput_mbps_sim"]
-    out["share_sim"] = tl / (tl + tc)
-    out["share_tb"] = out["l4s_tput_mbps_tb"] / (out["l4s_tput_mbps_tb"] + out["classic_tput_mbps_tb"])
+    for side in ("sim", "tb"):
+        tl, tc = out[f"l4s_tput_mbps_{side}"], out[f"classic_tput_mbps_{side}"]
+        out[f"share_{side}"] = [throughput_share(a, b) for a, b in zip(tl, tc, strict=True)]
     out["share_err"] = out["share_sim"] - out["share_tb"]
     for tol in SHARE_TOLS:
         out[f"share_within_{tol:.2f}"] = out["share_err"].abs() <= tol + 1e-12
@@ -263,7 +215,7 @@ def compare(runs: pd.DataFrame, ref: pd.DataFrame, rules: VerdictRules = _RULES)
         ]
     for side in ("sim", "tb"):
         ql, qc = out[f"l4s_qdelay_ms_{side}"], out[f"classic_qdelay_ms_{side}"]
-        out[f"rel_delay_{side}"] = (qc - ql) / qc
+        out[f"rel_delay_{side}"] = [relative_delay(c, q) for c, q in zip(qc, ql, strict=True)]  # Q_classic 0: NaN
         v = [verdict(s, d, rules) for s, d in zip(out[f"share_{side}"], out[f"rel_delay_{side}"], strict=True)]
         out[f"class_{side}"] = [_class(x) for x in v]
     out["class_match"] = out["class_sim"] == out["class_tb"]
@@ -558,7 +510,7 @@ def side_cells(cmp: pd.DataFrame, side: str) -> pd.DataFrame:
 def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path, *, md: str) -> Path:
     import pandas as pd
 
-    from l4sim.studies.report import CSS, VALIDATION_DOC, _table, _trials_text, comparison_blocks
+    from l4sim.studies.report import CSS, VALIDATION_DOC, comparison_blocks, html_table, trials_text
 
     sides = (("simulation", s.verdicts_sim), ("testbed", s.verdicts_tb))
     vt = pd.DataFrame({f"{side}: {col}": v[col] for col in s.columns_match for side, v in sides})
@@ -567,11 +519,11 @@ def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path,
         f"</head><body><h1>l4sim validation against the testbed</h1>",
         f"<p>Generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M UTC}.</p>",
         "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in s.lines()) + "</ul>",
-        "<h2>Is it OK to turn on TCP Prague? (fallback off)</h2>" + _table(vt, index=True),
+        "<h2>Is it OK to turn on TCP Prague? (fallback off)</h2>" + html_table(vt, index=True),
     ]
     sim, tb = side_cells(cmp, "sim"), side_cells(cmp, "tb")
     if not sim.empty:
-        n = (_trials_text(sim["n"]), str(FULL_TRIALS))
+        n = (trials_text(sim["n"]), str(FULL_TRIALS))
         parts.append(
             "<h2 id='comparison'>Simulation | testbed | difference</h2><p>One row of panels per reference "
             f"case; the testbed has {FULL_TRIALS} trials x {FULL_DURATION:g} s per cell, the simulation {n[0]}. "
@@ -590,8 +542,8 @@ def write_html(cmp: pd.DataFrame, s: Summary, figs: dict[str, Path], path: Path,
     off["l4s_qdelay_ms_sim"] = ~cmp["l4s_qdelay_ok"]
     off["classic_qdelay_ms_sim"] = ~cmp["classic_qdelay_ok"]
     off = off & (cmp["trials"] > 0).to_numpy()[:, None]
-    parts.append("<h2>Cells off</h2>" + _table(show[cmp["off"]], cell_classes=off[cmp["off"]]))
-    parts.append("<h2>All cells</h2>" + _table(show, cell_classes=off))
+    parts.append("<h2>Cells off</h2>" + html_table(show[cmp["off"]], cell_classes=off[cmp["off"]]))
+    parts.append("<h2>All cells</h2>" + html_table(show, cell_classes=off))
     parts.append(f"<h2>Summary (markdown)</h2><pre>{html.escape(md)}</pre></body></html>")
     path.write_text("\n".join(parts))
     return path
@@ -664,82 +616,3 @@ def validate(
     figs = figures(cmp, out / "figures")
     files["html"] = write_html(cmp, s, figs, out / "report.html", md=md)
     return Validation(cmp, s, files)
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "validate",
-        help="run the testbed reference configurations and compare (HTML + CSV + markdown report)",
-        description="Runs every configuration of the testbed reference data (Prague vs CUBIC, BBRv1, BBRv2 "
-        "and BBRv3 with and without ECN, nine AQMs, five buffers: 315 cells) through the study machinery "
-        "and writes OUT/report.html, "
-        "OUT/validation.csv and OUT/summary.md. Default 10 trials x 60 s (the testbed's); --quick: "
-        f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s.",
-    )
-    p.add_argument("--quick", action="store_true", help=f"{QUICK_TRIALS} trials x {QUICK_DURATION:g} s")
-    p.add_argument("--out", default="validation", metavar="DIR", help="output directory (default: validation)")
-    p.add_argument("--store", metavar="DIR", help="results store (default: OUT/store; reuse a reproduce store)")
-    p.add_argument("-j", "--jobs", type=count, default=None, help="local workers (default: all cores)")
-    p.add_argument("--trials", type=count, help="override the number of trials")
-    p.add_argument("--duration", type=seconds, help="override the run length, s")
-    p.add_argument(
-        "--reference",
-        action="append",
-        metavar="CSV",
-        help="reference data (repeatable; default: both shipped references, Prague vs CUBIC and vs BBR)",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_validate)
-
-
-def cmd_validate(args: Any) -> int:
-    import sys
-
-    from l4sim.argtypes import directory_problem
-    from l4sim.scenario import one_line
-    from l4sim.studies.study import StudyError
-    from l4sim.sweep.store import DesignConflictError, StoreLockedError
-
-    problem = next(
-        (f"{o}: {p}" for o, d in (("--out", args.out), ("--store", args.store)) if d and (p := directory_problem(d))),
-        None,
-    )
-    if problem is None:
-        try:
-            load_reference(args.reference or REFERENCES)
-        except ValueError as e:
-            problem = f"--reference: {e}"
-    if problem:
-        print(f"error: {one_line(problem)}", file=sys.stderr)
-        return 2
-    try:
-        v = validate(
-            args.out,
-            quick=args.quick,
-            trials=args.trials,
-            duration=args.duration,
-            store=args.store,
-            jobs=args.jobs,
-            reference=args.reference or REFERENCES,
-            progress=not args.quiet,
-        )
-    except DesignConflictError as e:  # the same --trials/--duration/--reference, another reference file
-        option = "--store" if args.store else "--out"
-        print(
-            f"error: {option}: {e.path} holds a validation {e.name!r} that is not this one ({e.difference()}): "
-            "use another --out (or --store) for this one",
-            file=sys.stderr,
-        )
-        return 2
-    except (StoreLockedError, StudyError, ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as e:
-        print(e, file=sys.stderr)
-        return 130
-    print("\n".join(v.summary.lines()))
-    print(f"wrote {v.files['html']}, {v.files['csv']}, {v.files['summary']}")
-    return 0

@@ -33,11 +33,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from l4sim.api import BACKEND
 from l4sim.sweep.designs import canonical_json
 
 SCHEMA_VERSION = "3"
-#: Which backend produced a run when its result does not say (the packet-level simulator).
-DEFAULT_BACKEND = "l4sim-sim"
 
 # What a study adds to the generic store (registered by ``l4sim.studies`` when imported): the
 # per-run metrics computed from a result (stored as the JSON column ``runs.metrics``, shown as
@@ -61,7 +60,7 @@ RESULT_COLUMNS = ("sim_seconds", "wall_seconds", "events")
 #: Columns ``runs`` gained after schema 1, with their type: added when a writer opens an older
 #: store. Rows written before have no ``metrics``; ``Store.runs()`` computes them from the
 #: stored result (the same function on the same numbers).
-_ADDED_COLUMNS = {"backend": f"TEXT DEFAULT '{DEFAULT_BACKEND}'", "metrics": "TEXT"}
+_ADDED_COLUMNS = {"backend": f"TEXT DEFAULT '{BACKEND}'", "metrics": "TEXT"}
 #: Columns ``flows`` gained in schema 3 (NULL in rows written before: results of models
 #: before 0.9.6 did not report them).
 _ADDED_FLOW_COLUMNS = ("undos", "spurious_rtos", "rwnd_limited")
@@ -426,7 +425,7 @@ class Store:
             flows = result.get("flows") or []
             summary = json.dumps({k: v for k, v in result.items() if k not in ("series", "rtt_samples")})
         status = "done" if result is not None else "error"
-        backend = str((result or {}).get("backend") or DEFAULT_BACKEND)
+        backend = str((result or {}).get("backend") or BACKEND)
         cols = [
             "key",
             "design",
@@ -590,7 +589,7 @@ class Store:
                 **{k: f.get(k) for k in names},
                 **{k: m.get(k) for k in metric_names},
                 **{k: r.get(k) for k in rest},
-                "backend": r.get("backend") or DEFAULT_BACKEND,
+                "backend": r.get("backend") or BACKEND,
             }
             for r, f, m in zip(rows, facs, mets, strict=True)
         ]
