@@ -334,7 +334,7 @@ class RunResult:
         ``drops`` and ``marks`` cumulative, the class counts ``l4s_pkts`` (arrived),
         ``l4s_marks``, ``l4s_drops``, ``classic_*`` per interval (docs/results.md)."""
         s = self.raw.get("series") or {}
-        qdiscs = [
+        qdiscs: list[Mapping[str, Any]] = [
             {**q, **{f"{c}_{k}": v for c in _CLASSES for k, v in (q.get(c) or {}).items()}}
             for q in s.get("qdiscs", [])
         ]
