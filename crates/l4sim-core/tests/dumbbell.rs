@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use l4sim_core::scenario::Scenario;
 use serde_json::json;
 
 #[test]
@@ -152,4 +153,31 @@ fn tree_with_a_root_bottleneck_carries_all_pairs() {
     let total: f64 = r.flows.iter().map(|f| f.goodput_mbps).sum();
     assert!(total > 0.85 * max_goodput(100.0), "{total}");
     assert_eq!(r.links.len(), 1);
+}
+
+#[test]
+fn flows_on_one_tree_pair_must_agree_on_its_base_rtt() {
+    // The pair's access links carry the first flow's RTT: a second flow's other base_rtt
+    // was silently that of the first.
+    let sc = |rtt: f64| {
+        json!({
+            "duration": 1.0,
+            "topology": {"kind": "tree", "base_rtt": 10.0, "pairs": 4,
+                         "bottlenecks": [{"link": "up_pair0", "rate": 100.0,
+                                          "qdisc": {"kind": "bfifo", "limit": 250000}}]},
+            "flows": [
+                {"name": "a", "cc": {"name": "cubic"}, "pair": 0},
+                {"name": "b", "cc": {"name": "cubic"}, "pair": 0, "base_rtt": rtt}
+            ]
+        })
+    };
+    let e = l4sim_core::sim::World::new(&Scenario::from_json(&sc(50.0).to_string()).unwrap())
+        .err()
+        .expect("a second base RTT on pair 0 is refused");
+    assert_eq!(e.field, "flows[1].base_rtt");
+    assert!(
+        e.message.contains("pair 0's hosts have 10 ms (flows[0]"),
+        "{e}"
+    );
+    assert_eq!(run(&sc(10.0)).flows[1].base_rtt_ms, 10.0);
 }

@@ -247,7 +247,10 @@ pub fn tree_graph(
         g.links
             .push(data(&format!("agg{k}.rcv"), &rp, format!("down_pair{j}")));
     }
-    // Hosts of pair i, created on demand with the RTT of the first flow using them.
+    // Hosts of pair i, created on demand with the RTT of the first flow using them (and
+    // which flow that was): the pair's access links carry it, so another flow on the pair
+    // must not ask for a different one.
+    let mut pair_rtt: Vec<Option<(f64, usize)>> = vec![None; pairs as usize];
     let mut pair_hosts: Vec<Option<(u32, u32)>> = vec![None; pairs as usize];
     let mut hosts = Vec::new();
     for (fi, f) in flows.iter().enumerate() {
@@ -261,13 +264,28 @@ pub fn tree_graph(
                 ),
             });
         }
+        let rtt_ms = f.base_rtt.unwrap_or(base_rtt_ms);
+        match pair_rtt[i as usize] {
+            Some((first, k)) if first != rtt_ms => {
+                return Err(ScenarioError {
+                    field: format!("flows[{fi}].base_rtt"),
+                    message: format!(
+                        "{rtt_ms} ms, but pair {i}'s hosts have {first} ms (flows[{k}], the first \
+                         on the pair): flows on one pair share its access links; give them the \
+                         same base_rtt or another pair"
+                    ),
+                });
+            }
+            Some(_) => {}
+            None => pair_rtt[i as usize] = Some((rtt_ms, fi)),
+        }
         let h = *pair_hosts[i as usize].get_or_insert_with(|| {
             let j = i / 2;
             let (s, r) = (format!("snd{i}"), format!("rcv{i}"));
             let id = g.nodes.len() as u32;
             g.nodes.push(node(&s, NodeKindSpec::Host));
             g.nodes.push(node(&r, NodeKindSpec::Host));
-            let rtt = halves(millis(f.base_rtt.unwrap_or(base_rtt_ms)));
+            let rtt = halves(millis(rtt_ms));
             let mut up = link(&s, &format!("pair{j}.snd"), Some(nic_rate), None, rtt);
             up.name_ab = Some(format!("snd{i}->pair{j}"));
             up.name_ba = Some(format!("pair{j}->snd{i}"));
@@ -298,6 +316,6 @@ fn tree(
     seed: u64,
 ) -> Result<Built, ScenarioError> {
     let (g, hosts) = tree_graph(base_rtt_ms, pairs, nic_rate, bottlenecks, flows)?;
-    // The bottlenecks' random streams are numbered from 1.
-    graph::attach(graph::network(&g, seed, 1), &g, flows, hosts)
+    // Random streams numbered as a graph's, so the tree written out as one runs the same.
+    graph::attach(graph::network(&g, seed, 0), &g, flows, hosts)
 }

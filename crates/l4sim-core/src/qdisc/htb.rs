@@ -13,6 +13,8 @@
 //! ctokens < 0 may not send, one with tokens >= 0 may, and one in between may borrow. A
 //! backlogged leaf is served at the level of the first class, walking up from itself, that may
 //! send (the root always may: the port gates it), unless a class on the way may not send.
+//! Since the port gates every packet, leaves whose rates add up to more than the root's share
+//! it; Linux's leaves in `HTB_CAN_SEND` send their own rates whatever `1:1` has (not modelled).
 //!
 //! As `htb_dequeue`: lower levels first, within a level the lowest leaf `prio` first. At level
 //! 0 the leaves that send on their own rate take turns. Above it, the lenders of the level keep

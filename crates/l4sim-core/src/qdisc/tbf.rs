@@ -11,7 +11,10 @@
 //!
 //! The child's head is taken with the child's own `dequeue` and held until the tokens allow
 //! it (`qdisc_peek_dequeued`, which Linux uses for children without a `peek` of their own
-//! such as PIE); an AQM child therefore decides on a packet when tbf first looks at it.
+//! such as PIE); an AQM child therefore decides on a packet when tbf first looks at it. Out of
+//! the child, the held packet no longer counts against the child's limit, where Linux keeps
+//! it counted (`qdisc_peek_head` leaves it queued, `qdisc_peek_dequeued` keeps it in the
+//! child's qlen and backlog): one packet more than `limit` can wait.
 
 use serde::{Deserialize, Serialize};
 
