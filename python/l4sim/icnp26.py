@@ -17,8 +17,8 @@ What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-I
 - Paths: the notebook's path verification (NIC byte counters) and ``utils/srv6_policy.py``: with
   path separation L4S (DSCP 10) takes the core1 planes via AS1 (AS5-AS4-AS1-AS2-AS6), classic
   traffic the core2 planes via AS3 (AS5-AS4-AS3-AS2-AS6).
-- Queues: the routers' tc configuration as ``docs/traffic-demo-topologies.md`` section 3 lists
-  it (receiver access DualPI2 at 100 Mbit/s, sender access FIFO at 1 Gbit/s, core and peering
+- Queues: the routers' tc configuration as the study's brief lists it (``docs/icnp26.md``,
+  "Queues") (receiver access DualPI2 at 100 Mbit/s, sender access FIFO at 1 Gbit/s, core and peering
   FIFOs at 4 Gbit/s, the "priority capped" prio/tbf/PIE tree).
 - Traffic per trial: the same section and the ``l4s_*``/``classic_*`` result files' names.
 

@@ -1,7 +1,7 @@
 """What the demo page controls and shows: its settings, presets and one live simulation.
 
-Modelled on the 2016 DualPI2 demo (Nokia Bell Labs / Simula, ``L4STeam/l4sdemo``; see
-``docs/traffic-demo-topologies.md`` section 1): two clients A and B download through one
+Modelled on the 2016 DualPI2 demo (Nokia Bell Labs / Simula, ``L4STeam/l4sdemo``; README's
+"Live demo" section): two clients A and B download through one
 bottleneck. Each client has 0-10 long downloads (bulk flows), a web-browsing load (a ``web``
 source: Poisson requests, each a new TCP connection, Pareto sizes), an application-limited
 stream and a constant-bit-rate UDP share (both off by default), one congestion control with its
@@ -431,7 +431,8 @@ class Session:
         for c in ("l4s", "classic"):
             pkts, marks, drops = (sum(cls[c][k]) for k in ("pkts", "marks", "drops"))
             # pkts: packets that arrived, drops included; marks among those admitted
-            point[f"{c}_mark"] = marks / (pkts - drops) if pkts > drops else None
+            # marks count at dequeue, arrivals at enqueue: in one second they can part by a packet
+            point[f"{c}_mark"] = min(1.0, marks / (pkts - drops)) if pkts > drops else None
             point[f"{c}_drop"] = drops / pkts if pkts else None
         tx = _mean(q["tx_mbps"])
         point["util"] = None if tx is None else min(1.0, tx / self.settings["link"]["capacity"])

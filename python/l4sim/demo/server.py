@@ -89,16 +89,27 @@ class _Tab:
             self.speed = data["value"]
             self.wake.set()
             return
+        if kind == "set":
+            key, value = str(data.get("key")), data.get("value")
+
+            def change() -> list[str]:
+                note = self.session.set(key, value)
+                return [note] if note else []
+
+        elif kind == "preset":
+            if not isinstance(data.get("name"), str) or data["name"] not in PRESETS:
+                raise DemoError(f"preset: unknown preset {data.get('name')!r}")
+            settings = PRESETS[data["name"]][1]
+
+            def change() -> list[str]:
+                return self.session.apply(settings)
+
+        else:
+            raise DemoError(f"message: unknown type {kind!r}")
+        # In a worker thread, as the steps are: a change that takes long (many flows added)
+        # must not hold up the other tabs' frames on the event loop.
         async with self.lock:
-            if kind == "set":
-                note = self.session.set(str(data.get("key")), data.get("value"))
-                notes = [note] if note else []
-            elif kind == "preset":
-                if not isinstance(data.get("name"), str) or data["name"] not in PRESETS:
-                    raise DemoError(f"preset: unknown preset {data.get('name')!r}")
-                notes = self.session.apply(PRESETS[data["name"]][1])
-            else:
-                raise DemoError(f"message: unknown type {kind!r}")
+            notes = await asyncio.get_running_loop().run_in_executor(None, change)
         for n in notes:
             await self.notice(n, "warning")
         await self.send({"type": "settings", "settings": self.session.settings})
