@@ -415,3 +415,52 @@ def test_page_in_headless_chromium(browser_page):
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 0
     assert "stopped" in proc.stdout.read()
+
+
+def test_a_slow_change_in_one_tab_does_not_stall_another_tabs_frames(monkeypatch):
+    """A change ran on the server's event loop: one that took long (a session that had created
+    hundreds of flows took seconds to add ten more) stopped every tab's frames meanwhile."""
+    import time
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from l4sim.demo import model
+    from l4sim.demo.server import make_app
+
+    set_ = model.Session.set
+
+    def slow_set(self, key, value):
+        if key == "B.long":
+            time.sleep(2.0)
+        return set_(self, key, value)
+
+    monkeypatch.setattr(model.Session, "set", slow_set)
+
+    async def go() -> float:  # the longest wait for the watched tab's next frame, s
+        async with TestClient(TestServer(make_app())) as client:
+            slow, watched = await client.ws_connect("/ws"), await client.ws_connect("/ws")
+
+            async def until(ws, kind: str) -> None:
+                while json.loads((await ws.receive(timeout=10)).data)["type"] != kind:
+                    pass
+
+            await until(slow, "hello")
+            await watched.send_json({"type": "speed", "value": "max"})
+            await until(watched, "frame")
+            await watched.send_json({"type": "ack"})
+            await slow.send_json({"type": "set", "key": "B.long", "value": 3})
+            loop = asyncio.get_running_loop()
+            times, end = [loop.time()], loop.time() + 3.0  # the 2 s change falls in these
+            while (left := end - loop.time()) > 0:
+                try:
+                    msg = json.loads((await watched.receive(timeout=left)).data)
+                except asyncio.TimeoutError:
+                    break
+                if msg["type"] == "frame":
+                    times.append(loop.time())
+                    await watched.send_json({"type": "ack"})
+            await slow.close()
+            await watched.close()
+            return max(b - a for a, b in zip(times, times[1:] + [end]))
+
+    assert asyncio.run(go()) < 1.0
