@@ -79,7 +79,9 @@ def test_session_applies_every_control_to_the_running_simulation():
     names = {x["name"]: x for x in f["flows"]}
     assert sorted(x["client"] + x["kind"] for x in names.values()) == ["Abulk", "Aweb", "Bbulk", "Bweb"]
     assert s.set("A.long", 3) is None
-    assert s.set("A.long", 99) == "A.long: 99 is out of range, using 10"
+    assert s.set("A.long", 99) == "A.long: 99 is out of range (0 to 10), using 10"
+    assert s.set("A.long", 3.4) == "A.long: 3.4 rounded to 3"
+    assert s.set("A.web", 55) == "A.web: 55 is not one of 0, 10, 100; using the nearest, 10"
     s.set("A.long", 3)
     f = s.tick(1.0)
     assert sum(x["client"] == "A" and x["kind"] == "bulk" for x in f["flows"]) == 3

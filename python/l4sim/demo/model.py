@@ -205,6 +205,17 @@ def check(key: str, value: Any) -> Any:
     return int(round(x)) if integer else x
 
 
+def _value_note(name: str, x: float, v: float) -> str:
+    """Why a numeric control took ``v`` for ``x``: snapped to a choice, rounded, or clamped."""
+    if name in ("web", "al"):
+        choices = WEB_RATES if name == "web" else AL_RATES
+        return f"{x:g} is not one of {', '.join(map(str, choices))}; using the nearest, {v:g}"
+    lo, hi, _ = RANGES[name]
+    if lo <= x <= hi:
+        return f"{x:g} rounded to {v:g}"
+    return f"{x:g} is out of range ({lo:g} to {hi:g}), using {v:g}"
+
+
 def mix_delay(parts: list[tuple[int, float, list[float]]]) -> dict[str, Any] | None:
     """Queue delay of a client from its flows' ``(n, mean_ms, 101 quantiles)``: the mixture
     of the flows' distributions weighted by packet count n (each flow's CDF is linear between
@@ -310,7 +321,7 @@ class Session:
         old = self.settings[group][name]
         note = None
         if name not in ("aqm", "cc") and float(value) != v:
-            note = f"{key}: {value!r} is out of range, using {v:g}"
+            note = f"{key}: {_value_note(name, float(value), v)}"
         if v == old:
             return note
         self.settings[group][name] = v
