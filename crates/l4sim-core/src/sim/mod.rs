@@ -102,6 +102,14 @@ struct FlowState {
     removed_at: Option<SimTime>,
 }
 
+impl FlowState {
+    /// The connection whose state the flow's series and RTT samples show: a bulk flow's first
+    /// stream, or a persistent source's connection.
+    fn sampled(&self) -> Option<usize> {
+        self.streams.first().copied().or(self.persistent)
+    }
+}
+
 struct QdiscTrack {
     last_sum: u128,
     last_n: u64,
@@ -597,7 +605,7 @@ impl World {
                 if f.removed_at.is_some() {
                     return;
                 }
-                let sampled = f.streams.first().copied().or(f.persistent);
+                let sampled = f.sampled();
                 let bulk = f.spec.source.is_bulk();
                 let srtt = match sampled
                     .and_then(|s| self.conns[s].as_ref())
@@ -1176,6 +1184,7 @@ impl World {
         let dt = to_secs(self.sample_interval);
         self.series_t.push(to_secs(self.now));
         for f in &mut self.flows {
+            let sampled = f.sampled();
             let ser = &mut f.series;
             let n = self.series_t.len();
             if f.removed_at.is_some() {
@@ -1194,8 +1203,6 @@ impl World {
             ser.tput_mbps
                 .push((f.delivered - f.last_bytes) as f64 * 8.0 / dt / 1e6);
             f.last_bytes = f.delivered;
-            // the first stream, or a persistent source's connection
-            let sampled = f.streams.first().copied().or(f.persistent);
             let first = sampled.and_then(|s| self.conns[s].as_mut());
             if let Some(Conn::UdpPrague(c)) = first.as_ref().map(|s| &s.conn) {
                 ser.cwnd.resize(n, f64::NAN);

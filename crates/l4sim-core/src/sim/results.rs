@@ -236,8 +236,10 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
         // and those completed since the last sample (the one ending with the run: its
         // receiver's timer runs after the sample at the same instant)
         let mut recs = f.udp_records.clone();
-        let sampled = f.streams.first().copied().or(f.persistent);
-        if let Some(Conn::UdpPrague(c)) = sampled.and_then(|s| w.conns[s].as_ref()).map(|s| &s.conn)
+        if let Some(Conn::UdpPrague(c)) = f
+            .sampled()
+            .and_then(|s| w.conns[s].as_ref())
+            .map(|s| &s.conn)
         {
             recs.extend_from_slice(c.1.records());
         }
