@@ -21,6 +21,7 @@ LAYERS = {
     "l4sim._core": 0,
     "l4sim.scenario": 0,
     "l4sim.api": 0,
+    "l4sim.classes": 0,
     "l4sim.simulation": 0,
     "l4sim.runplots": 0,
     "l4sim.flentfile": 0,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from l4sim import _core
 from l4sim._core import ScenarioError
+from l4sim.classes import TRAFFIC_CLASSES
 from l4sim.scenario import Scenario, ScenarioLike, load
 
 if TYPE_CHECKING:
@@ -85,10 +86,9 @@ def _size_bin(size: pd.Series) -> pd.Series:
 
 _QDISC_DICTS = (("drops_by_reason", "drops"), ("drops_by_ecn", "drops"), ("marks_by_ecn", "marks"))
 _FLOW_SERIES = ("tput_mbps", "cwnd", "srtt_ms", "pacing_mbps", "ce_fed_back")
-_CLASSES = ("l4s", "classic")
 _QDISC_SERIES = (
     ("backlog_pkts", "backlog_bytes", "sojourn_ms", "drops", "marks", "tx_mbps")
-    + tuple(f"{c}_{k}" for c in _CLASSES for k in ("pkts", "marks", "drops"))
+    + tuple(f"{c}_{k}" for c in TRAFFIC_CLASSES for k in ("pkts", "marks", "drops"))
 )
 
 
@@ -335,7 +335,7 @@ class RunResult:
         ``l4s_marks``, ``l4s_drops``, ``classic_*`` per interval (docs/results.md)."""
         s = self.raw.get("series") or {}
         qdiscs: list[Mapping[str, Any]] = [
-            {**q, **{f"{c}_{k}": v for c in _CLASSES for k, v in (q.get(c) or {}).items()}}
+            {**q, **{f"{c}_{k}": v for c in TRAFFIC_CLASSES for k, v in (q.get(c) or {}).items()}}
             for q in s.get("qdiscs", [])
         ]
         return _long(s.get("t", []), qdiscs, _QDISC_SERIES)

@@ -79,14 +79,13 @@ def run_figure(r: RunResult, *, title: str | None = None) -> plt.Figure:
     ax = axes[0, 1]
     q0 = (s.get("qdiscs") or [None])[0]
     if q0 is not None:
+        from l4sim.classes import class_probabilities
+
         for cls in ("l4s", "classic"):
             c = q0[cls]
-            pk, mk, dr = (np.asarray(c[k], dtype=float) for k in ("pkts", "marks", "drops"))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                # pk: packets that arrived (drops included); marks among those admitted
-                ax.plot(t[: len(pk)], 100 * mk / (pk - dr), color=_CLASS_COLOR[cls], label=f"{cls} marks", lw=1)
-                drop_pct = 100 * dr / pk
-                ax.plot(t[: len(pk)], drop_pct, color=_CLASS_COLOR[cls], ls="--", label=f"{cls} drops", lw=1)
+            mark, drop = class_probabilities(c["pkts"], c["marks"], c["drops"])
+            ax.plot(t[: len(mark)], 100 * mark, color=_CLASS_COLOR[cls], label=f"{cls} marks", lw=1)
+            ax.plot(t[: len(drop)], 100 * drop, color=_CLASS_COLOR[cls], ls="--", label=f"{cls} drops", lw=1)
         ax.set(title=f"{q0['name']}: mark / drop probability per class")
     ax.set(xlabel="time, s", ylabel="% of packets")
     ax.legend(fontsize=7)

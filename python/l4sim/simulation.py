@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from l4sim import _core
 from l4sim._core import ScenarioError
 from l4sim.api import RunResult, connections_frame
+from l4sim.classes import TRAFFIC_CLASSES, class_probabilities
 from l4sim.scenario import Flow, Scenario, ScenarioLike, load, normalize, plain_words, scenario_error
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Samples", "Simulation"]
 
-_CLASSES = ("l4s", "classic")
 _QUEUE_COLUMNS = (
     "t", "qdisc", "class", "pkts", "marks", "drops", "mark_prob", "drop_prob", "backlog_pkts", "sojourn_ms", "tx_mbps"
 )
@@ -100,44 +100,47 @@ class Samples:
     def queues(self) -> pd.DataFrame:
         """Per qdisc, class and sample: t, qdisc, class, pkts (arrived in the interval, drops
         included), marks, drops, mark_prob (marks/(pkts-drops): of the packets admitted),
-        drop_prob (drops/pkts), backlog_pkts, sojourn_ms (mean of the interval) and tx_mbps. Class "l4s" and "classic" (ECT(1)/CE or not, as
-        DualPI2 classifies) have the counts only; class "all", the whole qdisc, has the counts
-        summed and the backlog, sojourn and rate, which the core keeps per qdisc."""
+        drop_prob (drops/pkts), backlog_pkts, sojourn_ms (mean of the interval) and tx_mbps.
+        Class "l4s" and "classic" (ECT(1)/CE or not, as DualPI2 classifies) have the counts
+        only; class "all", the whole qdisc, has the counts summed and the backlog, sojourn and
+        rate, which the core keeps per qdisc."""
         import numpy as np
         import pandas as pd
 
         t = self.t
         rows = []
         for qname, q in self.raw["qdiscs"].items():
-            n = min([len(t)] + [len(q["classes"][c]["pkts"]) for c in _CLASSES])
+            n = min([len(t)] + [len(q["classes"][c]["pkts"]) for c in TRAFFIC_CLASSES])
             counts = {
                 cls: {k: np.asarray(q["classes"][cls][k][:n], dtype=float) for k in ("pkts", "marks", "drops")}
-                for cls in _CLASSES
+                for cls in TRAFFIC_CLASSES
             }
-            counts["all"] = {k: np.sum([counts[c][k] for c in _CLASSES], axis=0) for k in ("pkts", "marks", "drops")}
+            counts["all"] = {
+                k: np.sum([counts[c][k] for c in TRAFFIC_CLASSES], axis=0) for k in ("pkts", "marks", "drops")
+            }
             nan = np.full(n, np.nan)
             for cls, c in counts.items():
                 whole = cls == "all"
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    rows.append(
-                        pd.DataFrame(
-                            {
-                                "t": t[:n],
-                                "qdisc": qname,
-                                "class": cls,
-                                **c,
-                                "mark_prob": c["marks"] / (c["pkts"] - c["drops"]),
-                                "drop_prob": c["drops"] / c["pkts"],
-                                "backlog_pkts": np.asarray(q["backlog_pkts"][:n], dtype=float) if whole else nan,
-                                "sojourn_ms": np.asarray(
-                                    [np.nan if x is None else x for x in q["sojourn_ms"][:n]], dtype=float
-                                )
-                                if whole
-                                else nan,
-                                "tx_mbps": np.asarray(q["tx_mbps"][:n], dtype=float) if whole else nan,
-                            }
-                        )
+                mark, drop = class_probabilities(c["pkts"], c["marks"], c["drops"])
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "t": t[:n],
+                            "qdisc": qname,
+                            "class": cls,
+                            **c,
+                            "mark_prob": mark,
+                            "drop_prob": drop,
+                            "backlog_pkts": np.asarray(q["backlog_pkts"][:n], dtype=float) if whole else nan,
+                            "sojourn_ms": np.asarray(
+                                [np.nan if x is None else x for x in q["sojourn_ms"][:n]], dtype=float
+                            )
+                            if whole
+                            else nan,
+                            "tx_mbps": np.asarray(q["tx_mbps"][:n], dtype=float) if whole else nan,
+                        }
                     )
+                )
         if not rows:
             return pd.DataFrame(columns=[*_QUEUE_COLUMNS])
         return pd.concat(rows, ignore_index=True)

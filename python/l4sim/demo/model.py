@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from l4sim.classes import class_probabilities
 from l4sim.simulation import Simulation
 
 __all__ = [
@@ -440,11 +441,10 @@ class Session:
         cls = q["classes"]
         point: dict[str, Any] = {"t": now}
         for c in ("l4s", "classic"):
-            pkts, marks, drops = (sum(cls[c][k]) for k in ("pkts", "marks", "drops"))
-            # pkts: packets that arrived, drops included; marks among those admitted
+            mark, drop = class_probabilities(*(sum(cls[c][k]) for k in ("pkts", "marks", "drops")))
             # marks count at dequeue, arrivals at enqueue: in one second they can part by a packet
-            point[f"{c}_mark"] = min(1.0, marks / (pkts - drops)) if pkts > drops else None
-            point[f"{c}_drop"] = drops / pkts if pkts else None
+            point[f"{c}_mark"] = None if math.isnan(mark) else min(1.0, float(mark))
+            point[f"{c}_drop"] = None if math.isnan(drop) else float(drop)
         tx = _mean(q["tx_mbps"])
         point["util"] = None if tx is None else min(1.0, tx / self.settings["link"]["capacity"])
         self._history.append(point)
