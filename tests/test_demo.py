@@ -151,6 +151,23 @@ def test_switching_pie_to_dualpi2_cuts_the_l4s_clients_queue_delay():
     assert f["delay"]["B"]["mean_ms"] > f["delay"]["A"]["mean_ms"]
 
 
+def test_prague_fallback_keeps_its_share_behind_dualpi2_unless_built_as_in_515():
+    """The fallback choice is the detector as designed: behind DualPI2 it stays quiet and Prague
+    shares with CUBIC; the 5.15 build's (L4STeam/linux issue 38) fires there and gives most of
+    Prague's share away, as study.md's finding 5 reports."""
+
+    def prague_share(cc: str) -> float:
+        idle = {"web": 0}
+        s = Session({"link": {"aqm": "dualpi2", "capacity": 40}, "A": {**idle, "cc": cc}, "B": {**idle, "cc": "cubic"}})
+        s.tick(4.0)  # slow start and the first rounds
+        f = s.tick(6.0)
+        rate = {c: sum(x["tput_mbps"] for x in f["flows"] if x["client"] == c) for c in "AB"}
+        return rate["A"] / (rate["A"] + rate["B"])
+
+    assert prague_share("prague_fallback") > 0.35
+    assert prague_share("prague_fallback_515") < 0.25
+
+
 def test_every_aqm_and_cc_choice_runs():
     s = Session({"A": {"web": 100}, "B": {"web": 0}})
     for key, choices in (("link.aqm", AQMS), ("A.cc", CCS)):

@@ -35,6 +35,12 @@ Choices where the demo's testbed has no direct counterpart here:
   constant rate (1470-byte datagrams, iperf's default). The 2016 demo classified by IP address;
   here the stream carries the ECN codepoint of its client's CC (Not-ECT, ECT(0), or ECT(1) for
   Prague), so it joins that client's queue. 0-1000 Mbit/s.
+* "Prague, classic-ECN fallback" is the detector as designed (``detect_refs = "scaled"``): it
+  fires behind a single-queue classic-ECN AQM and stays quiet behind DualPI2. "Prague, fallback
+  as the 5.15 kernels built it" is the scenario files' default (``"unscaled"``, L4STeam/linux
+  issue 38): the 5.15 builds' score unit changed without its reference constants, so the
+  detector also fires behind DualPI2 and Prague gives most of its share away (study.md,
+  finding 5).
 * A client's queue delay mixes its flows' per-packet delay distributions weighted by their
   packet counts (:func:`mix_delay`).
 """
@@ -91,7 +97,11 @@ CCS: dict[str, tuple[str, dict[str, Any]]] = {
     "prague": ("Prague", _ecn({"name": "prague", "ecn_fallback": 0}, "accecn", "prague")),
     "prague_fallback": (
         "Prague, classic-ECN fallback",
-        _ecn({"name": "prague", "ecn_fallback": 1}, "accecn", "prague"),
+        _ecn({"name": "prague", "ecn_fallback": 1, "detect_refs": "scaled"}, "accecn", "prague"),
+    ),
+    "prague_fallback_515": (
+        "Prague, fallback as the 5.15 kernels built it",
+        _ecn({"name": "prague", "ecn_fallback": 1, "detect_refs": "unscaled"}, "accecn", "prague"),
     ),
     "bbr": ("BBRv1", _ecn("bbr", "none")),
     "bbr2": ("BBRv2", _ecn("bbr2", "none")),

@@ -10,12 +10,14 @@
 //! with the mantissa carried from the previous round, so they average to real log2 values.
 //! gs is set from ssthresh at each `ssthresh` call: min(L + L/2 + 1, 18), L = ilog2(ssthresh).
 //!
-//! [`DetectRefs`] picks the reference constants (`prague_classic_ecn_detection`): the 5.15
-//! branch the testbed ran (5.15.72-prague-43) has `PRAGUE_ALPHA_BITS` 24 but kept `V0_LG` /
-//! `D0_LG` at their 2^20-scaled values (L4STeam/linux issue 38), so the references are 16x
-//! too small in log units: 750 us becomes 750^(1/16) = 1.5 us and 2 ms becomes 1.6 us, and
-//! any queue above ~2 us pushes the score toward "classic" (`Unscaled`, the default). `Scaled`
-//! is the intended detector (references consistent with the score unit, 2^20 here).
+//! [`DetectRefs`] picks the reference constants (`prague_classic_ecn_detection`). The P06-cnt
+//! file itself is consistent (`PRAGUE_ALPHA_BITS` 20); later 5.15 builds raised it to 24 but
+//! kept `V0_LG` / `D0_LG` at their 2^20-scaled values (L4STeam/linux issue 38, which says the
+//! ANRW'24 testbed ran such a build; study.md finding 5 and the issue's kernel measurements
+//! agree), so the references are 16x too small in log units: 750 us becomes 750^(1/16) =
+//! 1.5 us and 2 ms becomes 1.6 us, and any queue above ~2 us, a DualPI2 L queue's too, pushes
+//! the score toward "classic" (`Unscaled`, the default, for the study's kernels). `Scaled` is
+//! the intended detector (references consistent with the score unit, 2^20 here).
 
 use serde::{Deserialize, Serialize};
 
