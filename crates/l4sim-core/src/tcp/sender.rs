@@ -2178,11 +2178,10 @@ impl TcpSender {
         // Rate sample and congestion control (tcp_cong_control).
         let lost = (self.sk.lost - prior_lost) as u32;
         self.rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
-        let mut rs = self.rs;
-        self.rate.generate(&mut self.sk, &mut rs, newly, lost, now);
-        self.rs = rs;
+        self.rate
+            .generate(&mut self.sk, &mut self.rs, newly, lost, now);
         if self.cc.has_cong_control() {
-            self.cc.cong_control(&mut self.sk, &rs);
+            self.cc.cong_control(&mut self.sk, &self.rs);
         } else {
             if self.in_cwnd_reduction() {
                 let una_adv = flag & FLAG_SND_UNA_ADVANCED != 0;
