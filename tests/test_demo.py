@@ -392,6 +392,15 @@ def test_page_in_headless_chromium(browser_page):
     choose("A.web", "100")
     until(lambda d: d.execute_script(FCT_POINTS) > before + 20, "new completion-time points")
     driver.save_screenshot(str(out / "4-web.png"))
+    # a CC change starts A's completion-time scatter afresh (its old points are another experiment)
+    clears = driver.execute_script("return window.l4simDemo.fctClears")
+    choose("A.cc", "cubic")
+    until(
+        lambda d: d.execute_script("return window.l4simDemo.fctClears.A") == clears["A"] + 1,
+        "A's completion-time points cleared after its CC change",
+    )
+    assert driver.execute_script("return window.l4simDemo.fctClears.B") == clears["B"]
+    until(lambda d: d.execute_script("return window.l4simDemo.fct.A.length") > 0, "A's points under CUBIC")
 
     # an application-limited stream and a CBR share for B: their bars appear at their rates
     choose("B.al", "5")

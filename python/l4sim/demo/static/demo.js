@@ -4,8 +4,13 @@
 
 const COLORS = { A: "#1565c0", B: "#c62828" };
 const FCT_KEEP = 2000;  // completion-time points kept per client on the page
-// completion-time points kept per client: web transfers (fct) and app-limited frames (stream)
-const demo = (window.l4simDemo = { last: null, frames: 0, hello: null, fct: { A: [], B: [] }, stream: { A: [], B: [] } });
+// completion-time points kept per client: web transfers (fct) and app-limited frames (stream),
+// since the client's or the link's settings last changed (fctKey: those settings; fctClears: how
+// often they changed)
+const demo = (window.l4simDemo = {
+  last: null, frames: 0, hello: null, fct: { A: [], B: [] }, stream: { A: [], B: [] },
+  fctKey: { A: null, B: null }, fctClears: { A: 0, B: 0 },
+});
 // 1-2-5 steps from 1 ms to 100 s, for the completion-time axis.
 const FCT_TICKS = [-3, -2, -1, 0, 1, 2].flatMap((e) => [1, 2, 5].map((m) => +(m * 10 ** e).toPrecision(1)));
 const LAYOUT = { margin: { l: 55, r: 15, t: 35, b: 45 }, font: { size: 12 }, legend: { x: 0.01, y: 0.99, bgcolor: "rgba(255,255,255,0.7)" } };
@@ -137,6 +142,15 @@ function draw(frame) {
   }, CONFIG);
 
   for (const c of demo.hello.clients) {
+    // points from before a change of the AQM, the link or the client's traffic describe another
+    // experiment: start the client's scatter afresh
+    const key = JSON.stringify([frame.settings.link, frame.settings[c]]);
+    if (demo.fctKey[c] !== null && key !== demo.fctKey[c]) {
+      demo.fct[c].length = 0;
+      demo.stream[c].length = 0;
+      demo.fctClears[c] += 1;
+    }
+    demo.fctKey[c] = key;
     for (const [kept, fresh] of [[demo.fct[c], frame.fct[c]], [demo.stream[c], frame.stream[c]]]) {
       kept.push(...fresh);
       if (kept.length > FCT_KEEP) kept.splice(0, kept.length - FCT_KEEP);
@@ -157,7 +171,7 @@ function drawFct(frame) {
     name: `${c} app-limited frames`, marker: { color: COLORS[c], size: 6, opacity: 0.6, symbol: "diamond-open" },
   }));
   Plotly.react("plot-fct", [...web, ...stream], {
-    ...LAYOUT, title: { text: "Completion time vs size: web transfers, app-limited frames" },
+    ...LAYOUT, title: { text: "Completion time vs size since the last change: web transfers, app-limited frames" },
     // Whole numbers on the ticks: Plotly's default log ticks label 2 and 5 by their digit
     // alone, so 0.05 s and 5 s read the same.
     xaxis: { type: "log", dtick: 1, title: { text: "size, bytes" } },
