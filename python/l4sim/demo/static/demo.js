@@ -13,6 +13,8 @@ const demo = (window.l4simDemo = {
 });
 // 1-2-5 steps from 1 ms to 100 s, for the completion-time axis.
 const FCT_TICKS = [-3, -2, -1, 0, 1, 2].flatMap((e) => [1, 2, 5].map((m) => +(m * 10 ** e).toPrecision(1)));
+// flow names under the bars: the margin grows to hold them when many bars slant them
+const BAR_AXIS = { automargin: true };
 const LAYOUT = { margin: { l: 55, r: 15, t: 35, b: 45 }, font: { size: 12 }, legend: { x: 0.01, y: 0.99, bgcolor: "rgba(255,255,255,0.7)" } };
 const CONFIG = { displayModeBar: false, responsive: true };
 let ws;
@@ -96,13 +98,15 @@ function draw(frame) {
   Plotly.react("plot-rate", [{
     type: "bar", x: flows.map(label), y: flows.map((f) => f.tput_mbps),
     marker: { color: flows.map((f) => COLORS[f.client]) },
-  }], { ...LAYOUT, title: { text: "Throughput per flow, Mbit/s" }, yaxis: { rangemode: "tozero" } }, CONFIG);
+  }], { ...LAYOUT, title: { text: "Throughput per flow, Mbit/s" }, xaxis: BAR_AXIS, yaxis: { rangemode: "tozero" } }, CONFIG);
 
   const long = flows.filter((f) => f.cwnd !== null);
   Plotly.react("plot-window", [{
     type: "bar", x: long.map(label), y: long.map((f) => f.cwnd),
     marker: { color: long.map((f) => COLORS[f.client]) },
-  }], { ...LAYOUT, title: { text: "Congestion window per flow, packets" }, yaxis: { rangemode: "tozero" } }, CONFIG);
+  }], {
+    ...LAYOUT, title: { text: "Congestion window per flow, packets" }, xaxis: BAR_AXIS, yaxis: { rangemode: "tozero" },
+  }, CONFIG);
 
   const levels = Array.from({ length: 101 }, (_, i) => i);
   const delayTraces = [];
@@ -171,7 +175,7 @@ function drawFct(frame) {
     name: `${c} app-limited frames`, marker: { color: COLORS[c], size: 6, opacity: 0.6, symbol: "diamond-open" },
   }));
   Plotly.react("plot-fct", [...web, ...stream], {
-    ...LAYOUT, title: { text: "Completion time vs size since the last change: web transfers, app-limited frames" },
+    ...LAYOUT, title: { text: "Completion time vs size, since the last change" },
     // Whole numbers on the ticks: Plotly's default log ticks label 2 and 5 by their digit
     // alone, so 0.05 s and 5 s read the same.
     xaxis: { type: "log", dtick: 1, title: { text: "size, bytes" } },
