@@ -33,8 +33,12 @@ pub enum Egress {
 pub struct Node {
     pub name: String,
     pub kind: NodeKind,
-    /// Egress toward each destination node, indexed by node id (None: unreachable/self).
+    /// Egress toward each destination node, indexed by node id (None: unreachable/self);
+    /// empty for a single-homed host, which sends everything over `default`.
     pub routes: Vec<Option<Egress>>,
+    /// A host with links to one neighbour only: its default route, the first of them (so a
+    /// host costs no routing table, and hosts added to a running simulation no re-routing).
+    pub default: Option<Egress>,
     /// Policy routes, tried before `routes`: (dscp, egress) pairs indexed by destination node
     /// id, the first one added for a DSCP winning (empty where the node has none).
     pub policy: Vec<Vec<(u8, Egress)>>,
@@ -123,6 +127,7 @@ impl Network {
             name: name.into(),
             kind,
             routes: Vec::new(),
+            default: None,
             policy: Vec::new(),
         });
         (self.nodes.len() - 1) as u32
@@ -161,29 +166,85 @@ impl Network {
         self.egress(b, a, ba);
     }
 
-    /// Shortest-hop static routes (BFS from every destination over reversed edges).
+    /// Shortest-hop static routes (BFS from every destination over reversed edges). Ties go
+    /// to the node found first (the lower-numbered among those with a link into the node
+    /// visited), and between parallel links to the one added first.
     pub fn compute_routes(&mut self) {
-        let n = self.nodes.len();
-        let mut out: Vec<Vec<(u32, Egress)>> = vec![Vec::new(); n];
+        self.route_from(0);
+    }
+
+    /// [`Network::compute_routes`] after nodes `first..` were added as single-homed hosts
+    /// (a dumbbell's flow added while it runs): no earlier route changes (a host leads the
+    /// search nowhere), so only the routes toward the new hosts are searched. Anything else
+    /// added re-routes everything.
+    pub fn route_new_hosts(&mut self, first: u32) {
+        if (first as usize..self.nodes.len()).all(|u| self.single_homed(u).is_some()) {
+            self.route_from(first as usize);
+        } else {
+            self.route_from(0);
+        }
+    }
+
+    /// For each node v, each node u with a link u -> v (ascending u) and its first such egress.
+    fn in_links(&self) -> Vec<Vec<(u32, Egress)>> {
+        let mut out: Vec<Vec<(u32, Egress)>> = vec![Vec::new(); self.nodes.len()];
         for &(from, to, e) in &self.adj {
             out[from as usize].push((to, e));
         }
-        for node in &mut self.nodes {
-            node.routes = vec![None; n];
+        let mut into: Vec<Vec<(u32, Egress)>> = vec![Vec::new(); self.nodes.len()];
+        for (u, edges) in out.iter().enumerate() {
+            for &(v, e) in edges {
+                let from_u = &mut into[v as usize];
+                if from_u.last().is_none_or(|&(w, _)| w as usize != u) {
+                    from_u.push((u as u32, e));
+                }
+            }
         }
-        for d in 0..n {
-            let mut dist = vec![usize::MAX; n];
+        into
+    }
+
+    /// A host's first egress if all its links lead to one neighbour.
+    fn single_homed(&self, u: usize) -> Option<Egress> {
+        if self.nodes[u].kind != NodeKind::Host {
+            return None;
+        }
+        let mut links = self.adj.iter().filter(|&&(f, _, _)| f as usize == u);
+        let &(_, to, e) = links.next()?;
+        links.all(|&(_, t, _)| t == to).then_some(e)
+    }
+
+    /// Set up nodes `first..` (their default route or an empty table), size every table to
+    /// the nodes, and search the routes toward destinations `first..`, each by a BFS over
+    /// in-links (linear in the links, where scanning every node at each step was n^2).
+    fn route_from(&mut self, first: usize) {
+        let n = self.nodes.len();
+        let into = self.in_links();
+        for u in 0..n {
+            if u >= first {
+                let default = self.single_homed(u);
+                self.nodes[u].default = default;
+                self.nodes[u].routes.clear();
+            }
+            let node = &mut self.nodes[u];
+            if node.default.is_none() {
+                node.routes.resize(n, None);
+            }
+        }
+        let mut dist = vec![usize::MAX; n];
+        let mut q = VecDeque::new();
+        for d in first..n {
+            dist.fill(usize::MAX);
             dist[d] = 0;
-            let mut q = VecDeque::from([d]);
+            q.push_back(d);
             while let Some(v) = q.pop_front() {
                 // Every node u with an edge u -> v is one hop further from d.
-                for (u, edges) in out.iter().enumerate() {
-                    if dist[u] != usize::MAX {
-                        continue;
-                    }
-                    if let Some(&(_, e)) = edges.iter().find(|(to, _)| *to as usize == v) {
+                for &(u, e) in &into[v] {
+                    let u = u as usize;
+                    if dist[u] == usize::MAX {
                         dist[u] = dist[v] + 1;
-                        self.nodes[u].routes[d] = Some(e);
+                        if let Some(r) = self.nodes[u].routes.get_mut(d) {
+                            *r = Some(e);
+                        }
                         q.push_back(u);
                     }
                 }
@@ -224,7 +285,10 @@ impl Network {
                 return Some(e);
             }
         }
-        n.routes[dst as usize]
+        match n.routes.get(dst as usize) {
+            Some(&r) => r,
+            None => n.default,
+        }
     }
 
     /// The pipes (lines) a packet with `dscp` crosses from `src` to `dst`, in order; None
@@ -271,5 +335,129 @@ impl Network {
     /// The shaped port named `name`.
     pub fn port_index(&self, name: &str) -> Option<usize> {
         self.ports.iter().position(|p| p.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A random network of `n` nodes, every third a host, with parallel and one-way links.
+    fn random_net(rng: &mut crate::rng::Rng, n: u32) -> NetBuilder {
+        let mut b = NetBuilder::default();
+        for i in 0..n {
+            let kind = if i % 3 == 2 {
+                NodeKind::Host
+            } else {
+                NodeKind::Router
+            };
+            b.node(format!("n{i}"), kind);
+        }
+        for _ in 0..rng.below(3 * n) {
+            let (a, c) = (rng.below(n) as u32, rng.below(n) as u32);
+            if a != c {
+                let cfg = || EgressCfg::plain("l", None, 1);
+                if rng.below(3) == 0 {
+                    b.net.egress(a, c, cfg()); // one way
+                } else {
+                    b.link(a, c, cfg(), cfg());
+                }
+            }
+        }
+        b
+    }
+
+    /// The routes as a plain breadth-first search from each destination finds them, scanning
+    /// every node for links into the node it visits (ascending, each node's first-added link),
+    /// on random graphs: the in-link lists give the same. A single-homed host sends everything
+    /// to its one neighbour (also what nothing reaches: the neighbour has no route then).
+    #[test]
+    fn routes_are_a_breadth_first_search_from_each_destination() {
+        let mut rng = crate::rng::Rng::new(5, 6);
+        let mut defaults = 0;
+        for _ in 0..60 {
+            let n = 2 + rng.below(14) as usize;
+            let net = random_net(&mut rng, n as u32).build();
+            for d in 0..n {
+                let mut want = vec![None; n];
+                let mut seen = vec![false; n];
+                seen[d] = true;
+                let mut q = VecDeque::from([d]);
+                while let Some(v) = q.pop_front() {
+                    for u in 0..n {
+                        let first =
+                            (net.adj.iter()).find(|&&(f, t, _)| f as usize == u && t as usize == v);
+                        if let (false, Some(&(_, _, e))) = (seen[u], first) {
+                            seen[u] = true;
+                            want[u] = Some(e);
+                            q.push_back(u);
+                        }
+                    }
+                }
+                for (u, want) in want.into_iter().enumerate() {
+                    let got = net.next_hop(u as u32, d as u32, 0);
+                    let host = net.nodes[u].default;
+                    defaults += host.is_some() as u32;
+                    match (want, host) {
+                        (None, Some(e)) if u != d => {
+                            assert_eq!(got, Some(e), "default route of host {u}")
+                        }
+                        _ => assert!(
+                            u == d || got == want,
+                            "route from {u} to {d}: {got:?}, not {want:?}"
+                        ),
+                    }
+                }
+            }
+        }
+        assert!(defaults > 100, "single-homed hosts tested: {defaults}");
+    }
+
+    /// Hosts added one pair at a time to a running dumbbell (`route_new_hosts`) route as a
+    /// network built with all of them at once; a host with two neighbours re-routes it all.
+    #[test]
+    fn hosts_added_later_route_as_if_built_together() {
+        let cfg = || EgressCfg::plain("l", None, 1);
+        let build = |pairs: u32, incremental: bool| {
+            let mut b = NetBuilder::default();
+            let (router, switch) = (
+                b.node("router", NodeKind::Router),
+                b.node("switch", NodeKind::Router),
+            );
+            b.link(router, switch, cfg(), cfg());
+            let mut net = if incremental { b.build() } else { b.net };
+            for i in 0..pairs {
+                let s = net.add_node(format!("s{i}"), NodeKind::Host);
+                let r = net.add_node(format!("r{i}"), NodeKind::Host);
+                net.add_link(s, router, cfg(), cfg());
+                net.add_link(switch, r, cfg(), cfg());
+                if i == 3 {
+                    net.add_link(s, switch, cfg(), cfg()); // two neighbours
+                }
+                if incremental {
+                    net.route_new_hosts(s);
+                }
+            }
+            if !incremental {
+                net.compute_routes();
+            }
+            net
+        };
+        let (a, b) = (build(8, true), build(8, false));
+        let n = a.nodes.len() as u32;
+        assert!(a.nodes[2].default.is_some() && a.nodes[8].default.is_none());
+        for u in 0..n {
+            for d in 0..n {
+                assert_eq!(
+                    a.next_hop(u, d, 0),
+                    b.next_hop(u, d, 0),
+                    "route from {u} to {d}"
+                );
+            }
+            assert_eq!(
+                a.nodes[u as usize].routes.len(),
+                b.nodes[u as usize].routes.len()
+            );
+        }
     }
 }

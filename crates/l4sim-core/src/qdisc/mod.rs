@@ -581,6 +581,12 @@ impl QdiscStats {
     pub fn n_groups(&self) -> usize {
         self.cells.len().div_ceil(2)
     }
+    /// Packets of scenario flow `g` in its sojourn distribution (both classes), without
+    /// merging histograms.
+    pub fn group_sojourn_count(&self, g: usize) -> u64 {
+        let cells = self.cells.iter().skip(2 * g).take(2);
+        cells.map(|cs| cs.sojourn.count()).sum()
+    }
     /// Scenario flow `g`: both its classes.
     pub fn group(&self, g: usize) -> ClassStats {
         let mut s = ClassStats::default();

@@ -1388,7 +1388,7 @@ impl World {
             } => {
                 let (s, r, rtt) =
                     topology::attach_dumbbell_host_pair(&mut self.net, &f, *base_rtt, *nic_rate);
-                self.net.compute_routes();
+                self.net.route_new_hosts(s.min(r));
                 ((s, r), rtt)
             }
             TopologySpec::Graph(g) => {
@@ -1656,6 +1656,9 @@ impl World {
             tr.drained_groups
                 .resize_with(st.n_groups(), Default::default);
             for g in 0..st.n_groups() {
+                if st.group_sojourn_count(g) == tr.drained_groups[g].count() {
+                    continue; // nothing new (a removed flow's, say): no histograms merged
+                }
                 let cs = st.group(g);
                 let h = cs.sojourn.since(&tr.drained_groups[g]);
                 if h.count() > 0 {
