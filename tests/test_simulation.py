@@ -121,6 +121,21 @@ def test_flows_added_changed_and_removed_while_running():
     assert np.isnan(series.loc[series.index < 0.45, "tput_mbps"]).all()
 
 
+def test_a_flow_has_no_values_before_its_start_as_after_its_stop():
+    r = l4sim.run(
+        {
+            "duration": 2,
+            "sample_interval": 0.1,
+            "topology": {"base_rtt": 10, "bottleneck": {"rate": 20, "qdisc": "fq_codel"}},
+            "flows": [{"name": "early", "cc": "cubic"}, {"name": "late", "cc": "cubic", "start": 1.0}],
+        }
+    )
+    late = r.timeseries("late")
+    before, after = late[late.index <= 1.0 + 1e-9], late[late.index > 1.0 + 1e-9]
+    assert len(before) == 10 and before[["tput_mbps", "cwnd", "srtt_ms"]].isna().all().all()
+    assert after[["tput_mbps", "cwnd", "srtt_ms"]].notna().all().all() and after["srtt_ms"].min() > 10
+
+
 def test_bad_changes_name_the_field():
     sim = l4sim.Simulation(_web_scenario())
     with pytest.raises(l4sim.ScenarioError) as ei:

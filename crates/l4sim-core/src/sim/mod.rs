@@ -1187,7 +1187,8 @@ impl World {
             let sampled = f.sampled();
             let ser = &mut f.series;
             let n = self.series_t.len();
-            if f.removed_at.is_some() {
+            // Removed, or not started yet (nothing to show until its start, as after a stop).
+            if f.removed_at.is_some() || self.now <= f.start {
                 for col in [
                     &mut ser.tput_mbps,
                     &mut ser.cwnd,
