@@ -170,7 +170,8 @@ impl Network {
     /// to the node found first (the lower-numbered among those with a link into the node
     /// visited), and between parallel links to the one added first.
     pub fn compute_routes(&mut self) {
-        self.route_from(0);
+        let out = self.out_links();
+        self.route_from(0, &out);
     }
 
     /// [`Network::compute_routes`] after nodes `first..` were added as single-homed hosts
@@ -178,20 +179,35 @@ impl Network {
     /// search nowhere), so only the routes toward the new hosts are searched. Anything else
     /// added re-routes everything.
     pub fn route_new_hosts(&mut self, first: u32) {
-        if (first as usize..self.nodes.len()).all(|u| self.single_homed(u).is_some()) {
-            self.route_from(first as usize);
-        } else {
-            self.route_from(0);
-        }
+        let out = self.out_links();
+        let first = first as usize;
+        let hosts = (first..self.nodes.len()).all(|u| self.single_homed(u, &out[u]).is_some());
+        self.route_from(if hosts { first } else { 0 }, &out);
     }
 
-    /// For each node v, each node u with a link u -> v (ascending u) and its first such egress.
-    fn in_links(&self) -> Vec<Vec<(u32, Egress)>> {
+    /// For each node, the nodes it links to and the egresses, in the order added.
+    fn out_links(&self) -> Vec<Vec<(u32, Egress)>> {
         let mut out: Vec<Vec<(u32, Egress)>> = vec![Vec::new(); self.nodes.len()];
         for &(from, to, e) in &self.adj {
             out[from as usize].push((to, e));
         }
-        let mut into: Vec<Vec<(u32, Egress)>> = vec![Vec::new(); self.nodes.len()];
+        out
+    }
+
+    /// A host's first egress if all its links (`out`, its out-links) lead to one neighbour.
+    fn single_homed(&self, u: usize, out: &[(u32, Egress)]) -> Option<Egress> {
+        let &(to, e) = out.first()?;
+        let host = self.nodes[u].kind == NodeKind::Host;
+        (host && out.iter().all(|&(t, _)| t == to)).then_some(e)
+    }
+
+    /// Set up nodes `first..` (their default route or an empty table), size every table to
+    /// the nodes, and search the routes toward destinations `first..`, each by a BFS over
+    /// in-links (linear in the links, where scanning every node at each step was n^2).
+    fn route_from(&mut self, first: usize, out: &[Vec<(u32, Egress)>]) {
+        let n = self.nodes.len();
+        // into[v]: each node u with a link u -> v (ascending u) and its first such egress.
+        let mut into: Vec<Vec<(u32, Egress)>> = vec![Vec::new(); n];
         for (u, edges) in out.iter().enumerate() {
             for &(v, e) in edges {
                 let from_u = &mut into[v as usize];
@@ -200,28 +216,9 @@ impl Network {
                 }
             }
         }
-        into
-    }
-
-    /// A host's first egress if all its links lead to one neighbour.
-    fn single_homed(&self, u: usize) -> Option<Egress> {
-        if self.nodes[u].kind != NodeKind::Host {
-            return None;
-        }
-        let mut links = self.adj.iter().filter(|&&(f, _, _)| f as usize == u);
-        let &(_, to, e) = links.next()?;
-        links.all(|&(_, t, _)| t == to).then_some(e)
-    }
-
-    /// Set up nodes `first..` (their default route or an empty table), size every table to
-    /// the nodes, and search the routes toward destinations `first..`, each by a BFS over
-    /// in-links (linear in the links, where scanning every node at each step was n^2).
-    fn route_from(&mut self, first: usize) {
-        let n = self.nodes.len();
-        let into = self.in_links();
         for u in 0..n {
             if u >= first {
-                let default = self.single_homed(u);
+                let default = self.single_homed(u, &out[u]);
                 self.nodes[u].default = default;
                 self.nodes[u].routes.clear();
             }
@@ -230,18 +227,18 @@ impl Network {
                 node.routes.resize(n, None);
             }
         }
-        let mut dist = vec![usize::MAX; n];
+        let mut seen = vec![false; n];
         let mut q = VecDeque::new();
         for d in first..n {
-            dist.fill(usize::MAX);
-            dist[d] = 0;
+            seen.fill(false);
+            seen[d] = true;
             q.push_back(d);
             while let Some(v) = q.pop_front() {
                 // Every node u with an edge u -> v is one hop further from d.
                 for &(u, e) in &into[v] {
                     let u = u as usize;
-                    if dist[u] == usize::MAX {
-                        dist[u] = dist[v] + 1;
+                    if !seen[u] {
+                        seen[u] = true;
                         if let Some(r) = self.nodes[u].routes.get_mut(d) {
                             *r = Some(e);
                         }
