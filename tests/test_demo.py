@@ -260,6 +260,26 @@ def test_websocket_protocol_hello_frames_and_one_line_notices():
     _over_the_socket(body)
 
 
+def test_restart_begins_a_new_simulation_with_the_same_settings():
+    async def body(ws, until) -> None:
+        await until("hello")
+        await ws.send_json({"type": "set", "key": "B.cc", "value": "bbr2"})
+        await until("settings")
+        await ws.send_json({"type": "speed", "value": "max"})
+        for _ in range(3):
+            old = await until("frame")
+            await ws.send_json({"type": "ack"})
+        assert old["t"] >= 2
+        await ws.send_json({"type": "restart"})
+        assert (await until("settings"))["settings"]["B"]["cc"] == "bbr2"
+        while (f := await until("frame"))["t"] >= old["t"]:  # frames stepped before the restart
+            await ws.send_json({"type": "ack"})
+        assert f["t"] == 1 and len(f["history"]) == 1 and f["settings"]["B"]["cc"] == "bbr2"
+        assert {x["client"] for x in f["flows"]} == {"A", "B"}
+
+    _over_the_socket(body)
+
+
 def test_a_preset_or_speed_that_is_not_a_name_is_a_notice_not_an_internal_error():
     """{"type": "preset", "name": ["x"]} was looked up in the presets' dict: TypeError
     (unhashable list), shown on the page as an internal error and logged as a traceback."""
@@ -438,6 +458,13 @@ def test_page_in_headless_chromium(browser_page):
     until(lambda d: "out of range" in d.find_element(By.ID, "notice").text, "notice on the page")
     until(lambda d: frame()["settings"]["link"]["capacity"] == 2, "capacity clamped to 2")
     driver.save_screenshot(str(out / "6-clamped.png"))
+
+    # restart: a new simulation from t = 0 with the same settings; the old completion times go
+    t_before = frame()["t"]
+    driver.find_element(By.ID, "restart").click()
+    until(lambda d: d.execute_script("return window.l4simDemo.restarts") == 1, "a restarted simulation")
+    assert frame()["t"] < t_before and frame()["settings"]["link"]["capacity"] == 2
+    assert driver.find_element(By.ID, "clock").text == f"t = {frame()['t']:.0f} s"
 
     # Ctrl-C stops the server cleanly
     proc.send_signal(signal.SIGINT)

@@ -6,6 +6,8 @@ disturb each other and a closed tab's simulation ends with it. The page sends JS
 * ``{"type": "set", "key": "A.cc", "value": "prague"}``: one control;
 * ``{"type": "preset", "name": "pie_cubic"}``: one of :data:`~l4sim.demo.model.PRESETS`;
 * ``{"type": "speed", "value": "pause" | "1x" | "max"}``;
+* ``{"type": "restart"}``: a new simulation from t = 0 with the current settings (the old one's
+  flows, history and memory are gone);
 * ``{"type": "ack"}``: a frame was drawn (at "max" the next frame waits for it);
 
 and receives ``hello`` (the choices and the settings), ``frame`` (about once a second) and
@@ -95,6 +97,12 @@ class _Tab:
             def change() -> list[str]:
                 note = self.session.set(key, value)
                 return [note] if note else []
+
+        elif kind == "restart":
+
+            def change() -> list[str]:
+                self.session = Session(self.session.settings, seed=self.session.seed)
+                return []
 
         elif kind == "preset":
             if not isinstance(data.get("name"), str) or data["name"] not in PRESETS:

@@ -9,7 +9,7 @@ const FCT_KEEP = 2000;  // completion-time points kept per client on the page
 // often they changed)
 const demo = (window.l4simDemo = {
   last: null, frames: 0, hello: null, fct: { A: [], B: [] }, stream: { A: [], B: [] },
-  fctKey: { A: null, B: null }, fctClears: { A: 0, B: 0 },
+  fctKey: { A: null, B: null }, fctClears: { A: 0, B: 0 }, restarts: 0,
 });
 // 1-2-5 steps from 1 ms to 100 s, for the completion-time axis.
 const FCT_TICKS = [-3, -2, -1, 0, 1, 2].flatMap((e) => [1, 2, 5].map((m) => +(m * 10 ** e).toPrecision(1)));
@@ -69,6 +69,12 @@ function buildControls(hello) {
     b.onclick = () => { send({ type: "speed", value: s }); showSpeed(s); };
     return b;
   }));
+  const restart = document.createElement("button");
+  restart.textContent = "restart";
+  restart.id = "restart";
+  restart.title = "a new simulation from t = 0 with these settings";
+  restart.onclick = () => send({ type: "restart" });
+  speed.append(restart);
   showSpeed("1x");
   showSettings(hello.settings);
 }
@@ -94,7 +100,13 @@ function ccLabel(frame, c) {
 function draw(frame) {
   const flows = frame.flows;
   const KINDS = { bulk: "long", web: "web", messages: "app-limited", udp: "CBR" };
-  const label = (f) => `${f.name} (${KINDS[f.kind] || f.kind})`;
+  // a stream's label says the rate it asks for: below it, the network (not the application)
+  // limits the stream, and its frames queue up behind each other
+  const asks = { messages: "al", udp: "cbr" };
+  const label = (f) => {
+    const rate = asks[f.kind] ? `, asks ${frame.settings[f.client][asks[f.kind]]}` : "";
+    return `${f.name} (${KINDS[f.kind] || f.kind}${rate})`;
+  };
   Plotly.react("plot-rate", [{
     type: "bar", x: flows.map(label), y: flows.map((f) => f.tput_mbps),
     marker: { color: flows.map((f) => COLORS[f.client]) },
@@ -195,6 +207,14 @@ function onMessage(ev) {
   } else if (msg.type === "notice") {
     notice(msg.text, msg.level);
   } else if (msg.type === "frame") {
+    if (demo.last && msg.t < demo.last.t) {
+      // a new simulation (restart): the completion times kept here are the old one's
+      demo.restarts += 1;
+      for (const c of demo.hello.clients) {
+        demo.fct[c].length = 0;
+        demo.stream[c].length = 0;
+      }
+    }
     demo.last = msg;
     demo.frames += 1;
     document.getElementById("clock").textContent = `t = ${msg.t.toFixed(0)} s`;
