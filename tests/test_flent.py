@@ -40,6 +40,37 @@ def test_run_writes_a_flent_file_flent_reads_and_plots(tmp_path, capsys):
     _plot(f, tmp_path / "plot.png")
 
 
+def test_a_udp_stream_is_a_udp_upload_outside_the_tcp_sums(tmp_path):
+    """UDP streams were written as "TCP upload::N", counted in the TCP sums and the
+    upload_streams parameter, with an empty tcp_rtt."""
+    sc = tmp_path / "udp.toml"
+    sc.write_text(
+        'name = "udp"\nduration = 3\n[topology]\nbase_rtt = 10\n'
+        '[topology.bottleneck]\nrate = 20\nqdisc = { kind = "pfifo", limit = 100 }\n'
+        '[[flows]]\nname = "bulk"\n'
+        '[[flows]]\nname = "call"\nsource = { kind = "udp", rate_mbps = 2 }\n'
+        '[[flows]]\nname = "bulk2"\n'
+    )
+    f = tmp_path / "udp.flent.gz"
+    assert cli.main(["run", str(sc), "--flent", str(f)]) == 0
+    rs = flent_resultset.load(str(f))
+    params = rs.meta("TEST_PARAMETERS")
+    assert (params["upload_streams"], params["flow_1"], params["flow_2"], params["udp_flow_1"]) == (
+        "2",
+        "bulk",
+        "bulk2",
+        "call",
+    )
+    assert {"TCP upload::1", "TCP upload::2", "UDP upload::1"} <= set(rs.series_names)
+    assert "TCP upload::3" not in rs.series_names
+    udp = [v for v in rs.series("UDP upload::1") if v is not None]
+    assert 1.5 < sum(udp) / len(udp) < 2.5  # the stream's 2 Mbit/s
+    tcp = [a + b for a, b in zip(rs.series("TCP upload::1"), rs.series("TCP upload::2"), strict=True) if a and b]
+    total = [v for v in rs.series("TCP upload sum") if v]
+    assert total[-1] == pytest.approx(tcp[-1])  # the sum is of the TCP flows only
+    _plot(f, tmp_path / "plot.png")
+
+
 def test_run_flent_naming_a_directory_that_exists_writes_the_run_into_it(tmp_path):
     # it was an IsADirectoryError traceback after the run, leaving DIR.tmp behind
     assert cli.main(["run", *POINT, "--flent", str(tmp_path)]) == 0

@@ -2,11 +2,12 @@
 
 The file is flent's JSON data file (format version 4), shaped like its ``tcp_nup`` test (one
 TCP upload per flow): ``results`` holds series aligned on ``x_values`` and ``raw_values`` the
-per-sample records flent's plots use with ``raw_key``. Per flow (``TCP upload::N``, numbered
-1.. in the scenario's flow order as tcp_nup numbers its streams; ``TEST_PARAMETERS`` maps
-``flow_N`` to the flow's name):
+per-sample records flent's plots use with ``raw_key``. Per TCP flow (``TCP upload::N``,
+numbered 1.. in the scenario's flow order as tcp_nup numbers its streams; ``TEST_PARAMETERS``
+maps ``flow_N`` to the flow's name):
 throughput in Mbit/s (``val`` and ``tcp_delivery_rate``) and the smoothed RTT in ms
-(``tcp_rtt``); per qdisc (``Qdisc delay (ms)::NAME``): the mean sojourn time of the interval
+(``tcp_rtt``); per UDP flow (``UDP upload::N``, as flent's ``udp_flood`` names its iperf
+stream, numbered apart; ``udp_flow_N`` names it) its throughput only, outside the TCP sums; per qdisc (``Qdisc delay (ms)::NAME``): the mean sojourn time of the interval
 in ms. So ``flent -i run.flent.gz -p tcp_delivery_with_rtt`` plots delivery rate and RTT.
 
 This is a simulation, not a flent run: there is no ICMP ping (the ``Ping (ms) ICMP`` series
@@ -50,9 +51,11 @@ def flent_data(
     backend: str = BACKEND,
     params: Mapping[str, Any] | None = None,
     start: _dt.datetime | None = None,
+    udp: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """flent's data object from time series: ``t`` (s from the start), per flow
-    ``{"tput_mbps": [...], "srtt_ms": [...]}``, per qdisc ``{"sojourn_ms": [...]}``."""
+    ``{"tput_mbps": [...], "srtt_ms": [...]}``, per qdisc ``{"sojourn_ms": [...]}``; the flows
+    named in ``udp`` are UDP streams."""
     start = start or _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
     t0 = start.replace(tzinfo=_dt.UTC).timestamp()
     x = [float(v) for v in t]
@@ -62,14 +65,22 @@ def flent_data(
     units: dict[str, dict[str, Any]] = {}
     tputs = []
     names = {}
-    for n, (name, s) in enumerate(flows.items(), 1):
+    counts = {"TCP": 0, "UDP": 0}
+    for name, s in flows.items():
         # flent's tcp_nup numbers its uploads 1..upload_streams; the flow names go in
         # TEST_PARAMETERS (flow_1 = "l4s", ...)
-        key = f"TCP upload::{n}"
-        names[f"flow_{n}"] = str(name)
+        proto = "UDP" if name in udp else "TCP"
+        counts[proto] += 1
+        n = counts[proto]
+        key = f"{proto} upload::{n}"
+        names[f"flow_{n}" if proto == "TCP" else f"udp_flow_{n}"] = str(name)
         tput = [_num(v) for v in s.get("tput_mbps", [])]
         rtt = [_num(v) for v in s.get("srtt_ms", [])]
         results[key] = tput
+        units[key] = {"UNITS": "Mbits/s"}
+        if proto == "UDP":
+            raw[key] = [{"t": t0 + x[i], "val": v} for i, v in enumerate(tput) if v is not None]
+            continue
         tputs.append(tput)
         raw[key] = [
             {
@@ -81,7 +92,6 @@ def flent_data(
             for i in range(len(tput))
             if tput[i] is not None
         ]
-        units[key] = {"UNITS": "Mbits/s"}
     for name, s in (qdiscs or {}).items():
         key = f"Qdisc delay (ms)::{name}"
         d = [_num(v) for v in s.get("sojourn_ms", [])]
@@ -118,7 +128,7 @@ def flent_data(
         "FLENT_VERSION": "l4sim",
         "IP_VERSION": 4,
         "TEST_PARAMETERS": {
-            "upload_streams": str(len(flows)),
+            "upload_streams": str(counts["TCP"]),
             **names,
             **{k: str(v) for k, v in (params or {}).items()},
         },
@@ -132,6 +142,9 @@ def from_result(raw: Mapping[str, Any]) -> dict[str, Any]:
     s = raw.get("series") or {}
     flows = {f.get("name", f"flow{i}"): f for i, f in enumerate(s.get("flows") or [])}
     qdiscs = {q.get("name", f"qdisc{i}"): q for i, q in enumerate(s.get("qdiscs") or [])}
+    summary = raw.get("flows")
+    summary = summary if isinstance(summary, list) else []
+    udp = frozenset(f.get("name") for f in summary if f.get("cc") in ("udp", "udp_prague"))
     return flent_data(
         s.get("t") or [],
         flows,
@@ -143,6 +156,7 @@ def from_result(raw: Mapping[str, Any]) -> dict[str, Any]:
             "seed": raw.get("seed", ""),
             "model_version": raw.get("model_version", ""),
         },
+        udp=udp,
     )
 
 
