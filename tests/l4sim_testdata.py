@@ -171,7 +171,14 @@ EVERY_KIND: dict[str, Any] = {
                         "kind": "htb",
                         "classes": [
                             {"name": "gold", "rate_mbps": 30, "ceil_mbps": 60},
-                            {"name": "l4s", "parent": 0, "rate_mbps": 20, "dscp": [10], "child": {"kind": "dualpi2"}},
+                            {
+                                "name": "l4s",
+                                "parent": 0,
+                                "rate_mbps": 20,
+                                "dscp": [10],
+                                # DSCP 10 (the web flow and the call): their Not-ECT packets too go to L
+                                "child": {"kind": "dualpi2", "filters": [{"dscp": 10, "class": "l4s"}]},
+                            },
                             {
                                 "name": "other",
                                 "parent": 0,

@@ -168,6 +168,25 @@ def test_prague_fallback_keeps_its_share_behind_dualpi2_unless_built_as_in_515()
     assert prague_share("prague_fallback_515") < 0.25
 
 
+def test_dualpi2_by_address_puts_client_a_in_the_l_queue_whatever_its_ecn():
+    """A classic (Not-ECT) CUBIC on A: by ECN codepoint it shares the C queue with B's; by
+    address it goes to the L queue, where the L4S AQM keeps its delay low and its marks become
+    drops (counted in the L4S class), so it gets far less than B."""
+
+    def run(aqm: str) -> dict:
+        idle = {"web": 0}
+        s = Session({"link": {"aqm": aqm, "capacity": 40}, "A": {**idle, "cc": "cubic"}, "B": {**idle, "cc": "cubic"}})
+        s.tick(4.0)
+        return s.tick(6.0)
+
+    by_ecn, by_address = run("dualpi2"), run("dualpi2_addr")
+    assert by_ecn["delay"]["A"]["mean_ms"] > 5 and by_ecn["history"][-1]["l4s_drop"] is None  # no L4S traffic
+    assert by_address["delay"]["A"]["mean_ms"] < 2 < by_address["delay"]["B"]["mean_ms"]
+    assert by_address["history"][-1]["l4s_drop"] > 0.01
+    rate = {c: sum(x["tput_mbps"] for x in by_address["flows"] if x["client"] == c) for c in "AB"}
+    assert rate["A"] < rate["B"] / 3
+
+
 def test_every_aqm_and_cc_choice_runs():
     s = Session({"A": {"web": 100}, "B": {"web": 0}})
     for key, choices in (("link.aqm", AQMS), ("A.cc", CCS)):

@@ -314,6 +314,7 @@ _CHOICE_KEYS = frozenset(
     {
         "accecn_accept",
         "accecn_impl",
+        "class",  # a DualPI2 filter's
         "classic_ecn_ect",
         "detect_refs",
         "dist",

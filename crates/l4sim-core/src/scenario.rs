@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cc::CcSpec;
 use crate::net::graph;
+use crate::qdisc::dualpi2::DualPi2Filter;
 use crate::qdisc::htb::HtbClassSpec;
 use crate::qdisc::netem::{FourState, GilbertElliott};
 use crate::qdisc::prio::DscpFilter;
@@ -253,7 +254,11 @@ fn locate_missing(v: &serde_json::Value, field: &str, message: &str) -> Option<S
             ("nodes", true) => parse_as::<graph::NodeSpec>(c, f),
             ("routes", true) => parse_as::<graph::PolicyRoute>(c, f),
             ("classes", true) => parse_as::<HtbClassSpec>(c, f),
-            ("filters", true) => parse_as::<DscpFilter>(c, f),
+            // prio's filters name a band, DualPI2's a class
+            ("filters", true) => match parse_as::<DscpFilter>(c, f) {
+                Err(e) if e.message == message => Err(e),
+                _ => parse_as::<DualPi2Filter>(c, f),
+            },
             ("gemodel", false) => parse_as::<GilbertElliott>(c, f),
             ("loss_state", false) => parse_as::<FourState>(c, f),
             _ => return None,

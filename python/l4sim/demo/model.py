@@ -26,6 +26,13 @@ Choices where the demo's testbed has no direct counterpart here:
   when the capacity changes).
 * "DualPI2, any ECT" is ``ecn_mask = "any_ect"``: ECT(0) goes to the L queue too, how the 2016
   demo classified DCTCP; plain "DualPI2" is today's default (ECT(1) only).
+* "DualPI2, ... or client A's address" classifies by address as the 2016 demo could (a tc
+  filter on server A's address, ``u32 match ip src``): A's traffic goes to the L queue
+  whatever its ECN codepoint, as a tc filter does on today's DualPI2 (mainline Linux 6.17;
+  the ECN mask still sends ECT(1) to L first). The model's filters match a DSCP, so A's packets
+  carry DSCP 10 (:data:`ADDRESS_DSCP`) standing for the address; nothing else looks at it.
+  A classic CC in the L queue meets the L4S AQM: marks at ``k p'`` and above 1 ms, and
+  drops where a Not-ECT packet would be marked.
 * "Application-limited" (the 2016 demo's AL check box) started an interactive game server
   (``demo/sh/al_*.sh``) whose code and rate are not published. Here it is a frame stream on one
   persistent TCP connection with the client's CC: 60 frames per second of the chosen rate's
@@ -123,10 +130,18 @@ def _pie(target_ms: float) -> dict[str, Any]:
     return {"kind": "pie", "target_ms": target_ms, "ecn": True}
 
 
+#: The DSCP client A's packets carry, standing for server A's address (what the classifier by
+#: address matches).
+ADDRESS_DSCP = 10
+
 #: AQM choices: key -> (label, qdisc at a capacity in Mbit/s).
 AQMS: dict[str, tuple[str, Any]] = {
     "dualpi2": ("DualPI2 (L4S = ECT(1))", lambda c: {"kind": "dualpi2"}),
     "dualpi2_any": ("DualPI2, any ECT is L4S (2016)", lambda c: {"kind": "dualpi2", "ecn_mask": "any_ect"}),
+    "dualpi2_addr": (
+        "DualPI2, L4S = ECT(1) or client A's address",
+        lambda c: {"kind": "dualpi2", "filters": [{"dscp": ADDRESS_DSCP, "class": "l4s"}]},
+    ),
     **{  # the demo's four targets and Linux's default
         f"pie{t}": (f"PIE {t} ms" + (" (default)" if t == 15 else ""), lambda c, t=t: _pie(t))
         for t in (1, 5, 10, 15, 40)
@@ -382,6 +397,8 @@ class Session:
         self._counter += 1
         name = f"{client}-{what}{self._counter}"
         cc = CCS[self.settings[client]["cc"]][1] if tcp else {}
+        if client == "A":
+            fields["dscp"] = ADDRESS_DSCP
         self.sim.add_flow(name=name, base_rtt=self._rtt(client), **cc, **fields)
         return name
 

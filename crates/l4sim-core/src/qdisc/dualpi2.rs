@@ -3,6 +3,12 @@
 //!
 //! Modelled as Linux:
 //! - classification at enqueue: `(ecn & ecn_mask) != 0` -> L-queue, else C-queue;
+//! - `filters` (tc filters on the qdisc, a DSCP each, as `u32 match ip dsfield`): what the
+//!   ECN mask leaves in the C-queue a filter may send to the L-queue, as mainline's
+//!   `dualpi2_skb_classify` (Linux 6.17) does with a filter's `classid`: `l4s` (1:1, marked by
+//!   the coupled probability and the step, a Not-ECT packet dropped where an ECT one would be
+//!   marked) or `llll` (1:2, never marked or dropped by the AQM); the 5.15 code has no
+//!   filters, so without any the model is that code;
 //! - tail drop when the total qlen >= limit; `apply_step = (L qlen > 1)` stamped at enqueue;
 //! - WRR credit scheduler: `credit <= 0` serves L; the credit only moves while both queues hold
 //!   packets (+wc*len for an L packet, -wl*len for a C packet) and resets to
@@ -27,8 +33,8 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_ms, check_nonzero, check_pos_ms, Drop, DropReason, QueueDisc};
-use crate::packet::{hdr, Packet};
+use super::{check_ms, check_nonzero, check_pos_ms, Classifier, Drop, DropReason, QueueDisc};
+use crate::packet::{hdr, Ecn, Packet};
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
 
@@ -53,6 +59,27 @@ impl EcnMask {
             EcnMask::AnyEct => 3,
         }
     }
+}
+
+/// What a filter makes of a packet (`enum dualpi2_classification_results`: the minor of the
+/// filter's `classid`).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FilterClass {
+    /// `DUALPI2_C_CLASSIC` (classid 1:0): the C-queue.
+    Classic,
+    /// `DUALPI2_C_L4S` (1:1): the L-queue, with its AQM.
+    L4s,
+    /// `DUALPI2_C_LLLL` (1:2): the L-queue, never marked or dropped by the AQM.
+    Llll,
+}
+
+/// A tc filter on the qdisc steering a DSCP to a class.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DualPi2Filter {
+    pub dscp: u8,
+    pub class: FilterClass,
 }
 
 /// Where the PI controller's queue delay comes from.
@@ -91,6 +118,8 @@ pub struct DualPi2Params {
     pub drop_early: bool,
     /// Not a tc parameter: which kernel variant's delay sampling to model.
     pub qdelay_sample: QdelaySample,
+    /// tc filters, tried in order for what the ECN mask leaves classic (mainline only).
+    pub filters: Vec<DualPi2Filter>,
 }
 
 impl Default for DualPi2Params {
@@ -109,6 +138,7 @@ impl Default for DualPi2Params {
             drop_overload: true,
             drop_early: false,
             qdelay_sample: QdelaySample::LastDequeue,
+            filters: Vec::new(),
         }
     }
 }
@@ -139,6 +169,14 @@ impl DualPi2Params {
                 ),
             ));
         }
+        for (i, f) in self.filters.iter().enumerate() {
+            if f.dscp > 63 {
+                return Err((
+                    format!("filters[{i}].dscp"),
+                    format!("a DSCP is 0..63, got {}", f.dscp),
+                ));
+            }
+        }
         if self.c_protection > MAX_WC {
             return Err((
                 "c_protection".into(),
@@ -152,11 +190,13 @@ impl DualPi2Params {
     }
 }
 
-/// A queued packet with its `dualpi2_skb_cb` bit.
+/// A queued packet with its `dualpi2_skb_cb` bits.
 #[derive(Clone, Copy)]
 struct Entry {
     pkt: Packet,
     apply_step: bool,
+    /// Classified `llll` by a filter: in the L-queue, untouched by the AQM.
+    llll: bool,
 }
 
 /// Counters (the kernel's xstats plus per-queue splits).
@@ -187,6 +227,8 @@ pub struct DualPi2 {
     step_in_packets: bool,
     k: u8,
     ecn_mask: u8,
+    /// Class per DSCP by the first filter that matches (None: no filters).
+    by_dscp: Option<Box<[FilterClass; 64]>>,
     drop_overload: bool,
     drop_early: bool,
     sample: QdelaySample,
@@ -239,6 +281,15 @@ impl DualPi2 {
             step_in_packets,
             k: p.coupling_factor as u8,
             ecn_mask: p.ecn_mask.bits(),
+            by_dscp: (!p.filters.is_empty()).then(|| {
+                let mut t = Box::new([FilterClass::Classic; 64]);
+                for (d, c) in t.iter_mut().enumerate() {
+                    if let Some(f) = p.filters.iter().find(|f| f.dscp as usize == d) {
+                        *c = f.class;
+                    }
+                }
+                t
+            }),
             drop_overload: p.drop_overload,
             drop_early: p.drop_early,
             sample: p.qdelay_sample,
@@ -291,20 +342,36 @@ impl DualPi2 {
         self.roll(p) && self.roll(p)
     }
 
-    /// `must_drop`: Some(reason) to drop; may CE-mark `pkt`. `l4s` is the queue it is in.
-    fn must_drop(&mut self, pkt: &mut Packet, l4s: bool) -> Option<DropReason> {
-        if self.backlog < 2 * self.mtu as u64 {
+    /// `dualpi2_skb_classify`: the ECN mask, then the filters (first match), else classic.
+    #[inline]
+    fn classify(&self, pkt: &Packet) -> FilterClass {
+        if pkt.ecn.bits() & self.ecn_mask != 0 {
+            return FilterClass::L4s;
+        }
+        match &self.by_dscp {
+            Some(t) => t[pkt.dscp as usize & 63],
+            None => FilterClass::Classic,
+        }
+    }
+
+    /// `must_drop`: Some(reason) to drop; may CE-mark `pkt`, of class `class`.
+    fn must_drop(&mut self, pkt: &mut Packet, class: FilterClass) -> Option<DropReason> {
+        if class == FilterClass::Llll || self.backlog < 2 * self.mtu as u64 {
             return None;
         }
         let local_l_prob = self.prob as u64 * self.k as u64;
         let overloaded = local_l_prob > MAX_PROB as u64;
-        if l4s {
+        if class == FilterClass::L4s {
             if overloaded {
                 if self.drop_overload && self.squared_roll() {
                     return Some(DropReason::Overload);
                 }
                 self.mark(pkt, true);
             } else if self.roll(local_l_prob as u32) {
+                // a Not-ECT packet a filter put here (mainline's `dualpi2_scalable_marking`)
+                if pkt.ecn == Ecn::NotEct {
+                    return Some(DropReason::Aqm);
+                }
                 self.mark(pkt, true);
             }
         } else if self.squared_roll() {
@@ -362,8 +429,14 @@ impl DualPi2 {
 }
 
 impl QueueDisc for DualPi2 {
-    fn l4s_mask(&self) -> u8 {
-        self.ecn_mask
+    fn classifier(&self) -> Classifier {
+        let dscp = self.by_dscp.as_ref().map_or(0, |t| {
+            t.iter()
+                .enumerate()
+                .filter(|(_, c)| **c != FilterClass::Classic)
+                .fold(0u64, |m, (d, _)| m | 1 << d)
+        });
+        Classifier::new(self.ecn_mask, dscp)
     }
     fn set_dev_mtu(&mut self, psched_mtu: u32) {
         self.mtu = psched_mtu;
@@ -383,9 +456,10 @@ impl QueueDisc for DualPi2 {
             });
             return;
         }
-        let l4s = pkt.ecn.bits() & self.ecn_mask != 0;
+        let class = self.classify(&pkt);
+        let l4s = class != FilterClass::Classic;
         if self.drop_early {
-            if let Some(reason) = self.must_drop(&mut pkt, l4s) {
+            if let Some(reason) = self.must_drop(&mut pkt, class) {
                 if l4s {
                     self.stats.l_drops += 1;
                 } else {
@@ -402,14 +476,20 @@ impl QueueDisc for DualPi2 {
         }
         self.backlog += pkt.len as u64;
         if l4s {
-            let apply_step = self.lq.len() > 1;
+            let llll = class == FilterClass::Llll;
+            let apply_step = !llll && self.lq.len() > 1;
             self.stats.packets_in_l += 1;
-            self.lq.push_back(Entry { pkt, apply_step });
+            self.lq.push_back(Entry {
+                pkt,
+                apply_step,
+                llll,
+            });
         } else {
             self.stats.packets_in_c += 1;
             self.cq.push_back(Entry {
                 pkt,
                 apply_step: false,
+                llll: false,
             });
         }
     }
@@ -440,7 +520,12 @@ impl QueueDisc for DualPi2 {
             credit_change *= e.pkt.len as i32;
             self.backlog -= e.pkt.len as u64;
             if !self.drop_early {
-                if let Some(reason) = self.must_drop(&mut e.pkt, l4s) {
+                let class = match (l4s, e.llll) {
+                    (false, _) => FilterClass::Classic,
+                    (true, false) => FilterClass::L4s,
+                    (true, true) => FilterClass::Llll,
+                };
+                if let Some(reason) = self.must_drop(&mut e.pkt, class) {
                     if l4s {
                         self.stats.l_drops += 1;
                     } else {
@@ -461,8 +546,19 @@ impl QueueDisc for DualPi2 {
                 } else {
                     sojourn
                 };
-                if e.apply_step && delay > self.step_thresh && self.mark(&mut e.pkt, true) {
-                    self.stats.step_marks += 1;
+                if e.apply_step && delay > self.step_thresh {
+                    // a Not-ECT packet a filter put here is dropped (mainline's `do_step_aqm`)
+                    if e.pkt.ecn == Ecn::NotEct {
+                        self.stats.l_drops += 1;
+                        drops.push(Drop {
+                            pkt: e.pkt,
+                            reason: DropReason::Aqm,
+                        });
+                        continue;
+                    }
+                    if self.mark(&mut e.pkt, true) {
+                        self.stats.step_marks += 1;
+                    }
                 }
                 self.l_sojourn = sojourn;
             } else {
@@ -880,5 +976,132 @@ mod tests {
         x.enqueue(pkt(Ecn::Ect0, 1514), 0, &mut d);
         x.enqueue(pkt(Ecn::NotEct, 1514), 0, &mut d);
         assert_eq!((x.l_len(), x.c_len()), (1, 1));
+    }
+
+    fn filtered(filters: &[(u8, FilterClass)]) -> DualPi2 {
+        q(DualPi2Params {
+            filters: filters
+                .iter()
+                .map(|&(dscp, class)| DualPi2Filter { dscp, class })
+                .collect(),
+            ..Default::default()
+        })
+    }
+
+    fn with_dscp(ecn: Ecn, dscp: u8) -> Packet {
+        let mut p = pkt(ecn, 1514);
+        p.dscp = dscp;
+        p
+    }
+
+    /// mainline `dualpi2_skb_classify`: the ECN mask first, then the first filter matching.
+    #[test]
+    fn dualpi2_filters_steer_what_the_ecn_mask_leaves_by_dscp_first_match_wins() {
+        let mut x = filtered(&[
+            (10, FilterClass::L4s),
+            (10, FilterClass::Classic),
+            (12, FilterClass::Llll),
+            (14, FilterClass::Classic),
+        ]);
+        let mut d = Vec::new();
+        for (ecn, dscp, l) in [
+            (Ecn::NotEct, 10, 1), // the first filter for DSCP 10
+            (Ecn::Ect0, 12, 2),
+            (Ecn::NotEct, 14, 2),
+            (Ecn::NotEct, 0, 2), // no filter: classic
+            (Ecn::Ect1, 14, 3),  // the ECN mask before any filter
+        ] {
+            x.enqueue(with_dscp(ecn, dscp), 0, &mut d);
+            assert_eq!(x.l_len(), l, "{ecn:?} DSCP {dscp}");
+        }
+        assert_eq!(x.c_len(), 2);
+        let cl = x.classifier();
+        assert_eq!(cl.class(Ecn::NotEct, 10), crate::qdisc::Class::L4s);
+        assert_eq!(cl.class(Ecn::NotEct, 12), crate::qdisc::Class::L4s);
+        assert_eq!(cl.class(Ecn::NotEct, 14), crate::qdisc::Class::Classic);
+        assert_eq!(cl.class(Ecn::Ect1, 0), crate::qdisc::Class::L4s);
+    }
+
+    /// At p' = 1 (k p' = 2, overloaded: drop_overload's squared roll drops every L4S packet),
+    /// then at k p' = 1 without overload: a filtered Not-ECT L4S packet is dropped where an
+    /// ECT one is marked (`dualpi2_scalable_marking`); LLLL is never touched.
+    #[test]
+    fn dualpi2_filtered_l4s_not_ect_is_dropped_where_ect_is_marked_and_llll_never() {
+        let mut x = filtered(&[(10, FilterClass::L4s), (12, FilterClass::Llll)]);
+        x.set_prob(MAX_PROB / 2); // k p' = 1 - 1/2^32: every roll hits, no overload
+        let mut d = Vec::new();
+        let mut sent = Vec::new();
+        for (ecn, dscp) in [
+            (Ecn::Ect1, 0),
+            (Ecn::NotEct, 10),
+            (Ecn::Ect0, 10),
+            (Ecn::NotEct, 12),
+            (Ecn::Ect1, 0),
+            (Ecn::Ect1, 0),
+        ] {
+            x.enqueue(with_dscp(ecn, dscp), 0, &mut d);
+        }
+        while let Some(p) = x.dequeue(0, &mut d) {
+            sent.push((p.ecn, p.dscp));
+        }
+        // The last two leave below the 2-MTU floor, untouched.
+        assert_eq!(
+            sent,
+            vec![
+                (Ecn::Ce, 0),
+                (Ecn::Ce, 10),
+                (Ecn::NotEct, 12),
+                (Ecn::Ect1, 0),
+                (Ecn::Ect1, 0)
+            ]
+        );
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].pkt.ecn, d[0].pkt.dscp), (Ecn::NotEct, 10));
+        assert_eq!(d[0].reason, DropReason::Aqm);
+        assert_eq!(x.stats.l_drops, 1);
+    }
+
+    /// `do_step_aqm`: above the step threshold a filtered Not-ECT packet is dropped, an ECT
+    /// one marked; LLLL packets never get the step.
+    #[test]
+    fn dualpi2_step_drops_filtered_not_ect_and_spares_llll() {
+        let mut x = filtered(&[(10, FilterClass::L4s), (12, FilterClass::Llll)]);
+        let mut d = Vec::new();
+        for (ecn, dscp) in [
+            (Ecn::Ect1, 0),
+            (Ecn::Ect1, 0),
+            (Ecn::NotEct, 10),
+            (Ecn::NotEct, 12),
+            (Ecn::Ect1, 0),
+        ] {
+            x.enqueue(with_dscp(ecn, dscp), 0, &mut d);
+        }
+        let got: Vec<(Ecn, u8)> = std::iter::from_fn(|| x.dequeue(2 * MS, &mut d))
+            .map(|p| (p.ecn, p.dscp))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Ecn::Ect1, 0),
+                (Ecn::Ect1, 0),
+                (Ecn::NotEct, 12),
+                (Ecn::Ce, 0)
+            ]
+        );
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].pkt.ecn, d[0].pkt.dscp), (Ecn::NotEct, 10));
+        assert_eq!(x.stats.step_marks, 1);
+    }
+
+    #[test]
+    fn dualpi2_filter_dscp_above_63_is_refused() {
+        let p = DualPi2Params {
+            filters: vec![DualPi2Filter {
+                dscp: 64,
+                class: FilterClass::L4s,
+            }],
+            ..Default::default()
+        };
+        assert_eq!(p.validate().unwrap_err().0, "filters[0].dscp");
     }
 }

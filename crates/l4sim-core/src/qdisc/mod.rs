@@ -146,10 +146,10 @@ pub trait QueueDisc {
     fn ready_at(&self, now: SimTime) -> SimTime {
         now
     }
-    /// ECN bits that make a packet L4S in the per-class statistics: DualPI2's own
-    /// `ecn_mask`; ECT(1) and CE (RFC 9331's identifier) for every other qdisc.
-    fn l4s_mask(&self) -> u8 {
-        Ecn::Ect1.bits()
+    /// What makes a packet L4S in the per-class statistics: DualPI2's own classifier (its
+    /// `ecn_mask` and filters); ECT(1) and CE (RFC 9331's identifier) for every other qdisc.
+    fn classifier(&self) -> Classifier {
+        Classifier::new(Ecn::Ect1.bits(), 0)
     }
     /// A classful qdisc's classes, each a child qdisc with its own counters (what
     /// `tc -s class show` and `tc -s qdisc show` list below the root).
@@ -393,8 +393,8 @@ impl QueueDisc for AnyQdisc {
         dispatch!(self, q => q.kind())
     }
     #[inline]
-    fn l4s_mask(&self) -> u8 {
-        dispatch!(self, q => q.l4s_mask())
+    fn classifier(&self) -> Classifier {
+        dispatch!(self, q => q.classifier())
     }
     #[inline]
     fn ready_at(&self, now: SimTime) -> SimTime {
@@ -501,22 +501,38 @@ pub struct QdiscStats {
 }
 
 /// The L4S class (on arrival, `ecn & mask != 0`: ECT(1) or CE with DualPI2's default
-/// classifier, see [`QueueDisc::l4s_mask`]) or the classic one.
+/// classifier, or a DSCP DualPI2's filters send to its L-queue; see
+/// [`QueueDisc::classifier`]) or the classic one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
     L4s = 0,
     Classic = 1,
 }
 
-impl Class {
-    pub const ALL: [Class; 2] = [Class::L4s, Class::Classic];
-    pub fn of(ecn: Ecn, mask: u8) -> Class {
-        if ecn.bits() & mask != 0 {
+/// Which packets a qdisc counts as L4S ([`QueueDisc::classifier`]): ECN bits, and DSCPs (a
+/// bit per DSCP) its filters send to the L4S class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Classifier {
+    mask: u8,
+    dscp: u64,
+}
+
+impl Classifier {
+    pub fn new(mask: u8, dscp: u64) -> Classifier {
+        Classifier { mask, dscp }
+    }
+    #[inline]
+    pub fn class(self, ecn: Ecn, dscp: u8) -> Class {
+        if ecn.bits() & self.mask != 0 || (self.dscp >> (dscp & 63)) & 1 != 0 {
             Class::L4s
         } else {
             Class::Classic
         }
     }
+}
+
+impl Class {
+    pub const ALL: [Class; 2] = [Class::L4s, Class::Classic];
     pub fn name(self) -> &'static str {
         match self {
             Class::L4s => "l4s",
@@ -553,8 +569,8 @@ impl QdiscStats {
         }
         &mut self.cells[i]
     }
-    fn count_drop(&mut self, p: &Packet, mask: u8) {
-        self.cell(p.group, Class::of(p.ecn_in, mask)).drops += 1;
+    fn count_drop(&mut self, p: &Packet, cl: Classifier) {
+        self.cell(p.group, cl.class(p.ecn_in, p.dscp)).drops += 1;
     }
     pub fn drops(&self) -> u64 {
         self.drops_by_reason.iter().sum()
@@ -616,8 +632,8 @@ pub struct Qdisc {
     pub inner: AnyQdisc,
     pub stats: QdiscStats,
     drops: Vec<Drop>,
-    /// `inner.l4s_mask()`, fixed for the qdisc's life (looked up once, not per packet).
-    mask: u8,
+    /// `inner.classifier()`, fixed for the qdisc's life (looked up once, not per packet).
+    classifier: Classifier,
     /// `inner.may_duplicate()` and `inner.may_orphan()`, likewise.
     dup: bool,
     orphan: bool,
@@ -630,7 +646,7 @@ pub struct Qdisc {
 impl Qdisc {
     pub fn new(inner: AnyQdisc) -> Qdisc {
         Qdisc {
-            mask: inner.l4s_mask(),
+            classifier: inner.classifier(),
             dup: inner.may_duplicate(),
             orphan: inner.may_orphan(),
             inner,
@@ -672,9 +688,9 @@ impl Qdisc {
         self.stats.enq_pkts += 1;
         self.stats.enq_bytes += pkt.len as u64;
         self.stats.enq_by_ecn[pkt.ecn.index()] += 1;
-        let mask = self.mask;
+        let cl = self.classifier;
         self.stats
-            .cell(pkt.group, Class::of(pkt.ecn, mask))
+            .cell(pkt.group, cl.class(pkt.ecn, pkt.dscp))
             .enq_pkts += 1;
         self.drops.clear();
         self.qlen += 1;
@@ -683,7 +699,7 @@ impl Qdisc {
         for d in &self.drops {
             self.stats.drops_by_reason[d.reason.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
-            self.stats.count_drop(&d.pkt, mask);
+            self.stats.count_drop(&d.pkt, cl);
             self.qlen -= 1;
             self.backlog -= d.pkt.len as u64;
         }
@@ -716,12 +732,12 @@ impl Qdisc {
     /// Dequeue; `drops` receives the packets dropped at dequeue.
     pub fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         let start = drops.len();
-        let mask = self.mask;
+        let cl = self.classifier;
         let pkt = self.inner.dequeue(now, drops);
         for d in &drops[start..] {
             self.stats.drops_by_reason[d.reason.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
-            self.stats.count_drop(&d.pkt, mask);
+            self.stats.count_drop(&d.pkt, cl);
             self.left(&d.pkt);
         }
         if let Some(p) = &pkt {
@@ -733,7 +749,7 @@ impl Qdisc {
             if marked {
                 self.stats.marks_by_ecn[p.ecn_in.index()] += 1;
             }
-            let cs = self.stats.cell(p.group, Class::of(p.ecn_in, mask));
+            let cs = self.stats.cell(p.group, cl.class(p.ecn_in, p.dscp));
             cs.deq_pkts += 1;
             cs.marks += marked as u64;
             cs.sojourn.record(sojourn);
@@ -751,7 +767,7 @@ impl Qdisc {
     /// drops (reason `overlimit`, the closest of the tc counters); the counters carry on.
     pub fn replace(&mut self, inner: AnyQdisc, now: SimTime, drops: &mut Vec<Drop>) {
         let mut old = std::mem::replace(&mut self.inner, inner);
-        let mask = std::mem::replace(&mut self.mask, self.inner.l4s_mask());
+        let cl = std::mem::replace(&mut self.classifier, self.inner.classifier());
         self.dup = self.inner.may_duplicate();
         self.orphan = self.inner.may_orphan();
         let start = drops.len();
@@ -779,7 +795,7 @@ impl Qdisc {
         for d in &drops[start..] {
             self.stats.drops_by_reason[DropReason::Overlimit.index()] += 1;
             self.stats.drops_by_ecn[d.pkt.ecn_in.index()] += 1;
-            self.stats.count_drop(&d.pkt, mask);
+            self.stats.count_drop(&d.pkt, cl);
         }
         self.qlen = self.inner.len();
         self.backlog = self.inner.bytes();
@@ -822,8 +838,8 @@ impl QueueDisc for Qdisc {
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         self.inner.observe(out)
     }
-    fn l4s_mask(&self) -> u8 {
-        self.mask
+    fn classifier(&self) -> Classifier {
+        self.classifier
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         self.inner.classes()

@@ -184,8 +184,8 @@ impl QueueDisc for Tbf {
             self.rate.bytes_in(self.tokens.max(0) as u64) as f64,
         ));
     }
-    fn l4s_mask(&self) -> u8 {
-        self.child.l4s_mask()
+    fn classifier(&self) -> super::Classifier {
+        self.child.classifier()
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         vec![("child".into(), &*self.child)]

@@ -253,8 +253,8 @@ impl QueueDisc for Wifi {
         let mean = self.aggregated as f64 / self.aggregates.max(1) as f64;
         out.push(("mean_aggregate_pkts", mean));
     }
-    fn l4s_mask(&self) -> u8 {
-        self.child.l4s_mask()
+    fn classifier(&self) -> super::Classifier {
+        self.child.classifier()
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         vec![("child".into(), &*self.child)]
