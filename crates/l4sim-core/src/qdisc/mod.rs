@@ -523,7 +523,7 @@ impl Classifier {
     }
     #[inline]
     pub fn class(self, ecn: Ecn, dscp: u8) -> Class {
-        if ecn.bits() & self.mask != 0 || (self.dscp >> (dscp & 63)) & 1 != 0 {
+        if ecn.bits() & self.mask != 0 || (self.dscp != 0 && (self.dscp >> (dscp & 63)) & 1 != 0) {
             Class::L4s
         } else {
             Class::Classic
