@@ -187,6 +187,17 @@ def test_dualpi2_by_address_puts_client_a_in_the_l_queue_whatever_its_ecn():
     assert rate["A"] < rate["B"] / 3
 
 
+def test_red_marks_ecn_and_drops_the_rest_and_tail_drop_comes_in_ms_or_packets():
+    s = Session({"link": {"aqm": "red"}, "A": {"cc": "cubic_ecn", "web": 0}, "B": {"cc": "cubic", "web": 0}})
+    s.tick(8.0)
+    q = s.sim.result().qdiscs.iloc[0]
+    assert q["kind"] == "red" and q["marks"] > 0 and q["drops"] > 0
+    for aqm, kind in (("taildrop20", "bfifo"), ("taildrop_1000p", "pfifo")):
+        s.set("link.aqm", aqm)
+        s.tick(1.0)
+        assert s.sim.result().qdiscs.iloc[0]["kind"] == kind
+
+
 def test_every_aqm_and_cc_choice_runs():
     s = Session({"A": {"web": 100}, "B": {"web": 0}})
     for key, choices in (("link.aqm", AQMS), ("A.cc", CCS)):

@@ -22,8 +22,12 @@ Choices where the demo's testbed has no direct counterpart here:
 * "Step threshold" is CoDel with ``ce_threshold_ms = 1`` (every ECN-capable packet that waited
   over 1 ms is CE-marked, the DCTCP-style step AQM); non-ECN traffic still meets CoDel's 5 ms
   target.
-* "Tail drop" is a ``bfifo`` holding 100 ms at the link's capacity (re-sized, i.e. replaced,
-  when the capacity changes).
+* "Tail drop" in ms is a ``bfifo`` holding that long at the link's capacity (re-sized, i.e.
+  replaced, when the capacity changes); in packets, a ``pfifo`` of 1000 (a device's default
+  ``txqueuelen``).
+* "RED + ECN" is RED as the demo's ``set_aqm_link.sh`` meant it (``limit 1600000 min 120000
+  max 360000 avpkt 1000 burst 220 ecn bandwidth`` the link's capacity; the script's own line
+  had its limit overridden by a later ``limit 40000`` and an unset bandwidth variable).
 * "DualPI2, any ECT" is ``ecn_mask = "any_ect"``: ECT(0) goes to the L queue too, how the 2016
   demo classified DCTCP; plain "DualPI2" is today's default (ECT(1) only).
 * "DualPI2, ... or client A's address" classifies by address as the 2016 demo could (a tc
@@ -122,8 +126,21 @@ def _codepoint(cc: str) -> str:
     return {"none": "not_ect", "classic": "ect0", "accecn": "ect1"}[ecn]
 
 
-def _tail_drop(capacity: float) -> dict[str, Any]:
-    return {"kind": "bfifo", "limit": max(1514, int(capacity * 1e6 / 8 * 0.100))}
+def _tail_drop(capacity: float, ms: float) -> dict[str, Any]:
+    return {"kind": "bfifo", "limit": max(1514, int(capacity * 1e6 / 8 * ms / 1000))}
+
+
+def _red(capacity: float) -> dict[str, Any]:
+    return {
+        "kind": "red",
+        "limit": 1_600_000,
+        "min": 120_000,
+        "max": 360_000,
+        "avpkt": 1000,
+        "burst": 220,
+        "ecn": True,
+        "bandwidth_mbps": capacity,
+    }
 
 
 def _pie(target_ms: float) -> dict[str, Any]:
@@ -159,8 +176,13 @@ AQMS: dict[str, tuple[str, Any]] = {
     ),
     "codel": ("CoDel", lambda c: {"kind": "codel", "ecn": True}),
     "step": ("Step threshold 1 ms", lambda c: {"kind": "codel", "ecn": True, "ce_threshold_ms": 1}),
-    "taildrop": ("Tail drop (100 ms)", _tail_drop),
+    "red": ("RED + ECN", _red),
+    "taildrop20": ("Tail drop, 20 ms", lambda c: _tail_drop(c, 20)),
+    "taildrop": ("Tail drop, 100 ms", lambda c: _tail_drop(c, 100)),
+    "taildrop_1000p": ("Tail drop, 1000 packets", lambda c: {"kind": "pfifo", "limit": 1000}),
 }
+#: The AQMs whose qdisc depends on the capacity: replaced when it changes.
+CAPACITY_SIZED = ("red", "taildrop20", "taildrop")
 
 WEB_RATES = (0, 10, 100)  # requests/s
 AL_RATES = (0, 2, 5, 10, 20)  # Mbit/s of the application-limited stream (0: off)
@@ -353,7 +375,7 @@ class Session:
         self.settings[group][name] = v
         if group == "link":
             cap = self.settings["link"]["capacity"]
-            if name == "aqm" or (name == "capacity" and self.settings["link"]["aqm"] == "taildrop"):
+            if name == "aqm" or (name == "capacity" and self.settings["link"]["aqm"] in CAPACITY_SIZED):
                 self.sim.set_link(rate=cap, qdisc=AQMS[self.settings["link"]["aqm"]][1](cap))
             elif name == "capacity":
                 self.sim.set_link(rate=cap)
