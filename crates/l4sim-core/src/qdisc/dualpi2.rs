@@ -1022,42 +1022,47 @@ mod tests {
         assert_eq!(cl.class(Ecn::Ect1, 0), crate::qdisc::Class::L4s);
     }
 
-    /// At p' = 1 (k p' = 2, overloaded: drop_overload's squared roll drops every L4S packet),
-    /// then at k p' = 1 without overload: a filtered Not-ECT L4S packet is dropped where an
-    /// ECT one is marked (`dualpi2_scalable_marking`); LLLL is never touched.
+    /// Enqueue `arrivals` (ECN, DSCP) at 0, dequeue everything at `at`: what left, and the drops.
+    fn pass(x: &mut DualPi2, arrivals: &[(Ecn, u8)], at: SimTime) -> (Vec<(Ecn, u8)>, Vec<Drop>) {
+        let mut d = Vec::new();
+        for &(ecn, dscp) in arrivals {
+            x.enqueue(with_dscp(ecn, dscp), 0, &mut d);
+        }
+        let sent = std::iter::from_fn(|| x.dequeue(at, &mut d))
+            .map(|p| (p.ecn, p.dscp))
+            .collect();
+        (sent, d)
+    }
+
+    /// At k p' = 1 - 2^-32 (every roll hits, no overload) a filtered Not-ECT L4S packet is
+    /// dropped where an ECT one is marked (`dualpi2_scalable_marking`); LLLL is never touched.
     #[test]
     fn dualpi2_filtered_l4s_not_ect_is_dropped_where_ect_is_marked_and_llll_never() {
         let mut x = filtered(&[(10, FilterClass::L4s), (12, FilterClass::Llll)]);
-        x.set_prob(MAX_PROB / 2); // k p' = 1 - 1/2^32: every roll hits, no overload
-        let mut d = Vec::new();
-        let mut sent = Vec::new();
-        for (ecn, dscp) in [
+        x.set_prob(MAX_PROB / 2);
+        let arrivals = [
             (Ecn::Ect1, 0),
             (Ecn::NotEct, 10),
             (Ecn::Ect0, 10),
             (Ecn::NotEct, 12),
             (Ecn::Ect1, 0),
             (Ecn::Ect1, 0),
-        ] {
-            x.enqueue(with_dscp(ecn, dscp), 0, &mut d);
-        }
-        while let Some(p) = x.dequeue(0, &mut d) {
-            sent.push((p.ecn, p.dscp));
-        }
+        ];
+        let (sent, d) = pass(&mut x, &arrivals, 0);
         // The last two leave below the 2-MTU floor, untouched.
-        assert_eq!(
-            sent,
-            vec![
-                (Ecn::Ce, 0),
-                (Ecn::Ce, 10),
-                (Ecn::NotEct, 12),
-                (Ecn::Ect1, 0),
-                (Ecn::Ect1, 0)
-            ]
-        );
-        assert_eq!(d.len(), 1);
-        assert_eq!((d[0].pkt.ecn, d[0].pkt.dscp), (Ecn::NotEct, 10));
-        assert_eq!(d[0].reason, DropReason::Aqm);
+        let want = [
+            (Ecn::Ce, 0),
+            (Ecn::Ce, 10),
+            (Ecn::NotEct, 12),
+            (Ecn::Ect1, 0),
+            (Ecn::Ect1, 0),
+        ];
+        assert_eq!(sent, want);
+        let dropped: Vec<_> = d
+            .iter()
+            .map(|d| (d.pkt.ecn, d.pkt.dscp, d.reason))
+            .collect();
+        assert_eq!(dropped, [(Ecn::NotEct, 10, DropReason::Aqm)]);
         assert_eq!(x.stats.l_drops, 1);
     }
 
@@ -1066,30 +1071,25 @@ mod tests {
     #[test]
     fn dualpi2_step_drops_filtered_not_ect_and_spares_llll() {
         let mut x = filtered(&[(10, FilterClass::L4s), (12, FilterClass::Llll)]);
-        let mut d = Vec::new();
-        for (ecn, dscp) in [
+        let arrivals = [
             (Ecn::Ect1, 0),
             (Ecn::Ect1, 0),
             (Ecn::NotEct, 10),
             (Ecn::NotEct, 12),
             (Ecn::Ect1, 0),
-        ] {
-            x.enqueue(with_dscp(ecn, dscp), 0, &mut d);
-        }
-        let got: Vec<(Ecn, u8)> = std::iter::from_fn(|| x.dequeue(2 * MS, &mut d))
-            .map(|p| (p.ecn, p.dscp))
-            .collect();
+        ];
+        let (sent, d) = pass(&mut x, &arrivals, 2 * MS);
         assert_eq!(
-            got,
-            vec![
+            sent,
+            [
                 (Ecn::Ect1, 0),
                 (Ecn::Ect1, 0),
                 (Ecn::NotEct, 12),
                 (Ecn::Ce, 0)
             ]
         );
-        assert_eq!(d.len(), 1);
-        assert_eq!((d[0].pkt.ecn, d[0].pkt.dscp), (Ecn::NotEct, 10));
+        let dropped: Vec<_> = d.iter().map(|d| (d.pkt.ecn, d.pkt.dscp)).collect();
+        assert_eq!(dropped, [(Ecn::NotEct, 10)]);
         assert_eq!(x.stats.step_marks, 1);
     }
 
