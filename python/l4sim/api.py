@@ -297,9 +297,10 @@ class RunResult:
     @property
     def classes(self) -> pd.DataFrame:
         """Queue delay and marking per qdisc and traffic class (``kind == "class"``: ``l4s`` =
-        ECT(1)/CE, ``classic`` = the rest, as DualPI2 classifies; for a single queue the
-        codepoint split) and per flow (``kind == "flow"``): enq/deq packets, marks, drops,
-        mark_prob, drop_prob, sojourn mean/p50/p90/p99/p999 (ms) and cdf_ms (101 quantiles)."""
+        ECT(1)/CE, ``classic`` = the rest, as DualPI2 classifies (its ``ecn_mask`` and
+        ``filters`` where set); for a single queue the codepoint split) and per flow
+        (``kind == "flow"``): enq/deq packets, marks, drops, mark_prob, drop_prob, sojourn
+        mean/p50/p90/p99/p999 (ms) and cdf_ms (101 quantiles)."""
         return _frame(self.raw.get("classes", []), _QDISC_FLOATS)
 
     @property

@@ -1,8 +1,9 @@
 """The traffic classes the core counts at each qdisc, and what their counts give.
 
 Every qdisc counts its packets per class, ECT(1)/CE ("l4s") or not ("classic"), as DualPI2
-classifies them: per interval the packets that arrived (drops included), those marked CE
-(counted at dequeue) and those dropped (``QdiscStats::class_counts`` in the core).
+classifies them (a DualPI2 with another ``ecn_mask`` or with ``filters``, as it does): per
+interval the packets that arrived (drops included), those marked CE (counted at dequeue) and
+those dropped (``QdiscStats::class_counts`` in the core).
 """
 
 from __future__ import annotations
