@@ -101,10 +101,9 @@ class Samples:
         """Per qdisc, class and sample: t, qdisc, class, pkts (arrived in the interval, drops
         included), marks, drops, mark_prob (marks/(pkts-drops): of the packets admitted),
         drop_prob (drops/pkts), backlog_pkts, sojourn_ms (mean of the interval) and tx_mbps.
-        Class "l4s" and "classic" (ECT(1)/CE or not, as DualPI2 classifies, its
-        ``ecn_mask`` and ``filters`` included) have the counts
-        only; class "all", the whole qdisc, has the counts summed and the backlog, sojourn and
-        rate, which the core keeps per qdisc."""
+        Class "l4s" and "classic" (ECT(1)/CE or not, as DualPI2 classifies, its ``ecn_mask``
+        and ``filters`` included) have the counts only; class "all", the whole qdisc, has the
+        counts summed and the backlog, sojourn and rate, which the core keeps per qdisc."""
         import numpy as np
         import pandas as pd
 
