@@ -1057,6 +1057,31 @@ mod tests {
         }
     }
 
+    /// The per-class counters follow the qdisc's classifier: a Not-ECT packet a DualPI2
+    /// filter sends to the L queue counts as L4S; under a tbf too (its child's classifier).
+    #[test]
+    fn per_class_counters_follow_dualpi2_filters() {
+        let dualpi2 = r#"{"kind":"dualpi2","filters":[{"dscp":10,"class":"llll"}]}"#;
+        let tbf = format!(
+            r#"{{"kind":"tbf","rate_mbps":10,"burst":3000,"limit":100000,"child":{dualpi2}}}"#
+        );
+        for spec in [dualpi2.to_string(), tbf] {
+            let mut q = Qdisc::new(build(&parse(&spec).unwrap(), Rng::new(1, 2)));
+            for (ecn, dscp) in [
+                (Ecn::NotEct, 10),
+                (Ecn::NotEct, 0),
+                (Ecn::Ect1, 0),
+                (Ecn::Ect0, 10),
+            ] {
+                let mut p = Packet::full_segment();
+                (p.ecn, p.dscp) = (ecn, dscp);
+                q.enqueue(p, 0);
+            }
+            let enq = |c| q.stats.class_counts(c)[0];
+            assert_eq!((enq(Class::L4s), enq(Class::Classic)), (3, 1), "{spec}");
+        }
+    }
+
     #[test]
     fn a_qdisc_created_mid_run_arms_its_first_update_from_then() {
         // `tc qdisc replace` at 10.001 s: PIE's and adaptive RED's timer_list HZ/2 on (125
