@@ -195,8 +195,8 @@ impl DualPi2Params {
 struct Entry {
     pkt: Packet,
     apply_step: bool,
-    /// Classified `llll` by a filter: in the L-queue, untouched by the AQM.
-    llll: bool,
+    /// Its class (`l4s` or `llll` in the L-queue, `classic` in the C-queue).
+    class: FilterClass,
 }
 
 /// Counters (the kernel's xstats plus per-queue splits).
@@ -476,20 +476,19 @@ impl QueueDisc for DualPi2 {
         }
         self.backlog += pkt.len as u64;
         if l4s {
-            let llll = class == FilterClass::Llll;
-            let apply_step = !llll && self.lq.len() > 1;
+            let apply_step = class == FilterClass::L4s && self.lq.len() > 1;
             self.stats.packets_in_l += 1;
             self.lq.push_back(Entry {
                 pkt,
                 apply_step,
-                llll,
+                class,
             });
         } else {
             self.stats.packets_in_c += 1;
             self.cq.push_back(Entry {
                 pkt,
                 apply_step: false,
-                llll: false,
+                class,
             });
         }
     }
@@ -520,12 +519,7 @@ impl QueueDisc for DualPi2 {
             credit_change *= e.pkt.len as i32;
             self.backlog -= e.pkt.len as u64;
             if !self.drop_early {
-                let class = match (l4s, e.llll) {
-                    (false, _) => FilterClass::Classic,
-                    (true, false) => FilterClass::L4s,
-                    (true, true) => FilterClass::Llll,
-                };
-                if let Some(reason) = self.must_drop(&mut e.pkt, class) {
+                if let Some(reason) = self.must_drop(&mut e.pkt, e.class) {
                     if l4s {
                         self.stats.l_drops += 1;
                     } else {
