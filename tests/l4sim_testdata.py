@@ -169,6 +169,7 @@ EVERY_KIND: dict[str, Any] = {
                     100,
                     {
                         "kind": "htb",
+                        "default": 3,  # "rest"; without it the unlisted DSCPs would go unshaped
                         "classes": [
                             {"name": "gold", "rate_mbps": 30, "ceil_mbps": 60},
                             {

@@ -278,6 +278,7 @@ def test_classful_qdiscs_list_their_classes_as_tc_s_does():
             {"name": "gold", "rate_mbps": 30, "dscp": [10], "child": {"kind": "pfifo", "limit": 50}},
             {"name": "rest", "rate_mbps": 70},
         ],
+        "default": 1,
     }
     sc = _two_cubics_through(qdisc)
     r = l4sim.run(sc)
@@ -297,6 +298,7 @@ def test_htb_inner_classes_get_a_row_of_their_own_and_name_their_leaves():
             {"name": "a", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [10]},
             {"name": "rest", "rate_mbps": 60},
         ],
+        "default": 2,
     }
     sc = _two_cubics_through(qdisc)
     cls = l4sim.run(sc).qdisc_classes.set_index("name")
@@ -361,6 +363,7 @@ def test_nested_htb_classes_are_modelled_as_docs_topologies_says():
                                 {"name": "b", "parent": 0, "rate_mbps": 5, "ceil_mbps": 100, "dscp": [12]},
                                 {"name": "c", "rate_mbps": 10, "ceil_mbps": 100},
                             ],
+                            "default": 3,
                         },
                     },
                 },

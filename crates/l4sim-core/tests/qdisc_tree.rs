@@ -4,6 +4,7 @@
 mod common;
 
 use common::{dumbbell, run};
+use l4sim_core::metrics::results::RunResult;
 use serde_json::json;
 
 #[test]
@@ -135,13 +136,51 @@ fn a_saturated_wifi_hop_delivers_full_aggregates_at_their_airtime_efficiency() {
 }
 
 #[test]
+fn htb_without_a_default_class_sends_what_no_class_takes_unshaped() {
+    // A 20 Mbit/s port (the root class 1:1, over the dumbbell's 10 Gbit/s line) whose one
+    // class takes DSCP 10. Without `default` the unclassified 50 Mbit/s UDP stream goes to the
+    // direct queue: htb_dequeue sends it first and charges no class, so it leaves at its own
+    // 50 Mbit/s and the class still gets its 20. With `default` 0 both share the 20.
+    let gold = json!({"name": "gold", "rate_mbps": 20, "dscp": [10]});
+    let flows = vec![
+        json!({"name": "gold", "cc": {"name": "cubic"}, "dscp": 10}),
+        json!({"name": "udp", "source": {"kind": "udp", "rate_mbps": 50, "packet_size": 1472}}),
+    ];
+    let r = run(&dumbbell(
+        5.0,
+        20.0,
+        10.0,
+        json!({"kind": "htb", "classes": [gold]}),
+        flows.clone(),
+    ));
+    let good = |r: &RunResult, n: &str| r.flows.iter().find(|f| f.name == n).unwrap().goodput_mbps;
+    assert!(good(&r, "udp") > 45.0, "udp {}", good(&r, "udp"));
+    assert!(good(&r, "gold") > 15.0, "gold {}", good(&r, "gold"));
+    let q = &r.qdiscs[0];
+    assert_eq!(q.drops, 0);
+    let direct = q.extra["direct_packets_stat"];
+    let udp_sent = r.flows.iter().find(|f| f.name == "udp").unwrap();
+    assert!(direct > 0.0 && direct + 100.0 >= udp_sent.goodput_mbps * 1e6 * 5.0 / 8.0 / 1472.0);
+    let htb = json!({"kind": "htb", "classes": [gold], "default": 0});
+    let r = run(&dumbbell(5.0, 20.0, 10.0, htb, flows));
+    assert!(
+        good(&r, "udp") + good(&r, "gold") < 20.0,
+        "udp {} gold {}",
+        good(&r, "udp"),
+        good(&r, "gold")
+    );
+    assert_eq!(r.qdiscs[0].extra["direct_packets_stat"], 0.0);
+}
+
+#[test]
 fn htb_leaf_classes_on_one_egress_give_each_flow_its_guaranteed_rate() {
     // 100 Mbit/s port; DSCP 10 -> 30 Mbit/s class, the rest -> 70 Mbit/s, both ceil 100:
     // two CUBIC flows each get their class's rate (nothing is left over to borrow).
     let htb = json!({"kind": "htb", "classes": [
         {"name": "gold", "rate_mbps": 30, "ceil_mbps": 100, "dscp": [10],
          "child": {"kind": "pfifo", "limit": 100}},
-        {"name": "rest", "rate_mbps": 70, "ceil_mbps": 100, "child": {"kind": "pfifo", "limit": 100}}]});
+        {"name": "rest", "rate_mbps": 70, "ceil_mbps": 100, "child": {"kind": "pfifo", "limit": 100}}],
+        "default": 1});
     let flows = vec![
         json!({"name": "gold", "cc": {"name": "cubic"}, "dscp": 10}),
         json!({"name": "rest", "cc": {"name": "cubic"}}),
@@ -174,7 +213,8 @@ fn an_htb_inner_class_caps_the_flows_of_its_leaves_together() {
          "child": {"kind": "pfifo", "limit": 100}},
         {"name": "b", "parent": 0, "rate_mbps": 10, "ceil_mbps": 100, "dscp": [12],
          "child": {"kind": "pfifo", "limit": 100}},
-        {"name": "rest", "rate_mbps": 60, "ceil_mbps": 100, "child": {"kind": "pfifo", "limit": 100}}]});
+        {"name": "rest", "rate_mbps": 60, "ceil_mbps": 100, "child": {"kind": "pfifo", "limit": 100}}],
+        "default": 3});
     let flows = vec![
         json!({"name": "a", "cc": {"name": "cubic"}, "dscp": 10}),
         json!({"name": "b", "cc": {"name": "cubic"}, "dscp": 12}),

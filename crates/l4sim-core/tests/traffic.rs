@@ -508,7 +508,7 @@ fn replacing_a_qdisc_that_holds_packets_it_may_not_send_yet_drops_them_all() {
     for old in [
         json!({"kind": "tbf", "rate_mbps": 5, "burst": 3000, "limit": 200000}),
         json!({"kind": "netem", "delay_ms": 20, "limit": 10000}),
-        json!({"kind": "htb", "classes": [{"name": "a", "rate_mbps": 5}]}),
+        json!({"kind": "htb", "classes": [{"name": "a", "rate_mbps": 5}], "default": 0}),
     ] {
         let sc = dumbbell(
             2.0,

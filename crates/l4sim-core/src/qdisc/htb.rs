@@ -31,13 +31,18 @@
 //! Defaults are tc's (iproute2 `q_htb.c`, kernel `htb_change_class`): `ceil` = `rate`, bursts
 //! `rate / HZ + 1600` bytes with the 1 GHz psched clock, `quantum` = rate in bytes/s / `r2q`
 //! (10) clamped to 1000..200000 bytes, `prio` 0, a `pfifo` child of the device's
-//! `txqueuelen` (1000 packets). Classification: a leaf's `dscp` list (a u32 filter on the DS
-//! field), else the `default` leaf (tc's `default` minor id; tc's fallback without one, the
-//! unshaped direct queue, is not modelled).
+//! `txqueuelen` (1000 packets). Classification (`htb_classify`): a leaf's `dscp` list (a u32
+//! filter on the DS field), else the `default` leaf (tc's `default` minor id). Without a
+//! `default` (tc's is 0, no class) the rest goes to the direct queue (`htb_enqueue`'s
+//! `HTB_DIRECT`: a FIFO of `direct_qlen` packets, the device's `txqueuelen` by default,
+//! `htb_init`), which `htb_dequeue` empties before any class and charges to no class, the root
+//! `1:1` included: at the port's root its packets go out at the line's rate, unshaped.
 
 use serde::{Deserialize, Serialize};
 
-use super::{ClassCounters, Drop, Qdisc, QdiscSpec, QueueDisc};
+use std::collections::VecDeque;
+
+use super::{ClassCounters, Drop, DropReason, Qdisc, QdiscSpec, QueueDisc};
 use crate::net::shaper::{default_burst, Shaper};
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -80,9 +85,14 @@ pub struct HtbClassSpec {
 #[serde(deny_unknown_fields)]
 pub struct HtbParams {
     pub classes: Vec<HtbClassSpec>,
-    /// Index of the leaf for packets no `dscp` list selects (default: the last class).
+    /// Index of the leaf for packets no `dscp` list selects (tc's `default`); without it
+    /// they go to the unshaped direct queue.
     #[serde(default)]
     pub default: Option<usize>,
+    /// The direct queue's limit, packets (tc's `direct_qlen`; default the device's
+    /// `txqueuelen`, 1000).
+    #[serde(default = "d_direct_qlen")]
+    pub direct_qlen: u32,
     /// Rate-to-quantum divisor.
     #[serde(default = "d_r2q")]
     pub r2q: u32,
@@ -92,10 +102,21 @@ fn d_r2q() -> u32 {
     10
 }
 
+fn d_direct_qlen() -> u32 {
+    crate::net::pipe::TXQUEUELEN as u32
+}
+
 impl HtbParams {
     pub fn validate(&self) -> Result<(), (String, String)> {
         if self.classes.is_empty() {
             return Err(("classes".into(), "htb needs at least one class".into()));
+        }
+        if self.classes.len() >= DIRECT as usize {
+            let n = self.classes.len();
+            return Err((
+                "classes".into(),
+                format!("{n} classes; tc's 16-bit minor ids allow 65,534"),
+            ));
         }
         if let Some(d) = self.default {
             if d >= self.classes.len() {
@@ -198,11 +219,13 @@ impl HtbParams {
                 }
             }
         }
-        let default = self.default.unwrap_or(self.classes.len() - 1);
-        if self.classes.iter().any(|c| c.parent == Some(default)) {
+        if let Some(d) = self
+            .default
+            .filter(|&d| self.classes.iter().any(|c| c.parent == Some(d)))
+        {
             return Err((
                 "default".into(),
-                format!("class {default} is an inner class; the default must be a leaf"),
+                format!("class {d} is an inner class; the default must be a leaf"),
             ));
         }
         Ok(())
@@ -281,10 +304,19 @@ struct Turn {
     waiting: Vec<(usize, Option<usize>)>,
 }
 
+/// `class_of`'s mark for the direct queue.
+const DIRECT: u16 = u16::MAX;
+
 pub struct Htb {
     classes: Vec<Class>,
-    /// Leaf per DSCP.
-    class_of: [u8; 64],
+    /// Leaf per DSCP, or [`DIRECT`].
+    class_of: [u16; 64],
+    /// The direct queue, its bytes, limit and `direct_pkts` (tc's `direct_packets_stat`:
+    /// packets it took).
+    direct: VecDeque<Packet>,
+    direct_bytes: u64,
+    direct_qlen: usize,
+    direct_pkts: u64,
     /// The root's children and, per prio, the position of the one whose turn it is.
     top: Vec<usize>,
     top_ptr: [usize; 8],
@@ -295,11 +327,10 @@ pub struct Htb {
 
 impl Htb {
     pub fn new(p: &HtbParams, mut rng: Rng) -> Htb {
-        let default = p.default.unwrap_or(p.classes.len() - 1);
-        let mut class_of = [default as u8; 64];
+        let mut class_of = [p.default.map_or(DIRECT, |d| d as u16); 64];
         for (i, c) in p.classes.iter().enumerate() {
             for &d in &c.dscp {
-                class_of[d as usize] = i as u8;
+                class_of[d as usize] = i as u16;
             }
         }
         let mut classes: Vec<Class> = Vec::with_capacity(p.classes.len());
@@ -348,6 +379,10 @@ impl Htb {
         Htb {
             classes,
             class_of,
+            direct: VecDeque::new(),
+            direct_bytes: 0,
+            direct_qlen: p.direct_qlen as usize,
+            direct_pkts: 0,
             top,
             top_ptr: [0; 8],
             row: [[0; 8]; LEVELS],
@@ -522,11 +557,31 @@ impl QueueDisc for Htb {
         "htb"
     }
     fn enqueue(&mut self, pkt: Packet, now: SimTime, drops: &mut Vec<Drop>) {
-        let i = self.class_of[pkt.dscp as usize & 63] as usize;
-        let leaf = self.classes[i].child.as_mut().expect("DSCPs map to leaves");
+        let i = self.class_of[pkt.dscp as usize & 63];
+        if i == DIRECT {
+            if self.direct.len() < self.direct_qlen {
+                self.direct_bytes += pkt.len as u64;
+                self.direct_pkts += 1;
+                self.direct.push_back(pkt);
+            } else {
+                drops.push(Drop {
+                    pkt,
+                    reason: DropReason::Overlimit,
+                });
+            }
+            return;
+        }
+        let leaf = self.classes[i as usize]
+            .child
+            .as_mut()
+            .expect("DSCPs map to leaves");
         QueueDisc::enqueue(leaf, pkt, now, drops);
     }
     fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
+        if let Some(p) = self.direct.pop_front() {
+            self.direct_bytes -= p.len as u64;
+            return Some(p);
+        }
         let mut lenders: Vec<Option<Lender>> = (0..self.classes.len())
             .map(|i| {
                 let backlogged = self.classes[i].backlogged();
@@ -567,6 +622,9 @@ impl QueueDisc for Htb {
         }
     }
     fn ready_at(&self, now: SimTime) -> SimTime {
+        if !self.direct.is_empty() {
+            return now;
+        }
         // A backlogged leaf may send once every ceiling on its path allows it.
         let path_ready = |mut i: usize, q: &Qdisc| {
             let mut t = q.ready_at(now);
@@ -586,14 +644,22 @@ impl QueueDisc for Htb {
         at.min().unwrap_or(now)
     }
     fn len(&self) -> usize {
-        self.leaves()
-            .map(|c| c.child.as_ref().map_or(0, |q| q.len()))
-            .sum()
+        let leaves = self
+            .leaves()
+            .map(|c| c.child.as_ref().map_or(0, |q| q.len()));
+        self.direct.len() + leaves.sum::<usize>()
     }
     fn bytes(&self) -> u64 {
-        self.leaves()
-            .map(|c| c.child.as_ref().map_or(0, |q| q.bytes()))
-            .sum()
+        let leaves = self
+            .leaves()
+            .map(|c| c.child.as_ref().map_or(0, |q| q.bytes()));
+        self.direct_bytes + leaves.sum::<u64>()
+    }
+    fn has_direct_queue(&self) -> bool {
+        self.class_of.contains(&DIRECT)
+    }
+    fn direct_head(&self) -> bool {
+        !self.direct.is_empty()
     }
     fn next_timer(&self) -> SimTime {
         let t = self
@@ -610,6 +676,7 @@ impl QueueDisc for Htb {
     }
     fn observe(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("borrowed_pkts", self.borrowed() as f64));
+        out.push(("direct_packets_stat", self.direct_pkts as f64));
     }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         let leaves = self.classes.iter().enumerate();
@@ -652,9 +719,12 @@ mod tests {
         p
     }
 
+    /// An htb whose last class is the `default` (the class for DSCPs no list names).
     fn htb(classes: serde_json::Value) -> Htb {
+        let last = classes.as_array().unwrap().len() - 1;
         let p: HtbParams =
-            serde_json::from_value(serde_json::json!({ "classes": classes })).unwrap();
+            serde_json::from_value(serde_json::json!({ "classes": classes, "default": last }))
+                .unwrap();
         p.validate().unwrap();
         Htb::new(&p, Rng::new(1, 1))
     }
@@ -817,15 +887,59 @@ mod tests {
         );
     }
 
+    fn params(v: serde_json::Value) -> HtbParams {
+        let p: HtbParams = serde_json::from_value(v).unwrap();
+        p.validate().unwrap();
+        p
+    }
+
     #[test]
-    fn unlisted_dscps_go_to_the_default_class() {
-        let p: HtbParams = serde_json::from_value(serde_json::json!({
-            "classes": [{"rate_mbps": 10, "dscp": [46]}, {"rate_mbps": 10}], "default": 0 }))
-        .unwrap();
+    fn unlisted_dscps_go_to_the_default_class_or_without_one_to_the_direct_queue() {
+        let classes = serde_json::json!([{"rate_mbps": 10, "dscp": [46]}, {"rate_mbps": 10}]);
+        let p = params(serde_json::json!({"classes": classes, "default": 0}));
         let q = Htb::new(&p, Rng::new(1, 1));
         assert_eq!((q.class_of[46], q.class_of[0], q.class_of[10]), (0, 0, 0));
-        let q = htb(serde_json::json!([{"rate_mbps": 10, "dscp": [46]}, {"rate_mbps": 10}]));
-        assert_eq!((q.class_of[46], q.class_of[0]), (0, 1));
+        assert!(!q.has_direct_queue());
+        // htb_classify: no filter and no default class -> HTB_DIRECT.
+        let q = Htb::new(
+            &params(serde_json::json!({ "classes": classes })),
+            Rng::new(1, 1),
+        );
+        assert_eq!((q.class_of[46], q.class_of[0]), (0, DIRECT));
+        assert!(q.has_direct_queue());
+        // Every DSCP listed: nothing can go direct.
+        let all: Vec<u8> = (0..64).collect();
+        let p = params(serde_json::json!({"classes": [{"rate_mbps": 10, "dscp": all}]}));
+        assert!(!Htb::new(&p, Rng::new(1, 1)).has_direct_queue());
+    }
+
+    #[test]
+    fn the_direct_queue_goes_first_up_to_direct_qlen_and_counts_what_it_took() {
+        // htb_enqueue: HTB_DIRECT packets join the direct queue while it holds fewer than
+        // direct_qlen (else qdisc_drop); htb_dequeue takes them before any class, even one
+        // that may send, and charges no class.
+        let p = params(serde_json::json!({
+            "classes": [{"rate_mbps": 10, "dscp": [10]}], "direct_qlen": 2}));
+        let mut q = Htb::new(&p, Rng::new(1, 1));
+        let mut drops = Vec::new();
+        q.enqueue(pkt(10), 0, &mut drops);
+        for _ in 0..3 {
+            q.enqueue(pkt(0), 0, &mut drops);
+        }
+        assert_eq!(drops.len(), 1);
+        assert_eq!(drops[0].reason, DropReason::Overlimit);
+        assert_eq!((q.len(), q.bytes()), (3, 3 * pkt(0).len as u64));
+        assert!(q.direct_head());
+        let order: Vec<u8> = (0..3)
+            .map(|_| q.dequeue(0, &mut drops).unwrap().dscp)
+            .collect();
+        assert_eq!(order, [0, 0, 10]);
+        assert!(!q.direct_head() && q.is_empty());
+        let mut seen = Vec::new();
+        q.observe(&mut seen);
+        assert!(seen.contains(&("direct_packets_stat", 2.0)), "{seen:?}");
+        let sent: Vec<f64> = q.class_counters().iter().map(|c| c.values[0].1).collect();
+        assert_eq!(sent, [1.0], "the class sent only its own packet");
     }
 
     #[test]

@@ -146,6 +146,15 @@ pub trait QueueDisc {
     fn ready_at(&self, now: SimTime) -> SimTime {
         now
     }
+    /// Whether unclassified packets go to a queue outside every class (an `htb` without a
+    /// `default`: its direct queue). At a port's root, such packets skip the port's shaper.
+    fn has_direct_queue(&self) -> bool {
+        false
+    }
+    /// Whether the next dequeue takes from that queue.
+    fn direct_head(&self) -> bool {
+        false
+    }
     /// What makes a packet L4S in the per-class statistics: DualPI2's own classifier (its
     /// `ecn_mask` and filters); ECT(1) and CE (RFC 9331's identifier) for every other qdisc.
     fn classifier(&self) -> Classifier {
@@ -400,6 +409,12 @@ impl QueueDisc for AnyQdisc {
     fn ready_at(&self, now: SimTime) -> SimTime {
         dispatch!(self, q => q.ready_at(now))
     }
+    fn has_direct_queue(&self) -> bool {
+        dispatch!(self, q => q.has_direct_queue())
+    }
+    fn direct_head(&self) -> bool {
+        dispatch!(self, q => q.direct_head())
+    }
     fn classes(&self) -> Vec<(String, &Qdisc)> {
         dispatch!(self, q => q.classes())
     }
@@ -637,6 +652,8 @@ pub struct Qdisc {
     /// `inner.may_duplicate()` and `inner.may_orphan()`, likewise.
     dup: bool,
     orphan: bool,
+    /// `inner.has_direct_queue()`.
+    direct: bool,
     /// Packets and bytes inside (`inner.len()`, `inner.bytes()`), kept here as they enter
     /// and leave: the port asks on every packet, and a classful qdisc would sum its children.
     qlen: usize,
@@ -649,6 +666,7 @@ impl Qdisc {
             classifier: inner.classifier(),
             dup: inner.may_duplicate(),
             orphan: inner.may_orphan(),
+            direct: inner.has_direct_queue(),
             inner,
             stats: QdiscStats::default(),
             drops: Vec::with_capacity(64),
@@ -729,6 +747,13 @@ impl Qdisc {
         self.orphan
     }
 
+    /// Whether the next packet comes from a queue outside every class (an `htb`'s direct
+    /// queue), which the port sends without asking its shaper (the root class).
+    #[inline]
+    pub fn unshaped_head(&self) -> bool {
+        self.direct && self.inner.direct_head()
+    }
+
     /// Dequeue; `drops` receives the packets dropped at dequeue.
     pub fn dequeue(&mut self, now: SimTime, drops: &mut Vec<Drop>) -> Option<Packet> {
         let start = drops.len();
@@ -770,6 +795,7 @@ impl Qdisc {
         let cl = std::mem::replace(&mut self.classifier, self.inner.classifier());
         self.dup = self.inner.may_duplicate();
         self.orphan = self.inner.may_orphan();
+        self.direct = self.inner.has_direct_queue();
         let start = drops.len();
         let mut scratch = Vec::new();
         // Drain the old qdisc (`qdisc_reset` purges every queue): whatever comes out, sent or

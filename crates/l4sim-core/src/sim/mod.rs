@@ -1011,7 +1011,7 @@ impl World {
                     // Linux runs the qdisc after every enqueue; only the HTB class's own wait
                     // (no tokens for anything) makes that pointless.
                     let port = &self.net.ports[q as usize];
-                    if port.wake_at == NEVER || port.qdisc_wait {
+                    if port.wake_at == NEVER || port.qdisc_wait || port.qdisc.unshaped_head() {
                         self.port_send(q as usize);
                     }
                     return;
@@ -1134,11 +1134,15 @@ impl World {
             if port.qdisc.is_empty() {
                 return;
             }
+            // An htb's direct queue goes first and past the root class (`htb_dequeue`).
+            let unshaped = port.qdisc.unshaped_head();
             let ready = port.shaper.ready_at(now);
-            if ready > now {
+            if ready > now && !unshaped {
+                if port.wake_at != ready {
+                    self.sched.schedule(ready, Event::PortWake(q as u32));
+                }
                 port.wake_at = ready;
                 port.qdisc_wait = false;
-                self.sched.schedule(ready, Event::PortWake(q as u32));
                 return;
             }
             self.drops.clear();
@@ -1167,7 +1171,9 @@ impl World {
             if pkt.is_data() {
                 port.data_inside -= 1;
             }
-            port.shaper.charge(now, pkt.len);
+            if !unshaped {
+                port.shaper.charge(now, pkt.len);
+            }
             port.tx_pkts += 1;
             port.tx_bytes += pkt.len as u64;
             let line = port.line;
