@@ -747,8 +747,14 @@ impl Qdisc {
         self.orphan
     }
 
-    /// Whether the next packet comes from a queue outside every class (an `htb`'s direct
+    /// Whether unclassified packets go to a queue outside every class (an `htb`'s direct
     /// queue), which the port sends without asking its shaper (the root class).
+    #[inline]
+    pub fn has_direct_queue(&self) -> bool {
+        self.direct
+    }
+
+    /// Whether the next packet comes from that queue.
     #[inline]
     pub fn unshaped_head(&self) -> bool {
         self.direct && self.inner.direct_head()

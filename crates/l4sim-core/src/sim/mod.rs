@@ -1128,6 +1128,16 @@ impl World {
     /// Dequeue and transmit from a shaped port as long as the HTB class may send now; then
     /// schedule the next wake-up if packets remain.
     fn port_send(&mut self, q: usize) {
+        if self.net.ports[q].qdisc.has_direct_queue() {
+            self.port_send_through::<true>(q)
+        } else {
+            self.port_send_through::<false>(q)
+        }
+    }
+
+    /// [`World::port_send`], for a root qdisc with a direct queue or (`DIRECT` false, the
+    /// usual case, compiled without its tests) without.
+    fn port_send_through<const DIRECT: bool>(&mut self, q: usize) {
         loop {
             let now = self.now;
             let port = &mut self.net.ports[q];
@@ -1135,10 +1145,11 @@ impl World {
                 return;
             }
             // An htb's direct queue goes first and past the root class (`htb_dequeue`).
-            let unshaped = port.qdisc.unshaped_head();
+            let unshaped = DIRECT && port.qdisc.unshaped_head();
             let ready = port.shaper.ready_at(now);
             if ready > now && !unshaped {
-                if port.wake_at != ready {
+                // (Direct packets sent while the wake was pending leave it pending.)
+                if !DIRECT || port.wake_at != ready {
                     self.sched.schedule(ready, Event::PortWake(q as u32));
                 }
                 port.wake_at = ready;
