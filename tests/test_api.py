@@ -389,3 +389,24 @@ def test_qdisc_series_carry_the_link_rate_and_the_per_class_counts_per_interval(
     assert w[[f"{c}_pkts" for c in ("l4s", "classic")]].to_numpy().sum() == q["enq_pkts"]
     assert w[["l4s_drops", "classic_drops"]].to_numpy().sum() == q["drops"] == w["drops"].iloc[-1]
     assert w["tx_mbps"].iloc[5:].between(90, 100.1).all()
+
+
+def test_the_htb_example_gives_each_class_its_rate_and_without_default_the_summary_says_what_went_unshaped():
+    """examples/htb_l4s_class.toml: the L4S class (DSCP 10) keeps its 30 Mbit/s and its DualPI2's
+    sub-millisecond queue beside two CUBIC flows in the 70 Mbit/s class. Without ``default`` the
+    CUBIC flows match no class: Linux's htb sends them from its direct queue, unshaped, which
+    the summary points out (a silent 20x overshoot of the shaped rate is easy to miss)."""
+    sc = l4sim.load(EXAMPLES / "htb_l4s_class.toml").with_overrides(duration=5)
+    r = l4sim.run(sc)
+    good = r.flows.set_index("name")["goodput_mbps"]
+    assert 20 < good["prague"] < 30 and 55 < good["cubic1"] + good["cubic2"] < 70, good
+    cls = r.qdisc_classes.set_index("name")
+    assert cls.loc["bottleneck/l4s", "sojourn_mean_ms"] < 1.5 < cls.loc["bottleneck/classic", "sojourn_mean_ms"]
+    assert "unshaped" not in r.summary()
+    doc = sc.to_dict()
+    del doc["topology"]["bottleneck"]["qdisc"]["default"]
+    r = l4sim.run(l4sim.Scenario.from_dict(doc).with_overrides(duration=2))
+    good = r.flows.set_index("name")["goodput_mbps"]
+    assert good["cubic1"] > 100 and good["cubic2"] > 100, good
+    direct = int(r.qdiscs["direct_packets_stat"].iloc[0])
+    assert direct > 0 and f"{direct} packets matched no htb class and went out unshaped" in r.summary()

@@ -396,6 +396,13 @@ class RunResult:
                 f"link {link.get('name', '')}: {_num(link.get('rate_mbps')):g} Mbit/s, "
                 f"utilisation {100 * _num(link.get('utilisation')):.1f} %"
             )
+        for q in self.raw.get("qdiscs", []):
+            direct = int((q.get("extra") or {}).get("direct_packets_stat") or 0)
+            if direct > 0:  # an htb without `default`: easy to miss, and it defeats the shaping
+                lines.append(
+                    f"{q.get('name', '')}: {direct} packets matched no htb class and went out unshaped "
+                    "(the direct queue: give the htb a `default` class)"
+                )
         lines.append(f"Jain index {self.jain_index:.3f}{self._bulk_jain_note()}")
         lines += self._class_lines() + self._qdisc_class_lines() + self._fct_lines()
         speed = self.sim_seconds / self.wall_seconds if self.wall_seconds > 0 else float("inf")
