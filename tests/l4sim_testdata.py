@@ -214,7 +214,8 @@ EVERY_KIND: dict[str, Any] = {
             {"a": "r2", "b": "d", "rate": 1000},
             {"a": "r3", "b": "d", "rate": 1000},
         ],
-        "routes": [{"dscp": 46, "path": ["h3", "r1", "r3", "d"]}],
+        # by DSCP, and by source host (h7's packets join r3's path at r1)
+        "routes": [{"dscp": 46, "path": ["h3", "r1", "r3", "d"]}, {"from": "h7", "path": ["r1", "r3", "d"]}],
     },
     "flows": [
         {"name": "bulk", "from": "h0", "to": "d", "cc": "cubic", "streams": 2},

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import l4sim
+from l4sim.cli import main
 from l4sim.scenario import Dumbbell, Flow, Scenario, load
 from l4sim_testdata import EXAMPLES, minimal, minimal_toml  # noqa: F401 (fixtures)
 
@@ -480,6 +481,24 @@ def test_two_policy_routes_disagreeing_on_a_next_hop_are_rejected():
     Scenario.from_dict(g).validate()
     g["topology"]["routes"][1] = {"dscp": 10, "path": ["r2", "r1", "r3", "h2"]}  # agrees on r1
     Scenario.from_dict(g).validate()
+
+
+def test_a_policy_route_by_source_names_a_host_and_the_cli_says_which_field_is_wrong(tmp_path, capsys):
+    """``routes = [{from, path}]`` (``ip rule from``): the flow from h1 (DSCP 0) follows it; a
+    ``from`` that is no host is one clear line naming the field, exit status 2."""
+    g = _graph()
+    g["flows"][0]["dscp"] = 0
+    g["duration"] = 1
+    g["topology"]["routes"] = [{"from": "h1", "path": ["h1", "r1", "r3", "h2"]}]
+    g["topology"]["links"][2]["ab"] = {"rate": 100, "qdisc": "pfifo"}  # count what crosses r1->r3
+    r = l4sim.run(Scenario.from_dict(g))
+    assert r.qdiscs.set_index("name").loc["r1->r3", "deq_pkts"] > 100
+    g["topology"]["routes"][0]["from"] = "r2"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(g))
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "topology.routes[0].from" in err[0] and '"r2"' in err[0], err
 
 
 def test_a_dscp_in_two_htb_classes_is_rejected(minimal):

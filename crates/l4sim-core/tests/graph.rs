@@ -47,6 +47,55 @@ fn a_policy_route_pins_its_dscp_to_its_path_and_the_rest_takes_the_shortest() {
     assert!((base("classic") - 12.0).abs() < 1e-9, "{}", base("classic"));
 }
 
+/// The diamond with a second sender, h3 on r1, whose CUBIC flow (DSCP 0, as h1's "classic")
+/// goes to h2 too.
+fn diamond_two_senders(routes: Value) -> Value {
+    let mut sc = diamond(routes);
+    let topo = &mut sc["topology"];
+    topo["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "h3", "kind": "host"}));
+    let h3 = json!({"a": "h3", "b": "r1", "rate": 1000, "delay_ms": 1});
+    topo["links"].as_array_mut().unwrap().push(h3);
+    let f = json!({"name": "h3", "cc": {"name": "cubic"}, "from": "h3", "to": "h2"});
+    sc["flows"].as_array_mut().unwrap().push(f);
+    sc
+}
+
+#[test]
+fn a_policy_route_selects_by_source_by_dscp_or_both_and_the_first_that_matches_wins() {
+    // `ip rule from H3 lookup T`: h3's packets take r3, h1's classic flow (same DSCP 0) the
+    // shortest path over r2, and the DSCP 10 flow from h1 its own route, listed first.
+    let r = run(&diamond_two_senders(json!([
+        {"dscp": 10, "from": "h1", "path": ["h1", "r1", "r2", "r4", "h2"]},
+        {"from": "h3", "path": ["h3", "r1", "r3", "r4", "h2"]},
+        {"dscp": 10, "path": ["r1", "r3", "r4", "h2"]}])));
+    let per_flow = |q: &str, flow: &str| {
+        r.classes
+            .iter()
+            .find(|c| c.qdisc == q && c.kind == "flow" && c.name == flow)
+            .map_or(0, |c| c.deq_pkts)
+    };
+    for (flow, via, not) in [
+        ("h3", "r1->r3", "r1->r2"),
+        ("classic", "r1->r2", "r1->r3"),
+        ("l4s", "r1->r2", "r1->r3"),
+    ] {
+        assert!(per_flow(via, flow) > 500, "{flow} over {via}");
+        assert_eq!(per_flow(not, flow), 0, "{flow} over {not}");
+    }
+    let base = |n: &str| r.flows.iter().find(|f| f.name == n).unwrap().base_rtt_ms;
+    assert!((base("h3") - 28.0).abs() < 1e-9, "{}", base("h3"));
+    assert!((base("l4s") - 12.0).abs() < 1e-9, "{}", base("l4s"));
+    // Without the first route, h1's DSCP 10 packets reach r1 and follow the DSCP route to r3.
+    let r = run(&diamond_two_senders(json!([
+        {"from": "h3", "path": ["h3", "r1", "r3", "r4", "h2"]},
+        {"dscp": 10, "path": ["r1", "r3", "r4", "h2"]}])));
+    let l4s = r.flows.iter().find(|f| f.name == "l4s").unwrap();
+    assert!((l4s.base_rtt_ms - 28.0).abs() < 1e-9, "{}", l4s.base_rtt_ms);
+}
+
 #[test]
 fn bad_graphs_name_the_field() {
     use l4sim_core::scenario::Scenario;
@@ -71,6 +120,18 @@ fn bad_graphs_name_the_field() {
     check(
         diamond(json!([{"dscp": 10, "path": ["h1", "r1", "r3", "r4", "h2"]},
                        {"dscp": 10, "path": ["h1", "r1", "r2", "r4", "h2"]}])),
+        "topology.routes[1].path",
+    );
+    // `from` names a host; routes for the same source toward the same host agree too.
+    check(
+        diamond(json!([{"from": "r2", "path": ["h1", "r1", "r3", "r4", "h2"]}])),
+        "topology.routes[0].from",
+    );
+    check(
+        diamond(
+            json!([{"from": "h1", "path": ["h1", "r1", "r3", "r4", "h2"]},
+                       {"from": "h1", "path": ["r1", "r2", "r4", "h2"]}]),
+        ),
         "topology.routes[1].path",
     );
     let agree = json!([{"dscp": 10, "path": ["h1", "r1", "r3", "r4", "h2"]},

@@ -1,8 +1,9 @@
 //! A general topology (`topology.kind = "graph"`): named hosts and routers, links with a line
 //! rate and a one-way propagation delay, each direction optionally shaped (an HTB class at a
 //! rate with any qdisc tree as its child, as `tc` configures a router's egress), static
-//! shortest-hop routes, and policy routes that pin the packets of one DSCP toward one host to
-//! a path (Linux policy routing / SRv6 path separation as the multi-AS study uses them).
+//! shortest-hop routes, and policy routes that pin the packets toward one host that have a
+//! DSCP, come from a source host, or both, to a path (Linux policy routing, `ip rule` by
+//! `dsfield` and `from`; SRv6 path separation as the multi-AS study uses it).
 //!
 //! The egress from `a` toward `b` is named `"a->b"` unless the link names it (`name_ab`,
 //! `name_ba`): that is the name in the results and in `Simulation.set_link`. The dumbbell and
@@ -12,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::topology::{shaped, Built};
-use super::{EgressCfg, NetBuilder, Network, NodeKind};
+use super::{EgressCfg, NetBuilder, Network, NodeKind, Selector};
 use crate::packet::hdr;
 use crate::qdisc::QueueDisc;
 use crate::scenario::{BottleneckSpec, FlowSpec, ScenarioError};
@@ -23,8 +24,9 @@ use crate::time::{millis, Rate, SimDuration};
 pub struct GraphSpec {
     pub nodes: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
-    /// Policy routes: one next hop per router, DSCP and destination (routes for the same DSCP
-    /// and host agree where they meet; validated).
+    /// Policy routes, tried in order: one next hop per router, selector and destination
+    /// (routes that select the same packets toward the same host agree where they meet;
+    /// validated).
     #[serde(default)]
     pub routes: Vec<PolicyRoute>,
 }
@@ -133,12 +135,29 @@ impl LinkSpec {
     }
 }
 
-/// Packets with `dscp` follow `path` (node names, ending at the destination host).
+/// Packets toward the last node of `path` (a host) follow it: those with `dscp`, those from
+/// host `from`, or those with both (Linux policy routing: `ip rule ... dsfield` / `from`, a
+/// table per path); neither: every packet toward that host (a static route).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyRoute {
-    pub dscp: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     pub path: Vec<String>,
+}
+
+impl PolicyRoute {
+    /// The packets it takes, in words: `DSCP 10 from "h1"`, `every packet`.
+    fn selects(&self) -> String {
+        match (self.dscp, &self.from) {
+            (Some(d), Some(f)) => format!("DSCP {d} from {f:?}"),
+            (Some(d), None) => format!("DSCP {d}"),
+            (None, Some(f)) => format!("packets from {f:?}"),
+            (None, None) => "every packet".into(),
+        }
+    }
 }
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
@@ -256,18 +275,27 @@ impl GraphSpec {
                 }
             }
         }
-        // A router keeps one next hop per DSCP and destination: a path through a node twice
-        // cannot be followed, and a later route that sends the same packets elsewhere would
-        // never be (the first one wins).
-        let mut hops: std::collections::HashMap<(u8, &str, &str), (&str, usize)> =
+        // A router keeps one next hop per selector and destination: a path through a node
+        // twice cannot be followed, and a later route that sends the same packets elsewhere
+        // would never be (the first one wins).
+        type Key<'a> = (Option<u8>, Option<&'a str>, &'a str, &'a str);
+        let mut hops: std::collections::HashMap<Key, (&str, usize)> =
             std::collections::HashMap::new();
         for (i, r) in self.routes.iter().enumerate() {
             let p = format!("topology.routes[{i}]");
-            if r.dscp > 63 {
+            if let Some(d) = r.dscp.filter(|&d| d > 63) {
                 return Err(err(
                     format!("{p}.dscp"),
-                    format!("a DSCP is 0..63, got {}", r.dscp),
+                    format!("a DSCP is 0..63, got {d}"),
                 ));
+            }
+            if let Some(f) = &r.from {
+                if self.node(f).map(|n| self.nodes[n].kind) != Some(NodeKindSpec::Host) {
+                    return Err(err(
+                        format!("{p}.from"),
+                        format!("{f:?} is not a host of the topology"),
+                    ));
+                }
             }
             if r.path.len() < 2 {
                 return Err(err(format!("{p}.path"), "a path names at least two nodes"));
@@ -296,21 +324,22 @@ impl GraphSpec {
                 return Err(err(
                     format!("{p}.path"),
                     format!(
-                        "the path goes through {n:?} twice (a router has one next hop per DSCP)"
+                        "the path goes through {n:?} twice (a router has one next hop per route)"
                     ),
                 ));
             }
             for w in r.path.windows(2) {
-                let (prev, j) = *hops
-                    .entry((r.dscp, last.as_str(), w[0].as_str()))
-                    .or_insert((w[1].as_str(), i));
+                let key = (r.dscp, r.from.as_deref(), last.as_str(), w[0].as_str());
+                let (prev, j) = *hops.entry(key).or_insert((w[1].as_str(), i));
                 if prev != w[1] {
                     return Err(err(
                         format!("{p}.path"),
                         format!(
-                            "sends DSCP {} toward {last:?} from {:?} to {:?}, but routes[{j}] sends \
-                             it to {prev:?} (one next hop per router)",
-                            r.dscp, w[0], w[1]
+                            "sends {} toward {last:?} from {:?} to {:?}, but routes[{j}] sends \
+                             them to {prev:?} (one next hop per router)",
+                            r.selects(),
+                            w[0],
+                            w[1]
                         ),
                     ));
                 }
@@ -378,9 +407,11 @@ pub fn network(g: &GraphSpec, seed: u64, first_stream: u64) -> Network {
     let mut net = b.build();
     for r in &g.routes {
         let dst = g.node(r.path.last().unwrap()).unwrap() as u32;
+        let src = r.from.as_ref().map(|f| g.node(f).unwrap() as u32);
+        let sel = Selector { dscp: r.dscp, src };
         for w in r.path.windows(2) {
             let (from, to) = (g.node(&w[0]).unwrap() as u32, g.node(&w[1]).unwrap() as u32);
-            net.add_policy(from, r.dscp, dst, to);
+            net.add_policy(from, sel, dst, to);
         }
     }
     net

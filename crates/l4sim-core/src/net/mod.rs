@@ -39,9 +39,25 @@ pub struct Node {
     /// A host with links to one neighbour only: its default route, the first of them (so a
     /// host costs no routing table, and hosts added to a running simulation no re-routing).
     pub default: Option<Egress>,
-    /// Policy routes, tried before `routes`: (dscp, egress) pairs indexed by destination node
-    /// id, the first one added for a DSCP winning (empty where the node has none).
-    pub policy: Vec<Vec<(u8, Egress)>>,
+    /// Policy routes, tried before `routes`: (selector, egress) pairs indexed by destination
+    /// node id, the first one added whose selector matches winning (empty where the node has
+    /// none).
+    pub policy: Vec<Vec<(Selector, Egress)>>,
+}
+
+/// The packets a policy route takes, as an `ip rule`'s `dsfield` and `from` select them:
+/// those with this DSCP and from this source host (None: any).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Selector {
+    pub dscp: Option<u8>,
+    pub src: Option<u32>,
+}
+
+impl Selector {
+    #[inline]
+    fn matches(&self, src: u32, dscp: u8) -> bool {
+        self.dscp.is_none_or(|d| d == dscp) && self.src.is_none_or(|s| s == src)
+    }
 }
 
 /// A shaped egress: HTB class + child qdisc, transmitting into `line`.
@@ -249,9 +265,9 @@ impl Network {
         }
     }
 
-    /// Route packets with `dscp` toward `dst` from `from` over its link to `to` (which must
-    /// exist).
-    pub fn add_policy(&mut self, from: u32, dscp: u8, dst: u32, to: u32) {
+    /// Route the packets `sel` selects toward `dst` from `from` over its link to `to` (which
+    /// must exist).
+    pub fn add_policy(&mut self, from: u32, sel: Selector, dst: u32, to: u32) {
         let e = self
             .adj
             .iter()
@@ -261,7 +277,7 @@ impl Network {
         let n_nodes = self.nodes.len();
         let policy = &mut self.nodes[from as usize].policy;
         policy.resize_with(n_nodes, Vec::new);
-        policy[dst as usize].push((dscp, e));
+        policy[dst as usize].push((sel, e));
     }
 
     /// The node whose egress shaped port `q` is.
@@ -273,12 +289,12 @@ impl Network {
             .expect("every port is some node's egress")
     }
 
-    /// Where `node` sends a packet with `dscp` toward `dst`.
+    /// Where `node` sends a packet from host `src` with `dscp` toward `dst`.
     #[inline]
-    pub fn next_hop(&self, node: u32, dst: u32, dscp: u8) -> Option<Egress> {
+    pub fn next_hop(&self, node: u32, src: u32, dst: u32, dscp: u8) -> Option<Egress> {
         let n = &self.nodes[node as usize];
-        if let Some(by_dscp) = n.policy.get(dst as usize) {
-            if let Some(&(_, e)) = by_dscp.iter().find(|p| p.0 == dscp) {
+        if let Some(rules) = n.policy.get(dst as usize) {
+            if let Some(&(_, e)) = rules.iter().find(|p| p.0.matches(src, dscp)) {
                 return Some(e);
             }
         }
@@ -288,7 +304,7 @@ impl Network {
         }
     }
 
-    /// The pipes (lines) a packet with `dscp` crosses from `src` to `dst`, in order; None
+    /// The pipes (lines) a packet with `dscp` crosses from host `src` to `dst`, in order; None
     /// if there is no route (or it loops).
     pub fn route(&self, src: u32, dst: u32, dscp: u8) -> Option<Vec<u32>> {
         let mut at = src;
@@ -297,7 +313,7 @@ impl Network {
             if at == dst {
                 return Some(pipes);
             }
-            let pipe = match self.next_hop(at, dst, dscp)? {
+            let pipe = match self.next_hop(at, src, dst, dscp)? {
                 Egress::Pipe(p) => p,
                 Egress::Port(q) => self.ports[q as usize].line,
             };
@@ -392,7 +408,7 @@ mod tests {
                     }
                 }
                 for (u, want) in want.into_iter().enumerate() {
-                    let got = net.next_hop(u as u32, d as u32, 0);
+                    let got = net.next_hop(u as u32, u as u32, d as u32, 0);
                     let host = net.nodes[u].default;
                     defaults += host.is_some() as u32;
                     match (want, host) {
@@ -446,8 +462,8 @@ mod tests {
         for u in 0..n {
             for d in 0..n {
                 assert_eq!(
-                    a.next_hop(u, d, 0),
-                    b.next_hop(u, d, 0),
+                    a.next_hop(u, u, d, 0),
+                    b.next_hop(u, u, d, 0),
                     "route from {u} to {d}"
                 );
             }

@@ -480,7 +480,7 @@ impl World {
         sender.tsq.set_device(
             match self
                 .net
-                .next_hop(params.sender, params.receiver, params.dscp)
+                .next_hop(params.sender, params.sender, params.receiver, params.dscp)
             {
                 Some(Egress::Pipe(p)) if !self.net.pipes[p as usize].is_instant() => {
                     Some(tsq::Device::Queue(p))
@@ -990,7 +990,7 @@ impl World {
         loop {
             let eg = self
                 .net
-                .next_hop(node, pkt.dst, pkt.dscp)
+                .next_hop(node, pkt.src, pkt.dst, pkt.dscp)
                 .unwrap_or_else(|| panic!("no route from node {node} to {}", pkt.dst));
             match eg {
                 Egress::Pipe(p) => {
