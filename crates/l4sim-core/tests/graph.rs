@@ -94,6 +94,18 @@ fn a_policy_route_selects_by_source_by_dscp_or_both_and_the_first_that_matches_w
         {"dscp": 10, "path": ["r1", "r3", "r4", "h2"]}])));
     let l4s = r.flows.iter().find(|f| f.name == "l4s").unwrap();
     assert!((l4s.base_rtt_ms - 28.0).abs() < 1e-9, "{}", l4s.base_rtt_ms);
+    // The receiver's packets (ACKs, DSCP 0) are its own: a route from h2 pins them.
+    let r = run(&diamond(
+        json!([{"from": "h2", "path": ["h2", "r4", "r3", "r1", "h1"]}]),
+    ));
+    let classic = r.flows.iter().find(|f| f.name == "classic").unwrap();
+    assert!(
+        (classic.base_rtt_ms - 28.0).abs() < 1e-9,
+        "{}",
+        classic.base_rtt_ms
+    );
+    // and the packets take it: the flow's smoothed RTT is never below it.
+    assert!(classic.mean_srtt_ms > 28.0, "{}", classic.mean_srtt_ms);
 }
 
 #[test]

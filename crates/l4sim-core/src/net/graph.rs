@@ -7,8 +7,9 @@
 //!
 //! The egress from `a` toward `b` is named `"a->b"` unless the link names it (`name_ab`,
 //! `name_ba`): that is the name in the results and in `Simulation.set_link`. The dumbbell and
-//! the tree are generators of this form (`topology.rs`). Flows name their endpoints with `from` and `to`. Policy routes pin
-//! the forward (data) direction; the reverse path (ACKs) follows the shortest route.
+//! the tree are generators of this form (`topology.rs`). Flows name their endpoints with `from` and `to`. A policy route by
+//! DSCP pins the forward (data) direction; the reverse path (ACKs, DSCP 0) follows the shortest
+//! route unless a route toward the sender selects the receiving host's packets.
 
 use serde::{Deserialize, Serialize};
 
