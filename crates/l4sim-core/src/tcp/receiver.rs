@@ -238,7 +238,15 @@ impl TcpReceiver {
 
     pub fn on_packet(&mut self, pkt: &Packet, now: SimTime, out: &mut Vec<Packet>) {
         if pkt.has(flags::SYN) {
-            self.ts_recent = pkt.ts_val;
+            // The request sock keeps the first SYN's timestamp (`tcp_openreq_init`); a pure
+            // retransmitted SYN gets the SYN/ACK again with it (`tcp_check_req`), so the
+            // opener's handshake RTT sample (`tcp_ack_update_rtt`'s TSecr rule) then spans its
+            // SYN timeouts. A requested transfer's handshake runs data sender first
+            // (docs/traffic.md): there the data sender stands for the server, a passive opener
+            // whose sample is the SYN/ACK that got through, so the echo is the latest SYN's.
+            if self.phase == Phase::Listen || self.params.client_opened.is_some() {
+                self.ts_recent = pkt.ts_val;
+            }
             match self.phase {
                 Phase::Listen => {
                     // A connection the receiver opened: its mode is the client's, and the

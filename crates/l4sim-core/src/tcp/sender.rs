@@ -1,7 +1,9 @@
 //! The data sender (Linux tcp_output.c / tcp_input.c / tcp_timer.c / tcp_recovery.c).
 //!
 //! Modelled: SYN with ECN negotiation and SYN retransmission (1 s, doubling, ECN bits cleared
-//! on retransmitted SYNs as `tcp_ecn_clear_syn` with `tcp_ecn_fallback=1`), the SACK
+//! on retransmitted SYNs as `tcp_ecn_clear_syn` with `tcp_ecn_fallback=1`; an initial window
+//! of one segment after more than one SYN retransmission unless the SYN/ACK answers the first
+//! SYN, `tcp_init_transfer` with `tcp_try_undo_spurious_syn`), the SACK
 //! scoreboard, RACK-TLP loss detection, fast recovery with PRR, ECN-triggered CWR (RFC 3168
 //! ECE latch or AccECN ACE deltas), RTO with exponential backoff, delivery-rate samples,
 //! the CC hooks in Linux's order, and pacing (EDT departure stamps advancing by
@@ -171,6 +173,8 @@ pub struct TcpSender {
     phase: Phase,
     ecn_req: EcnRequest,
     syn_retries: u32,
+    /// The first SYN's timestamp (`retrans_stamp` from `tcp_connect`).
+    syn_stamp: SimTime,
     /// The receiver's offered window, bytes (`snd_wnd`).
     snd_wnd: u64,
     /// The largest window the receiver offered (`max_window`), bytes.
@@ -285,6 +289,7 @@ impl TcpSender {
             phase: Phase::Closed,
             ecn_req: EcnRequest::None,
             syn_retries: 0,
+            syn_stamp: NEVER,
             snd_wnd: 0,
             max_window: 0,
             skb_end: 0,
@@ -539,6 +544,9 @@ impl TcpSender {
         } else {
             p.flags = flags::SYN;
         }
+        if self.syn_retries == 0 {
+            self.syn_stamp = now;
+        }
         out.push(p);
         let when = (TCP_TIMEOUT_INIT << self.syn_retries.min(7)).min(TCP_RTO_MAX);
         self.syn_at = self.clock.timer_in(now, when);
@@ -606,7 +614,15 @@ impl TcpSender {
         self.stats.established_at = now;
         // tcp_finish_connect: the idle clock starts at the handshake.
         self.sk.lsndtime = now;
-        self.sk.snd_cwnd = self.spec.init_cwnd;
+        // tcp_init_transfer: one segment after more than one SYN retransmission (RFC 6298
+        // section 5.7), unless the SYN/ACK echoes the first SYN's timestamp: then the SYN was
+        // not lost and `tcp_try_undo_spurious_syn` clears `undo_marker`. A passive opener's
+        // socket has no `undo_marker` (`tcp_create_openreq_child`), so a requested transfer's
+        // data sender, which stands for the server, always starts with the initial window.
+        let cut = self.params.client_opened.is_none()
+            && self.syn_retries > 1
+            && pkt.ts_ecr != self.syn_stamp;
+        self.sk.snd_cwnd = if cut { 1 } else { self.spec.init_cwnd };
         self.sk.snd_cwnd_stamp = now;
         self.cc.init(&mut self.sk);
         self.stats.ecn_mode = mode;

@@ -475,6 +475,94 @@ fn lost_synack_keeps_the_listeners_accecn_answer_on_both_sides() {
     assert!(h.s.stats.completed_at != NEVER);
 }
 
+/// A harness whose listener drops the SYN/ACKs (`lost_synacks`) or whose path drops the SYNs
+/// (`lost_syns`) until the sender's third SYN; run until the connection is established.
+/// Returns the harness, the data segments sent at the handshake's end, and the smoothed RTT
+/// then (the handshake's own sample, before any data).
+fn handshake_after_losses(lost_syns: bool, client_opened: bool) -> (Harness, usize, SimDuration) {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let mut h = Harness::new(
+        10.0,
+        20.0,
+        100,
+        spec(EcnSysctl::None),
+        spec(EcnSysctl::None),
+        Some(1_000_000),
+    );
+    if client_opened {
+        let mut p = params(Some(1_000_000));
+        p.client_opened = Some(ecn::ClientOpened {
+            syn_flags: 0,
+            syn_ecn: Ecn::NotEct,
+            server: EcnMode::None,
+            client: EcnMode::None,
+        });
+        h.s = TcpSender::new(&p, &spec(EcnSysctl::None), AnyCc::Reno(Reno));
+        h.r = TcpReceiver::with_cc_flags(&p, &spec(EcnSysctl::None), CcFlags::default());
+    }
+    let syns = Rc::new(Cell::new(0u32));
+    let seen = syns.clone();
+    h.filter = Box::new(move |p, _| {
+        if p.has(flags::SYN) {
+            seen.set(seen.get() + 1);
+            if lost_syns && seen.get() < 3 {
+                return Verdict::Drop;
+            }
+        }
+        Verdict::Pass
+    });
+    h.rev_drop = Box::new(move |p| !lost_syns && p.has(flags::SYN) && syns.get() < 3);
+    h.start();
+    h.run_until(10 * SEC, |h| h.s.stats.established_at != NEVER);
+    assert_eq!(h.s.stats.syn_retrans, 2);
+    let est = h.s.stats.established_at;
+    let burst = h.data().filter(|(t, _, _)| *t == est).count();
+    let srtt = h.s.sk.srtt;
+    (h, burst, srtt)
+}
+
+#[test]
+fn a_syn_lost_twice_starts_the_window_at_one_segment() {
+    // tcp_init_transfer: more than one SYN retransmission, and the SYN/ACK answers a
+    // retransmitted SYN (its echo is not the first SYN's timestamp): cwnd 1. Its RTT sample is
+    // the round trip of the SYN that got through.
+    let (mut h, burst, srtt) = handshake_after_losses(true, false);
+    assert_eq!(burst, 1);
+    assert!((20 * MS..22 * MS).contains(&srtt), "{srtt}");
+    h.run(10 * SEC);
+    assert!(h.s.stats.completed_at != NEVER);
+}
+
+#[test]
+fn synacks_lost_until_the_third_syn_keep_the_initial_window_and_time_the_first_syn() {
+    // The listener got the first SYN, so its SYN/ACKs echo that SYN's timestamp
+    // (`tcp_check_req` answers a retransmitted SYN from the request sock): the timeouts were
+    // spurious (`tcp_try_undo_spurious_syn`), the window starts at 10 segments, and the
+    // TSecr sample spans both timeouts (1 s, then 2 s, each run on the timer wheel's tick).
+    let (_, burst, srtt) = handshake_after_losses(false, false);
+    assert_eq!(burst, 10);
+    let est_from_first_syn = 3 * SEC + 20 * MS;
+    assert!(
+        (est_from_first_syn..est_from_first_syn + 100 * MS).contains(&srtt),
+        "{srtt}"
+    );
+}
+
+#[test]
+fn a_requested_transfers_data_sender_starts_with_the_initial_window_after_syn_losses() {
+    // It stands for the server, a passive opener whose socket has no undo_marker. Its RTT
+    // sample times the latest of its SYNs (the server's SYN/ACKs) that the client had seen when
+    // it answered: with lost SYNs, the one that got through; with lost answers, the second,
+    // which the answer sent on the client's timer (its request's retransmission) echoes.
+    let (_, burst, srtt) = handshake_after_losses(true, true);
+    assert_eq!(burst, 10);
+    assert!((20 * MS..22 * MS).contains(&srtt), "{srtt}");
+    let (_, burst, srtt) = handshake_after_losses(false, true);
+    assert_eq!(burst, 10);
+    assert!((2 * SEC..2 * SEC + 100 * MS).contains(&srtt), "{srtt}");
+}
+
 #[test]
 fn rfc3168_mode_sends_ect0_on_new_data_only() {
     let mut h = Harness::new(
