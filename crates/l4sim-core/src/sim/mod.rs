@@ -17,10 +17,11 @@ use crate::engine::{Event, Scheduler};
 use crate::metrics::results::{ConnRecord, FlowSeries, QdiscSeries, RunResult};
 use crate::net::shaper::{default_burst, Shaper};
 use crate::net::{topology, Egress, Network, NodeKind};
-use crate::packet::{hdr, skb, Dir, Packet};
+use crate::packet::{flags, hdr, skb, Dir, Packet};
 use crate::qdisc::{self, Class, QueueDisc};
 use crate::rng::{stream, Rng};
 use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
+use crate::tcp::metrics::MetricsCache;
 use crate::tcp::{tsq, ConnParams, TcpReceiver, TcpSender};
 use crate::time::{millis, secs, to_secs, Jiffies, Rate, SimDuration, SimTime, NEVER, SEC};
 use crate::traffic::udp::{UdpParams, UdpReceiver, UdpSender};
@@ -154,6 +155,8 @@ pub struct World {
     dups: Vec<Packet>,
     /// Scratch for the packets a netem orphans (TSQ).
     orphans: Vec<crate::qdisc::Orphan>,
+    /// What finished TCP connections left for the next ones between the same hosts.
+    tcp_metrics: MetricsCache,
     records: Vec<ConnRecord>,
     drained: Drained,
     /// Per host, the first TCP flow on it and its side (0 sender, 1 receiver): whose `hz`
@@ -204,6 +207,7 @@ impl World {
             data_duplicated: 0,
             dups: Vec::new(),
             orphans: Vec::new(),
+            tcp_metrics: MetricsCache::default(),
             records: Vec::new(),
             drained: Drained::default(),
             host_clocks: std::collections::HashMap::new(),
@@ -851,7 +855,11 @@ impl World {
         let kept = self.flows[fi].persistent == Some(s) || self.flows[fi].spec.source.is_bulk();
         if st.pending.is_empty() && !kept {
             // The receiver has every byte; the connection closes (FIN rides on the last
-            // segment) and its slot is reused once its packets have left the network.
+            // segment) and its slot is reused once its packets have left the network. It
+            // ended well: `tcp_update_metrics` with the data sender's state.
+            let (local, remote) = snd.hosts();
+            self.tcp_metrics
+                .update(local, remote, &snd.metrics_ending());
             st.closing = true;
             self.try_free(s);
         }
@@ -956,6 +964,9 @@ impl World {
                 1
             }
             Dir::Rev => {
+                if pkt.has(flags::SYN) {
+                    init_metrics(&mut st.conn, &self.tcp_metrics);
+                }
                 st.conn.on_packet(0, &pkt, self.now, &mut out);
                 0
             }
@@ -1768,6 +1779,15 @@ fn new_track(p: &crate::net::Port) -> QdiscTrack {
 }
 
 /// ECN mode and data codepoint names of a connection, once it is established.
+/// `tcp_init_metrics` for a data sender whose SYN/ACK arrives: the cache's entry for its hosts.
+#[cold]
+fn init_metrics(conn: &mut Conn, cache: &MetricsCache) {
+    if let Conn::Tcp(c) = conn {
+        let (local, remote) = c.0.hosts();
+        c.0.set_cached_metrics(cache.get(local, remote));
+    }
+}
+
 fn ecn_of(c: &Conn) -> Option<(String, String)> {
     match c {
         Conn::Tcp(c) if c.0.stats.established_at != NEVER => Some((
@@ -1815,5 +1835,29 @@ mod tests {
         assert_eq!(tick_phase(7, 3, 250, Some(5000.0)), 1_000_000);
         // At HZ 1000 the same draw within a 1 ms jiffy.
         assert!(tick_phase(7, 3, 1000, None) < crate::time::MS);
+    }
+
+    #[test]
+    fn finished_connections_leave_their_rtt_for_the_next_between_the_same_hosts() {
+        // 50 web transfers of 10 KB over a 20 ms idle path: each ends well and updates the
+        // cache of its (data sender, client) pair, which then holds about one base RTT.
+        let sc = Scenario::from_json(
+            &json!({
+                "duration": 2.0, "seed": 1,
+                "topology": {"kind": "dumbbell", "base_rtt": 20,
+                             "bottleneck": {"rate": 100, "qdisc": {"kind": "pfifo", "limit": 1000}}},
+                "flows": [{"name": "w", "cc": {"name": "cubic"},
+                           "source": {"kind": "web", "rate": 25, "size": {"dist": "fixed", "bytes": 10000}}}],
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let mut w = World::new(&sc).unwrap();
+        w.run();
+        assert!(w.records.len() > 20);
+        let pairs: Vec<_> = w.tcp_metrics.pairs().collect();
+        assert_eq!(pairs.len(), 1);
+        let rtt_ms = pairs[0].1.rtt_us8 as f64 / 8000.0;
+        assert!((20.0..25.0).contains(&rtt_ms), "{rtt_ms}");
     }
 }

@@ -8,7 +8,7 @@
 //! machine, RTO/TLP/RACK timers, pacing), `receiver.rs` (receive path and ACK policy),
 //! `rtt.rs` (tcp_rtt_estimator, win_minmax), `sack.rs` (SACKed range set), `rack.rs`
 //! (RACK state, reo_wnd), `rate.rs` (tcp_rate.c), `ecn.rs` (negotiation, ACE codec),
-//! `prr.rs` (tcp_cwnd_reduction), `rcvbuf.rs` (receive buffer autotuning and
+//! `prr.rs` (tcp_cwnd_reduction), `metrics.rs` (the TCP metrics cache), `rcvbuf.rs` (receive buffer autotuning and
 //! the advertised window), `tsq.rs` (TCP Small Queues). Behaviour tests with a bottleneck
 //! harness: `tests.rs`.
 //!
@@ -33,6 +33,7 @@ use crate::packet::Ecn;
 use crate::time::{SimDuration, SimTime, SEC};
 
 pub mod ecn;
+pub mod metrics;
 pub mod prr;
 pub mod rack;
 pub mod rate;

@@ -61,6 +61,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::ecn::{self, EcnRequest};
+use super::metrics::{self, TcpMetrics};
 use super::prr::Prr;
 use super::rack::{sent_after, Rack, RECOVERY_THRESH, REORDERING};
 use super::rate::{RateSampler, TxInfo};
@@ -175,6 +176,10 @@ pub struct TcpSender {
     syn_retries: u32,
     /// The first SYN's timestamp (`retrans_stamp` from `tcp_connect`).
     syn_stamp: SimTime,
+    /// What the TCP metrics cache holds for this host pair when the SYN/ACK arrives.
+    cached_metrics: Option<TcpMetrics>,
+    /// `icsk_backoff` > 0: the RTO doubled and no RTT sample came since.
+    backed_off: bool,
     /// The receiver's offered window, bytes (`snd_wnd`).
     snd_wnd: u64,
     /// The largest window the receiver offered (`max_window`), bytes.
@@ -290,6 +295,8 @@ impl TcpSender {
             ecn_req: EcnRequest::None,
             syn_retries: 0,
             syn_stamp: NEVER,
+            cached_metrics: None,
+            backed_off: false,
             snd_wnd: 0,
             max_window: 0,
             skb_end: 0,
@@ -609,6 +616,18 @@ impl TcpSender {
         self.min_rtt.running_min(MIN_RTT_WIN, now, rtt_us * US);
         self.sync_rtt();
         self.rto = self.jiffies(self.rtt.rto());
+        // tcp_init_metrics: the cached reordering degree, and a cached RTT above the
+        // handshake's seeds the first RTO (the estimator keeps the handshake's sample).
+        if let Some(m) = self.cached_metrics.take() {
+            if m.reordering != 0 {
+                self.reordering = m.reordering;
+            }
+            if m.rtt_us8 > self.rtt.srtt_us {
+                let rto_min = self.clock.ceil(self.rto_min());
+                let j = metrics::seeded_rto_jiffies(m.rtt_us8, self.spec.hz, rto_min);
+                self.rto = (j * self.clock.jiffy()).min(TCP_RTO_MAX);
+            }
+        }
         self.syn_at = NEVER;
         self.phase = Phase::Established;
         self.stats.established_at = now;
@@ -1378,6 +1397,7 @@ impl TcpSender {
             self.retransmit_one(head, now, out);
         }
         self.retransmits += 1;
+        self.backed_off = true;
         self.rto = (self.rto * 2).min(TCP_RTO_MAX);
         self.arm_timer(Timer::Rto, now, self.rto);
     }
@@ -2138,6 +2158,7 @@ impl TcpSender {
                 rto_min_us,
             );
             self.rto = self.jiffies(self.rtt.rto());
+            self.backed_off = false;
             self.sync_rtt();
         }
         // ECN feedback.
@@ -2350,6 +2371,30 @@ impl TcpSender {
     /// Current RTO, ns (with backoff).
     pub fn rto(&self) -> SimDuration {
         self.rto
+    }
+    /// The TCP metrics cache's entry for this host pair, read when the SYN/ACK arrives
+    /// (`tcp_init_metrics`; see `metrics.rs`).
+    #[cold]
+    pub fn set_cached_metrics(&mut self, m: Option<TcpMetrics>) {
+        if self.phase == Phase::SynSent {
+            self.cached_metrics = m;
+        }
+    }
+    /// The state `tcp_update_metrics` reads when the connection ends.
+    #[cold]
+    pub fn metrics_ending(&self) -> metrics::Ending {
+        let ssthresh = self.sk.snd_ssthresh;
+        metrics::Ending {
+            srtt_us8: self.rtt.srtt_us,
+            backed_off: self.backed_off,
+            initial_slow_start: ssthresh >= crate::cc::INFINITE_SSTHRESH,
+            open_avoidance: self.sk.snd_cwnd >= ssthresh && self.sk.ca_state == CaState::Open,
+            reordering: self.reordering,
+        }
+    }
+    /// The data sender's and the receiver's hosts.
+    pub fn hosts(&self) -> (u32, u32) {
+        (self.params.sender, self.params.receiver)
     }
     /// The rate sample of the last ACK.
     #[cfg(test)]

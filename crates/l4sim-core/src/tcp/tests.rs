@@ -564,6 +564,47 @@ fn a_requested_transfers_data_sender_starts_with_the_initial_window_after_syn_lo
 }
 
 #[test]
+fn a_cached_rtt_above_the_handshakes_seeds_the_first_rto_until_the_first_data_sample() {
+    // tcp_init_metrics: crtt 400 ms (100 jiffies at HZ 250) above the 20 ms handshake gives
+    // 100 + max(200, 50) jiffies = 1.2 s; without the cache the handshake's 20 ms (a little
+    // more: the SYN's own serialization) + rttvar's 200 ms floor, rounded up to 56 jiffies.
+    let run = |cached: Option<metrics::TcpMetrics>| {
+        let mut h = Harness::new(
+            10.0,
+            20.0,
+            100,
+            spec(EcnSysctl::None),
+            spec(EcnSysctl::None),
+            Some(1_000_000),
+        );
+        h.start();
+        h.s.set_cached_metrics(cached);
+        h.run_until(SEC, |h| h.s.stats.established_at != NEVER);
+        let first = h.s.rto();
+        let ending = h.s.metrics_ending();
+        h.run_until(SEC, |h| h.s.sk.delivered > 2);
+        (first, h.s.rto(), ending.reordering)
+    };
+    let (first, later, reordering) = run(None);
+    assert_eq!(first, 224 * MS);
+    assert_eq!((later, reordering), (first, 3));
+    let cached = metrics::TcpMetrics {
+        rtt_us8: 400 * 8000,
+        reordering: 7,
+    };
+    let (first, later, reordering) = run(Some(cached));
+    assert_eq!(first, 1200 * MS);
+    assert!(later < 300 * MS, "{later}");
+    assert_eq!(reordering, 7);
+    // A cached RTT below the handshake's leaves the RTO to the handshake.
+    let small = metrics::TcpMetrics {
+        rtt_us8: 10 * 8000,
+        reordering: 0,
+    };
+    assert_eq!(run(Some(small)).0, 224 * MS);
+}
+
+#[test]
 fn rfc3168_mode_sends_ect0_on_new_data_only() {
     let mut h = Harness::new(
         10.0,
