@@ -40,12 +40,15 @@ SOURCES = [
     {"kind": "web", "rate": 5, "persistent": True},
     {"kind": "messages", "rate": 10, "batch_min": 1, "batch_max": 5, "message_size": 30000},
     {"kind": "messages", "rate": 200, "batch_min": 1, "batch_max": 8, "message_size": 300, "persistent": True},
+    {"kind": "messages", "rate": 20, "message_size": 5000, "session": {"duration": 0.3, "rate": 50, "poisson": True}},
     {"kind": "chunks", "rate_mbps": 4, "period": 0.1},
     {"kind": "udp", "rate_mbps": 5, "ecn": "ect1"},
     {"kind": "udp", "rate_mbps": 50, "on": 0.02, "off": 0.03},
     {"kind": "udp_prague", "max_rate_mbps": 10},
     {"kind": "udp", "rate_mbps": -1},  # bad
     {"kind": "web", "rate": "fast"},  # bad
+    # bad: a session opens its own connection
+    {"kind": "messages", "rate": 1, "message_size": 1, "persistent": True, "session": {"duration": 1, "rate": 5}},
     {"kind": "nosuch"},  # bad
 ]
 

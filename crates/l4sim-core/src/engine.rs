@@ -37,6 +37,8 @@ pub enum Event {
     FlowStop(u32),
     /// Connection `i` sends its lost requests again (a `web` client's SYN or request).
     RequestRetry(u32),
+    /// The application of session connection `i` writes its next message (`messages`).
+    SessionWrite(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

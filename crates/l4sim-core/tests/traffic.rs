@@ -322,6 +322,81 @@ fn chunks_and_messages_on_persistent_connections_record_every_transfer() {
     }
 }
 
+#[test]
+fn message_sessions_write_on_their_own_connection_for_their_duration_then_close() {
+    // MGEN-like: two sessions a second (periodic), each writing a 20 KB message at once and
+    // then every 0.1 s for 1 s on its own connection (ten messages), then closing.
+    let session = |poisson: bool| {
+        json!({"kind": "messages", "rate": 2, "poisson": false, "message_size": 20000,
+               "session": {"duration": 1.0, "rate": 10, "poisson": poisson}, "stop": 8})
+    };
+    let sc = dumbbell(
+        10.0,
+        100.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![
+            json!({"name": "periodic", "cc": {"name": "cubic"}, "source": session(false)}),
+            json!({"name": "poisson", "cc": {"name": "cubic"}, "source": session(true)}),
+        ],
+    );
+    let r = run(&sc);
+    for name in ["periodic", "poisson"] {
+        let recs: Vec<_> = r.connections.iter().filter(|c| c.flow == name).collect();
+        let mut per_conn = std::collections::BTreeMap::<u64, Vec<f64>>::new();
+        for c in &recs {
+            per_conn.entry(c.id).or_default().push(c.start_s);
+        }
+        // Sessions open at 0.5, 1.0, ... 7.5 s (the source stops at 8 s): 15.
+        assert_eq!(per_conn.len(), 15, "{name}");
+        assert_eq!(
+            recs.iter().filter(|c| c.new_connection).count(),
+            15,
+            "{name}"
+        );
+        assert!(
+            recs.iter().all(|c| c.size == 20_000 && c.fct_s < 0.1),
+            "{name}"
+        );
+        let counts: Vec<usize> = per_conn.values().map(|v| v.len()).collect();
+        if name == "periodic" {
+            assert!(counts.iter().all(|&n| n == 10), "{counts:?}");
+            for starts in per_conn.values() {
+                let gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+                assert!(gaps.iter().all(|g| (g - 0.1).abs() < 1e-6), "{gaps:?}");
+                assert!(starts[9] - starts[0] < 1.0);
+            }
+        } else {
+            // 1 + Poisson(10) messages: mean 11 over 15 sessions (sd about 0.8).
+            let mean = counts.iter().sum::<usize>() as f64 / counts.len() as f64;
+            assert!((mean - 11.0).abs() < 2.5, "{counts:?}");
+            assert!(counts.iter().any(|&n| n != counts[0]), "{counts:?}");
+        }
+        // Each session's connection closed after its last message.
+        let f = r.flows.iter().find(|f| f.name == name).unwrap();
+        assert_eq!(f.bytes_delivered, 20_000 * recs.len() as u64);
+    }
+    let mut w = World::new(&Scenario::from_json(&sc.to_string()).unwrap()).unwrap();
+    w.run();
+    assert_eq!(w.live_conns(), 0, "every session ended and closed");
+}
+
+#[test]
+fn a_message_session_cannot_also_be_persistent() {
+    let sc = dumbbell(
+        1.0,
+        100.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![
+            json!({"name": "m", "source": {"kind": "messages", "rate": 1, "message_size": 1000,
+                    "persistent": true, "session": {"duration": 1, "rate": 5}}}),
+        ],
+    );
+    let e = Scenario::from_json(&sc.to_string()).unwrap_err();
+    assert_eq!(e.field, "flows[0].source.session", "{e}");
+}
+
 /// A periodic `messages` source (`source`'s fields added) on one persistent CUBIC connection
 /// with the `tcp` settings, over 100 Mbit/s with `rtt_ms` base RTT, for `duration` s: the
 /// messages completed and the data segments sent. Every message arrives whole.

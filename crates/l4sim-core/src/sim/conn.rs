@@ -162,6 +162,17 @@ pub struct Stream {
     pub requests_lost: u32,
     pub request_retries: u32,
     pub request_retry_at: SimTime,
+    /// A `messages` session still writing: its next message's time and its end.
+    pub session: Option<Session>,
+}
+
+/// A session's schedule (`messages` with `session`): the application writes `size` bytes at
+/// `next`, and so on until `end`.
+#[derive(Clone, Copy, Debug)]
+pub struct Session {
+    pub next: SimTime,
+    pub end: SimTime,
+    pub size: u64,
 }
 
 /// What a request asks the data sender for when it arrives: to open the connection (the
@@ -190,6 +201,7 @@ impl Stream {
             requests_lost: 0,
             request_retries: 0,
             request_retry_at: NEVER,
+            session: None,
         }
     }
 }

@@ -27,7 +27,7 @@ use crate::time::{millis, secs, to_secs, Jiffies, Rate, SimDuration, SimTime, NE
 use crate::traffic::udp::{UdpParams, UdpReceiver, UdpSender};
 use crate::traffic::udp_prague::{UdpPragueReceiver, UdpPragueSender};
 use crate::traffic::{Source, SourceSpec, Transfer};
-use conn::{Conn, Pending, Request, Stream};
+use conn::{Conn, Pending, Request, Session, Stream};
 
 /// Version of the model, recorded with every result (part of the results-store key).
 pub const MODEL_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -641,6 +641,7 @@ impl World {
                     self.send_request(s);
                 }
             }
+            Event::SessionWrite(s) => self.session_write(s as usize),
             Event::FlowStop(fi) => {
                 if self.flows[fi as usize].removed_at.is_none() {
                     self.stop_flow(fi as usize);
@@ -669,8 +670,13 @@ impl World {
         tr.clear();
         src.wake(now, &mut f.rng, &mut tr);
         let (persistent, requested) = (src.persistent(), src.requested());
+        let session = src.session().map(|se| secs(se.duration));
         for size in tr.drain(..) {
             let bytes = size.unwrap_or(u64::MAX);
+            if let Some(duration) = session {
+                self.open_session(fi, bytes, duration);
+                continue;
+            }
             let (s, what) = match (persistent, self.flows[fi].persistent) {
                 (true, Some(s)) => {
                     self.push_pending(s, bytes);
@@ -696,6 +702,67 @@ impl World {
         }
         self.transfers = tr;
         self.schedule_source(fi);
+    }
+
+    /// A `messages` session opens: a connection that writes `size` bytes now and again at the
+    /// session's rate until `duration` has passed, then closes after its last message.
+    #[cold]
+    fn open_session(&mut self, fi: usize, size: u64, duration: SimDuration) {
+        let now = self.now;
+        let s = self.new_tcp(fi, Some(size), now);
+        let end = now + duration;
+        let next = self.session_gap(fi, now);
+        if next < end {
+            if let Conn::Tcp(c) = &mut self.conns[s].as_mut().unwrap().conn {
+                c.0.keep_open();
+            }
+            self.conns[s].as_mut().unwrap().session = Some(Session { next, end, size });
+            self.sched.schedule(next, Event::SessionWrite(s as u32));
+        }
+        self.write(s, Request::Open);
+    }
+
+    /// When a session of flow `fi` writes its next message after one at `t`: a period of
+    /// 1/rate, or an exponential gap (`poisson`), drawn from the flow's random stream.
+    fn session_gap(&mut self, fi: usize, t: SimTime) -> SimTime {
+        let f = &mut self.flows[fi];
+        let Some(se) = f.source.as_ref().and_then(|src| src.session()) else {
+            return NEVER;
+        };
+        let mean = 1.0 / se.rate;
+        let gap = if se.poisson {
+            f.rng.exponential(mean)
+        } else {
+            mean
+        };
+        t + secs(gap).max(1)
+    }
+
+    /// Session connection `s` writes its next message; the last one (the next would come at
+    /// or after the session's end) also lets the FIN ride on its last segment.
+    #[cold]
+    fn session_write(&mut self, s: usize) {
+        let now = self.now;
+        let Some(st) = self.conns[s].as_mut() else {
+            return;
+        };
+        let Some(se) = st.session.filter(|se| se.next == now && !st.closing) else {
+            return; // stale: the slot was reused, or the flow removed
+        };
+        let fi = st.flow as usize;
+        let next = self.session_gap(fi, now);
+        let st = self.conns[s].as_mut().unwrap();
+        if next < se.end {
+            st.session = Some(Session { next, ..se });
+            self.sched.schedule(next, Event::SessionWrite(s as u32));
+        } else {
+            st.session = None;
+            if let Conn::Tcp(c) = &mut st.conn {
+                c.0.close_after_writes();
+            }
+        }
+        self.push_pending(s, se.size);
+        self.write(s, Request::Write(se.size));
     }
 
     /// A transfer of `bytes` more on the persistent connection in slot `s`, asked for now.
@@ -852,7 +919,9 @@ impl World {
             });
         }
         // A persistent connection stays open; a bulk stream stays in its flow's streams.
-        let kept = self.flows[fi].persistent == Some(s) || self.flows[fi].spec.source.is_bulk();
+        let kept = self.flows[fi].persistent == Some(s)
+            || self.flows[fi].spec.source.is_bulk()
+            || st.session.is_some();
         if st.pending.is_empty() && !kept {
             // The receiver has every byte; the connection closes (FIN rides on the last
             // segment) and its slot is reused once its packets have left the network. It

@@ -1155,6 +1155,12 @@ impl TcpSender {
         self.keep_open = true;
     }
 
+    /// The application closes the connection after its next write (a `messages` session's
+    /// last message): the FIN rides on that write's last segment.
+    pub fn close_after_writes(&mut self) {
+        self.keep_open = false;
+    }
+
     /// `tcp_wnd_end`, in segments: the window counts whole segments of `mss_now` bytes.
     fn wnd_end(&self) -> u32 {
         let segs = self.snd_wnd / self.mss_now.max(1) as u64;

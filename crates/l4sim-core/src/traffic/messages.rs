@@ -2,6 +2,12 @@
 //! example 10 batch events per second, 1 to 10 messages of 65,000 B each, mean 5.5). Batch
 //! events are Poisson at `rate` per second, or periodic; each message is a transfer on a new
 //! connection unless `persistent`.
+//!
+//! With `session`, each message of a batch opens a session instead, as an MGEN TCP flow runs
+//! (`ON id TCP DST ... PERIODIC [rate size]`, then `OFF` after `duration`): one connection
+//! whose application writes a message at once and then one every 1/`rate` s (or at
+//! exponential gaps, MGEN's `POISSON`) while the session lasts, and closes after its last
+//! message (the FIN rides on its last segment).
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +34,22 @@ pub struct MessagesSpec {
     pub persistent: bool,
     #[serde(default)]
     pub stop: Option<f64>,
+    /// Each message opens a session that writes messages on its connection for a while.
+    #[serde(default)]
+    pub session: Option<SessionSpec>,
+}
+
+/// An MGEN-like session: `rate` messages per second for `duration` seconds on one connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSpec {
+    /// How long the session writes, s (MGEN's `ON` to `OFF`).
+    pub duration: f64,
+    /// Messages per second within the session.
+    pub rate: f64,
+    /// Exponential gaps between its messages (MGEN's `POISSON`) instead of a fixed period.
+    #[serde(default)]
+    pub poisson: bool,
 }
 
 fn one() -> u32 {
@@ -68,6 +90,17 @@ impl MessagesSpec {
                 "message_size".into(),
                 "must be at least 1 byte, got 0".into(),
             ));
+        }
+        if let Some(se) = &self.session {
+            if self.persistent {
+                return Err((
+                    "session".into(),
+                    "a session opens its own connection: give session or persistent, not both"
+                        .into(),
+                ));
+            }
+            super::positive("session.duration", se.duration)?;
+            per_second("session.rate", se.rate, "messages")?;
         }
         Ok(())
     }
@@ -123,5 +156,9 @@ impl Source for Messages {
 
     fn persistent(&self) -> bool {
         self.spec.persistent
+    }
+
+    fn session(&self) -> Option<&SessionSpec> {
+        self.spec.session.as_ref()
     }
 }

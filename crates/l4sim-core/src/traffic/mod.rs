@@ -47,6 +47,11 @@ pub trait Source: Send + Sync {
     fn requested(&self) -> bool {
         false
     }
+    /// Whether each transfer opens a session: a connection on which the application writes
+    /// the transfer's size again at the session's rate until it ends (`messages`).
+    fn session(&self) -> Option<&messages::SessionSpec> {
+        None
+    }
 }
 
 /// What a flow sends (`source` in a scenario flow; default `bulk`).
