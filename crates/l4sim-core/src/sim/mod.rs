@@ -923,15 +923,23 @@ impl World {
             || self.flows[fi].spec.source.is_bulk()
             || st.session.is_some();
         if st.pending.is_empty() && !kept {
-            // The receiver has every byte; the connection closes (FIN rides on the last
-            // segment) and its slot is reused once its packets have left the network. It
-            // ended well: `tcp_update_metrics` with the data sender's state.
-            let (local, remote) = snd.hosts();
-            self.tcp_metrics
-                .update(local, remote, &snd.metrics_ending());
-            st.closing = true;
-            self.try_free(s);
+            self.close_finished(s);
         }
+    }
+
+    /// The receiver of connection `s` has every byte: it closes (the FIN rode on the last
+    /// segment), and its slot is reused once its packets have left the network. It ended
+    /// well: `tcp_update_metrics` with the data sender's state.
+    #[cold]
+    fn close_finished(&mut self, s: usize) {
+        let st = self.conns[s].as_mut().unwrap();
+        if let Conn::Tcp(c) = &st.conn {
+            let (local, remote) = c.0.hosts();
+            self.tcp_metrics
+                .update(local, remote, &c.0.metrics_ending());
+        }
+        st.closing = true;
+        self.try_free(s);
     }
 
     /// Free a closing connection's slot once none of its packets is in the network.
