@@ -1855,7 +1855,6 @@ fn new_track(p: &crate::net::Port) -> QdiscTrack {
     }
 }
 
-/// ECN mode and data codepoint names of a connection, once it is established.
 /// `tcp_init_metrics` for a data sender whose SYN/ACK arrives: the cache's entry for its hosts.
 #[cold]
 fn init_metrics(conn: &mut Conn, cache: &MetricsCache) {
@@ -1865,6 +1864,7 @@ fn init_metrics(conn: &mut Conn, cache: &MetricsCache) {
     }
 }
 
+/// ECN mode and data codepoint names of a connection, once it is established.
 fn ecn_of(c: &Conn) -> Option<(String, String)> {
     match c {
         Conn::Tcp(c) if c.0.stats.established_at != NEVER => Some((
