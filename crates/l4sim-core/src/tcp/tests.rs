@@ -475,18 +475,6 @@ fn lost_synack_keeps_the_listeners_accecn_answer_on_both_sides() {
     assert!(h.s.stats.completed_at != NEVER);
 }
 
-/// A 1 MB Reno transfer over 10 Mbit/s and 20 ms, without ECN.
-fn plain_1mb() -> Harness {
-    Harness::new(
-        10.0,
-        20.0,
-        100,
-        spec(EcnSysctl::None),
-        spec(EcnSysctl::None),
-        Some(1_000_000),
-    )
-}
-
 /// A harness whose listener drops the SYN/ACKs (`lost_synacks`) or whose path drops the SYNs
 /// (`lost_syns`) until the sender's third SYN; run until the connection is established.
 /// Returns the harness, the data segments sent at the handshake's end, and the smoothed RTT
@@ -494,7 +482,7 @@ fn plain_1mb() -> Harness {
 fn handshake_after_losses(lost_syns: bool, client_opened: bool) -> (Harness, usize, SimDuration) {
     use std::cell::Cell;
     use std::rc::Rc;
-    let mut h = plain_1mb();
+    let mut h = no_ecn(10.0, 20.0, Some(1_000_000));
     if client_opened {
         let mut p = params(Some(1_000_000));
         p.client_opened = Some(ecn::ClientOpened {
@@ -574,7 +562,7 @@ fn a_cached_rtt_above_the_handshakes_seeds_the_first_rto_until_the_first_data_sa
     // 100 + max(200, 50) jiffies = 1.2 s; without the cache the handshake's 20 ms (a little
     // more: the SYN's own serialization) + rttvar's 200 ms floor, rounded up to 56 jiffies.
     let run = |cached: Option<metrics::TcpMetrics>| {
-        let mut h = plain_1mb();
+        let mut h = no_ecn(10.0, 20.0, Some(1_000_000));
         h.start();
         h.s.set_cached_metrics(cached);
         h.run_until(SEC, |h| h.s.stats.established_at != NEVER);
