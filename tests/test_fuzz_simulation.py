@@ -40,7 +40,16 @@ SOURCES = [
     {"kind": "web", "rate": 5, "persistent": True},
     {"kind": "messages", "rate": 10, "batch_min": 1, "batch_max": 5, "message_size": 30000},
     {"kind": "messages", "rate": 200, "batch_min": 1, "batch_max": 8, "message_size": 300, "persistent": True},
-    {"kind": "messages", "rate": 20, "message_size": 5000, "session": {"duration": 0.3, "rate": 50, "poisson": True}},
+    {"kind": "messages", "rate": 20, "message_size": 5000, "session": {"duration": 0.3, "rate": 50, "poisson_fraction": 1}},
+    {
+        "kind": "messages",
+        "rate": 5,
+        "batch_mean": 3,
+        "batch_max": 6,
+        "jitter": 0.2,
+        "message_size": 8000,
+        "session": {"duration": 0.2, "rate": 20, "poisson_fraction": 0.25},
+    },
     {"kind": "chunks", "rate_mbps": 4, "period": 0.1},
     {"kind": "udp", "rate_mbps": 5, "ecn": "ect1"},
     {"kind": "udp", "rate_mbps": 50, "on": 0.02, "off": 0.03},
@@ -49,6 +58,7 @@ SOURCES = [
     {"kind": "web", "rate": "fast"},  # bad
     # bad: a session opens its own connection
     {"kind": "messages", "rate": 1, "message_size": 1, "persistent": True, "session": {"duration": 1, "rate": 5}},
+    {"kind": "messages", "rate": 5, "message_size": 1000, "jitter": -1},  # bad
     {"kind": "nosuch"},  # bad
 ]
 

@@ -77,6 +77,19 @@ impl Rng {
         -mean * (1.0 - self.uniform()).ln()
     }
 
+    /// Poisson with the given mean, by Knuth's product of uniforms (one uniform per unit of
+    /// the result: meant for batch sizes, means of a few dozen at most).
+    pub fn poisson(&mut self, mean: f64) -> u32 {
+        let limit = (-mean).exp();
+        let mut n = 0;
+        let mut p = self.uniform();
+        while p > limit {
+            n += 1;
+            p *= self.uniform();
+        }
+        n
+    }
+
     /// Pareto with shape `alpha` and scale (minimum) `xm`.
     pub fn pareto(&mut self, alpha: f64, xm: f64) -> f64 {
         xm / (1.0 - self.uniform()).powf(1.0 / alpha)
@@ -101,6 +114,18 @@ mod tests {
         let mut a = Rng::new(7, stream::QDISC);
         let mut b = Rng::new(7, stream::CC);
         assert_ne!(a.next_u64(), b.next_u64());
+    }
+
+    #[test]
+    fn poisson_has_its_mean_as_mean_and_variance() {
+        let mut r = Rng::new(3, stream::QDISC);
+        let xs: Vec<f64> = (0..200_000).map(|_| r.poisson(5.5) as f64).collect();
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+        assert!((mean - 5.5).abs() < 0.02, "{mean}");
+        assert!((var - 5.5).abs() < 0.1, "{var}");
+        let zeros = xs.iter().filter(|&&x| x == 0.0).count() as f64 / xs.len() as f64;
+        assert!((zeros - (-5.5f64).exp()).abs() < 0.001, "{zeros}");
     }
 
     #[test]

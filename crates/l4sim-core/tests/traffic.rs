@@ -326,9 +326,9 @@ fn chunks_and_messages_on_persistent_connections_record_every_transfer() {
 fn message_sessions_write_on_their_own_connection_for_their_duration_then_close() {
     // MGEN-like: two sessions a second (periodic), each writing a 20 KB message at once and
     // then every 0.1 s for 1 s on its own connection (ten messages), then closing.
-    let session = |poisson: bool| {
+    let session = |poisson: f64| {
         json!({"kind": "messages", "rate": 2, "poisson": false, "message_size": 20000,
-               "session": {"duration": 1.0, "rate": 10, "poisson": poisson}, "stop": 8})
+               "session": {"duration": 1.0, "rate": 10, "poisson_fraction": poisson}, "stop": 8})
     };
     let sc = dumbbell(
         10.0,
@@ -336,8 +336,8 @@ fn message_sessions_write_on_their_own_connection_for_their_duration_then_close(
         10.0,
         json!({"kind": "pfifo", "limit": 1000}),
         vec![
-            json!({"name": "periodic", "cc": {"name": "cubic"}, "source": session(false)}),
-            json!({"name": "poisson", "cc": {"name": "cubic"}, "source": session(true)}),
+            json!({"name": "periodic", "cc": {"name": "cubic"}, "source": session(0.0)}),
+            json!({"name": "poisson", "cc": {"name": "cubic"}, "source": session(1.0)}),
         ],
     );
     let r = run(&sc);
@@ -379,6 +379,33 @@ fn message_sessions_write_on_their_own_connection_for_their_duration_then_close(
     let mut w = World::new(&Scenario::from_json(&sc.to_string()).unwrap()).unwrap();
     w.run();
     assert_eq!(w.live_conns(), 0, "every session ended and closed");
+}
+
+#[test]
+fn a_poisson_fraction_of_sessions_writes_at_exponential_gaps_the_rest_periodically() {
+    // The study's MGEN scripts: a quarter of the sessions POISSON, the rest PERIODIC. 200
+    // sessions of 1 s at 10 messages a second: a periodic one writes every 0.1 s exactly.
+    let sc = dumbbell(
+        12.0,
+        100.0,
+        10.0,
+        json!({"kind": "pfifo", "limit": 1000}),
+        vec![
+            json!({"name": "m", "cc": {"name": "cubic"}, "source": {"kind": "messages",
+                "rate": 20, "poisson": false, "message_size": 1000, "stop": 10,
+                "session": {"duration": 1.0, "rate": 10, "poisson_fraction": 0.25}}}),
+        ],
+    );
+    let r = run(&sc);
+    let mut per_conn = std::collections::BTreeMap::<u64, Vec<f64>>::new();
+    for c in r.connections.iter().filter(|c| c.flow == "m") {
+        per_conn.entry(c.id).or_default().push(c.start_s);
+    }
+    assert_eq!(per_conn.len(), 199);
+    let periodic = |v: &Vec<f64>| v.windows(2).all(|w| (w[1] - w[0] - 0.1).abs() < 1e-6);
+    let poisson = per_conn.values().filter(|v| !periodic(v)).count();
+    // Binomial(199, 0.25): 50 +- 6; a Poisson session with every gap 0.1 s does not happen.
+    assert!((30..=70).contains(&poisson), "{poisson}");
 }
 
 #[test]

@@ -167,12 +167,13 @@ pub struct Stream {
 }
 
 /// A session's schedule (`messages` with `session`): the application writes `size` bytes at
-/// `next`, and so on until `end`.
+/// `next`, and so on until `end`, at a fixed period or at exponential gaps (`poisson`).
 #[derive(Clone, Copy, Debug)]
 pub struct Session {
     pub next: SimTime,
     pub end: SimTime,
     pub size: u64,
+    pub poisson: bool,
 }
 
 /// What a request asks the data sender for when it arrives: to open the connection (the

@@ -711,12 +711,26 @@ impl World {
         let now = self.now;
         let s = self.new_tcp(fi, Some(size), now);
         let end = now + duration;
-        let next = self.session_gap(fi, now);
+        let f = &mut self.flows[fi];
+        let fraction = f
+            .source
+            .as_ref()
+            .and_then(|src| src.session())
+            .map_or(0.0, |se| se.poisson_fraction);
+        // A draw only where the fraction leaves a choice (MGEN's POISSON or PERIODIC).
+        let poisson = fraction >= 1.0 || (fraction > 0.0 && f.rng.uniform() < fraction);
+        let next = self.session_gap(fi, now, poisson);
         if next < end {
             if let Conn::Tcp(c) = &mut self.conns[s].as_mut().unwrap().conn {
                 c.0.keep_open();
             }
-            self.conns[s].as_mut().unwrap().session = Some(Session { next, end, size });
+            let se = Session {
+                next,
+                end,
+                size,
+                poisson,
+            };
+            self.conns[s].as_mut().unwrap().session = Some(se);
             self.sched.schedule(next, Event::SessionWrite(s as u32));
         }
         self.write(s, Request::Open);
@@ -724,13 +738,13 @@ impl World {
 
     /// When a session of flow `fi` writes its next message after one at `t`: a period of
     /// 1/rate, or an exponential gap (`poisson`), drawn from the flow's random stream.
-    fn session_gap(&mut self, fi: usize, t: SimTime) -> SimTime {
+    fn session_gap(&mut self, fi: usize, t: SimTime, poisson: bool) -> SimTime {
         let f = &mut self.flows[fi];
         let Some(se) = f.source.as_ref().and_then(|src| src.session()) else {
             return NEVER;
         };
         let mean = 1.0 / se.rate;
-        let gap = if se.poisson {
+        let gap = if poisson {
             f.rng.exponential(mean)
         } else {
             mean
@@ -750,7 +764,7 @@ impl World {
             return; // stale: the slot was reused, or the flow removed
         };
         let fi = st.flow as usize;
-        let next = self.session_gap(fi, now);
+        let next = self.session_gap(fi, now, se.poisson);
         let st = self.conns[s].as_mut().unwrap();
         if next < se.end {
             st.session = Some(Session { next, ..se });
