@@ -110,6 +110,8 @@ def test_s3a_shares_the_core_bottleneck(s3):
         (["--scenarios", "S9"], "--scenarios: unknown scenario S9"),
         (["--scale", "2"], "--scale: "),
         (["--heavy-load", "3"], "--heavy-load: "),
+        (["--background", "mgen"], "--background: must be one of load, study, got 'mgen'"),
+        (["--background", "study", "--heavy-load", "0.5"], "--heavy-load: "),
         (["--scenarios", ""], "--scenarios: "),
         (["--scenarios", " , "], "--scenarios: "),
         (["--trials", "0"], "--trials"),
@@ -153,6 +155,46 @@ def test_no_background_bursts_at_all_is_a_valid_scenario(kw):
         sc = icnp26.scenario(name, quick=True, **kw)
         load(sc).validate()
         assert all(f["source"]["rate"] > 0 for f in sc["flows"] if f["name"].startswith("bg_"))
+
+
+def test_the_study_background_is_the_studys_generator_with_its_profiles():
+    """``background="study"``: the notebook's profiles (light; heavy_4g for s_to_m in S3; heavy_1g
+    for eps_to_k in S2), rates scaled with the links each pair loads."""
+    src = lambda sc, name: next(f["source"] for f in sc["flows"] if f["name"] == name)  # noqa: E731
+    full = icnp26.scenario("S3a", scale=1.0, background="study")
+    heavy, light = src(full, "bg_s_to_m_bursts"), src(full, "bg_m_to_f_bursts")
+    assert (heavy["rate"], heavy["batch_mean"], heavy["batch_max"], heavy["jitter"]) == (10.0, 5.5, 25, 0.5)
+    assert heavy["session"] == {"duration": 4.8, "rate": 19, "poisson_fraction": 0.25}
+    assert (light["rate"], light["batch_mean"], light["batch_max"]) == (1.0, 4.0, 15)
+    assert light["session"] == {"duration": 4.8, "rate": 10, "poisson_fraction": 0.25}
+    assert src(full, "bg_s_to_m_long_0")["rate"] == 58 and full["flows"][-1]["start"] == 5.0
+    s2 = src(icnp26.scenario("S2a", scale=1.0, background="study"), "bg_eps_to_k_bursts")
+    assert (s2["rate"], s2["batch_mean"], s2["batch_max"], s2["session"]["duration"]) == (3.5, 5.0, 20, 5.0)
+    # At scale 0.1 the core is 400 Mbit/s (x 0.1) and the sender access 250 (x 0.25, its floor).
+    scaled = icnp26.scenario("S2a", scale=0.1, background="study")
+    assert src(scaled, "bg_s_to_m_bursts")["rate"] == pytest.approx(0.1)
+    assert src(scaled, "bg_eps_to_k_bursts")["rate"] == pytest.approx(3.5 * 0.25)
+    assert src(scaled, "bg_eps_to_k_long_0")["rate"] == pytest.approx(29 * 0.25)
+    with pytest.raises(ValueError, match="background must be one of load, study"):
+        icnp26.scenario("S1", background="mgen")
+
+
+def test_study_background_sessions_write_their_messages_for_4_8_s_on_one_connection():
+    """Each session is one connection writing 65,000 B messages for 4.8 s: 19 a second, 92 in all
+    (PERIODIC), or at exponential gaps (POISSON, a quarter of them). Records are the messages
+    delivered by the end of the run (the loaded FIFO holds some back)."""
+    r = l4sim.run(icnp26.scenario("S3a", duration=12.0, scale=0.05, background="study"))
+    c = r.connections
+    per = c[c["flow"] == "bg_s_to_m_bursts"].sort_values("start_s").groupby("id")
+    assert (per["size"].max() == 65000).all() and (per["new_connection"].sum() == 1).all()
+    # Poisson(5.5) sessions per event, 0.625 events/s (10 x 250/4000) over 11 s: about 38.
+    assert 15 <= per.ngroups <= 70, per.ngroups
+    span = per["start_s"].agg(lambda x: x.max() - x.min())
+    assert (span < 4.8).all()
+    periodic = per["start_s"].agg(lambda x: bool((x.diff().dropna() - 1 / 19).abs().max() < 1e-6))
+    count = per.size()
+    assert (count[periodic] <= 92).all() and (count[periodic] == 92).sum() >= 5
+    assert 0.05 < 1 - periodic.mean() < 0.5, periodic.mean()
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,18 @@ What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-I
   "Queues") (receiver access DualPI2 at 100 Mbit/s, sender access FIFO at 1 Gbit/s, core and peering
   FIFOs at 4 Gbit/s, the "priority capped" prio/tbf/PIE tree).
 - Traffic per trial: the same section and the ``l4s_*``/``classic_*`` result files' names.
+- Background (``background="study"``): the notebook's MGEN script generator
+  (``bg_mgen_script``) and its profiles (``PROFILES``): per pair long periodic flows and Poisson
+  batches of 4.8-5 s MGEN sessions, the scenario's heavy pair with its heavy profile.
 
 Departures (also in ``docs/icnp26.md``): no netem jitter; each host link carries 7.5 ms one way
-so every pair's base RTT is 30 ms; the background's offered load at the scenario's bottleneck is
-set as a fraction of its rate (``heavy_load``, default 0.8); ``scale`` < 1 scales the core,
-peering and sender-access rates (floor 250 Mbit/s), their buffers, the tbf caps (floor 120
-Mbit/s) and the background uniformly (the receiver access and the study traffic keep their
-real rates); the classic long flows run to the end (the study: to 115 s).
+so every pair's base RTT is 30 ms; by default (``background="load"``) the background's offered
+load at the scenario's bottleneck is set as a fraction of its rate (``heavy_load``, default
+0.8); ``scale`` < 1 scales the core, peering and sender-access rates (floor 250 Mbit/s), their
+buffers, the tbf caps (floor 120 Mbit/s) and the background (with ``"study"``, its message and
+session arrival rates with the rates of the links each pair loads); the receiver access and the
+study traffic keep their real rates; the classic long flows run to the end (the study: to
+115 s).
 """
 
 from __future__ import annotations
@@ -88,9 +93,30 @@ _BG_PATHS = {
 BG_HOSTS = {"node_k": "r-core1-5", "node_s": "r-4-5", "node_m": "r-4-3", "node_f": "r-2-3", "node_g": "r-6-2"}
 
 MSG = 65000  # MGEN message size, bytes
-# Offered load of the background at the scenario's bottleneck, as a fraction of its rate: the
-# study traffic (up to the 100 Mbit/s receiver access) then finds that link its bottleneck.
+# The study's background profiles (the notebook's `background_profiles`, read 2026-11-29): per
+# pair 4 long periodic flows of `long_mbps`, and batch events at `event_rate` per second of a
+# Poisson number of sessions (mean `batch_mean`, 1..`batch_max`), each `burst_mbps` for
+# `size_mb` x 8 / `burst_mbps` seconds (the generator takes the size as 10^6 bytes).
+PROFILES: dict[str, dict[str, float]] = {
+    "light": {"long_mbps": 30, "burst_mbps": 5, "size_mb": 3, "event_rate": 1.0, "batch_mean": 4.0, "batch_max": 15},
+    "heavy_1g": {"long_mbps": 15, "burst_mbps": 8, "size_mb": 5, "event_rate": 3.5, "batch_mean": 5.0, "batch_max": 20},
+    "heavy_4g": {
+        "long_mbps": 30,
+        "burst_mbps": 10,
+        "size_mb": 6,
+        "event_rate": 10.0,
+        "batch_mean": 5.5,
+        "batch_max": 25,
+    },
+}
+HEAVY_PROFILE = {"eps_to_k": "heavy_1g", "s_to_m": "heavy_4g", "f_to_g": "heavy_4g", "m_to_f": "heavy_4g"}
+BATCH_JITTER_S = 0.5  # a session starts within 0.5 s around its batch event
+POISSON_FRACTION = 0.25  # of the sessions MGEN POISSON, the rest PERIODIC
+# background="load": the offered load of the background at the scenario's bottleneck, as a
+# fraction of its rate: the study traffic (up to the 100 Mbit/s receiver access) then finds that
+# link its bottleneck.
 HEAVY_LOAD = 0.8
+BACKGROUNDS = ("load", "study")
 
 
 def scenario_names() -> list[str]:
@@ -302,9 +328,24 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
 
 
 def background_flows(
-    scenario: str, duration: float, *, scale: float = 1.0, heavy_load: float = HEAVY_LOAD
+    scenario: str,
+    duration: float,
+    *,
+    scale: float = 1.0,
+    heavy_load: float = HEAVY_LOAD,
+    background: str = "load",
 ) -> list[dict[str, Any]]:
-    """The MGEN background of the four pairs: per pair 4 long flows of 58 x 65,000 B/s
+    """The MGEN background of the four pairs (``eps_to_k``, ``s_to_m``, ``m_to_f``,
+    ``f_to_g``): ``"load"`` sets the heavy pair's offered load at the scenario's bottleneck
+    (``heavy_load`` x its rate), so that the bottleneck is loaded whatever the scale;
+    ``"study"`` runs the study's own MGEN scripts' process at its rates (docs/icnp26.md)."""
+    if background == "study":
+        return _study_background(scenario, duration, scale)
+    return _load_background(scenario, duration, scale, heavy_load)
+
+
+def _load_background(scenario: str, duration: float, scale: float, heavy_load: float) -> list[dict[str, Any]]:
+    """``background="load"``: per pair 4 long flows of 58 x 65,000 B/s
     (30 Mbit/s) and Poisson batches of 1..10 messages of 65,000 B on new connections (10
     batches/s, 28.6 Mbit/s); at the scenario's bottleneck the batches are made heavy (offered
     ``heavy_load`` x its rate), standing in for the study's eight burst processes there."""
@@ -369,6 +410,79 @@ def background_flows(
     return out
 
 
+def per_second(mbps: float) -> int:
+    """MGEN messages of 65,000 B per second for a rate (the generator's rounding, at least 1)."""
+    return max(1, round(mbps * 1e6 / (8 * MSG)))
+
+
+def _study_background(scenario: str, duration: float, scale: float) -> list[dict[str, Any]]:
+    """``background="study"``: as the study's generator makes it (its profile per pair,
+    ``PROFILES``): 4 long periodic flows on persistent connections, and Poisson batch
+    events of sessions (a Poisson number per batch, each session starting within 0.5 s of its
+    event, one connection writing 65,000 B messages for 4.8-5 s, a quarter of them at
+    exponential gaps). The long flows' message rates and the event rates scale with the links
+    the pair loads (the sender access for ``eps_to_k``, the core and peering links for the
+    others: their rate at ``scale`` over the study's), so each pair offers its links the share
+    it offers them in the study."""
+    heavy = HEAVY_PAIR.get(scenario[:2])
+    send, core = scaled_rates(scale)
+    t = lambda x: round(x * duration / 120, 4)  # noqa: E731 - the study's times, compressed
+    out: list[dict[str, Any]] = []
+    for pair in ("eps_to_k", "s_to_m", "m_to_f", "f_to_g"):
+        src, dst = {
+            "eps_to_k": ("e-{i}-5", "node_k"),
+            "s_to_m": ("node_s", "node_m"),
+            "m_to_f": ("node_m", "node_f"),
+            "f_to_g": ("node_f", "node_g"),
+        }[pair]
+        prof = PROFILES[HEAVY_PROFILE[pair] if pair == heavy else "light"]
+        f = send / SEND_ACCESS_MBPS if pair == "eps_to_k" else core / CORE_MBPS
+        for j in range(4):
+            out.append(
+                {
+                    "name": f"bg_{pair}_long_{j}",
+                    "from": src.format(i=j % 3),
+                    "to": dst,
+                    "cc": {"name": "cubic"},
+                    "start": 0.5 * j,
+                    "source": {
+                        "kind": "messages",
+                        "rate": round(per_second(prof["long_mbps"]) * f, 4),
+                        "poisson": False,
+                        "message_size": MSG,
+                        "persistent": True,
+                        "stop": t(115),
+                    },
+                }
+            )
+        rate = prof["event_rate"] * f
+        out.append(
+            {
+                "name": f"bg_{pair}_bursts",
+                "from": src.format(i=0),
+                "to": dst,
+                "cc": {"name": "cubic"},
+                "start": t(5),
+                "source": {
+                    "kind": "messages",
+                    "rate": round(rate, 4),
+                    "poisson": True,
+                    "batch_mean": prof["batch_mean"],
+                    "batch_max": prof["batch_max"],
+                    "jitter": BATCH_JITTER_S,
+                    "message_size": MSG,
+                    "stop": t(115),
+                    "session": {
+                        "duration": prof["size_mb"] * 8 / prof["burst_mbps"],
+                        "rate": per_second(prof["burst_mbps"]),
+                        "poisson_fraction": POISSON_FRACTION,
+                    },
+                },
+            }
+        )
+    return out
+
+
 FULL = {"duration": 120.0, "scale": 0.1}
 QUICK = {"duration": 20.0, "scale": 0.05}
 
@@ -381,10 +495,12 @@ def scenario(
     scale: float | None = None,
     quick: bool = False,
     heavy_load: float = HEAVY_LOAD,
+    background: str = "load",
     sample_interval: float = 0.5,
 ) -> dict[str, Any]:
     """One scenario's run as a scenario dict for ``l4sim.run`` (seeded by ``trial``); ``quick``:
-    20 s at scale 0.05 instead of the study's 120 s at scale 0.1, unless given."""
+    20 s at scale 0.05 instead of the study's 120 s at scale 0.1, unless given; ``background``:
+    ``"load"`` or ``"study"`` (``background_flows``)."""
     check_scenario(name)
     base = QUICK if quick else FULL
     duration = base["duration"] if duration is None else duration
@@ -393,8 +509,12 @@ def scenario(
         raise ValueError(f"scale must be in (0, 1], got {scale}")
     if duration <= 0:
         raise ValueError(f"duration must be > 0, got {duration}")
+    if background not in BACKGROUNDS:
+        raise ValueError(f"background must be one of {', '.join(BACKGROUNDS)}, got {background!r}")
     rng = random.Random(f"icnp26-{trial}")
-    flows = study_flows(duration, rng) + background_flows(name, duration, scale=scale, heavy_load=heavy_load)
+    flows = study_flows(duration, rng) + background_flows(
+        name, duration, scale=scale, heavy_load=heavy_load, background=background
+    )
     return {
         "name": f"icnp26_{name}_t{trial}",
         "duration": duration,

@@ -45,7 +45,14 @@ def register(subparsers: Any) -> None:
         "--heavy-load",
         type=float,
         default=icnp26.HEAVY_LOAD,
-        help="background offered at the bottleneck, fraction of its rate (default %(default)g)",
+        help="with --background load: background offered at the bottleneck, fraction of its rate "
+        "(default %(default)g)",
+    )
+    p.add_argument(
+        "--background",
+        default="load",
+        help="load (default: the heavy pair's load set at the bottleneck) or study (the study's own MGEN "
+        "scripts' process at its rates; docs/icnp26.md)",
     )
     p.add_argument("--scenarios", help="comma-separated subset, e.g. S1,S3a,S3b")
     p.add_argument("-j", "--jobs", type=count, default=None, help="worker processes (default: all cores)")
@@ -80,7 +87,13 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         return usage_error(f"--scale: must be in (0, 1], got {scale:g}")
     if not 0 <= args.heavy_load <= 2:
         return usage_error(f"--heavy-load: must be in [0, 2], got {args.heavy_load:g}")
-    problem = _check_scenarios(names, trials, duration, scale, args.heavy_load)
+    background = args.background.strip().lower()
+    if background not in icnp26.BACKGROUNDS:
+        return usage_error(f"--background: must be one of {', '.join(icnp26.BACKGROUNDS)}, got {args.background!r}")
+    if background == "study" and args.heavy_load != icnp26.HEAVY_LOAD:
+        return usage_error("--heavy-load: sets --background load's bursts; --background study runs the study's own")
+    heavy = args.heavy_load if background == "load" else None
+    problem = _check_scenarios(names, trials, duration, scale, heavy)
     if problem:
         return usage_error(problem)
     out = Path(args.out)
@@ -88,7 +101,7 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return usage_error(f"cannot create {out}: {e.strerror}")
-    jobs = [(n, t, duration, scale, args.heavy_load) for n in names for t in range(1, trials + 1)]
+    jobs = [(n, t, duration, scale, heavy) for n in names for t in range(1, trials + 1)]
     print(f"ICNP'26: {len(names)} scenarios x {trials} trials x {duration:g} s at scale {scale:g} -> {out}")
     t0 = time.time()
     results: list[dict[str, Any]] = []
@@ -106,13 +119,15 @@ def cmd_reproduce_icnp26(args: Any) -> int:
         )
         return 130
     rep = write_report(
-        results, out, duration=duration, scale=scale, heavy_load=args.heavy_load, wall_s=time.time() - t0
+        results, out, duration=duration, scale=scale, heavy_load=heavy, wall_s=time.time() - t0
     )
     print(f"wrote {rep}")
     return 0
 
 
-def _check_scenarios(names: list[str], trials: int, duration: float, scale: float, heavy: float) -> str | None:
+def _check_scenarios(
+    names: list[str], trials: int, duration: float, scale: float, heavy: float | None
+) -> str | None:
     """One line if a run of the study would be refused by the simulator, before any runs: the
     options in the user's words (a flow starting after the end: --duration is too short)."""
     from l4sim.scenario import ScenarioError, load
@@ -120,11 +135,11 @@ def _check_scenarios(names: list[str], trials: int, duration: float, scale: floa
     for name in names:
         for trial in range(1, trials + 1):
             try:
-                load(icnp26.scenario(name, trial=trial, duration=duration, scale=scale, heavy_load=heavy)).validate()
+                load(_scenario(name, trial, duration, scale, heavy)).validate()
             except ScenarioError as e:
                 if str(getattr(e, "field", "")).endswith((".start", ".stop")):
                     return f"--duration: {duration:g} s is too short for {name}'s traffic ({e})"
-                return f"{name} (--duration {duration:g}, --scale {scale:g}, --heavy-load {heavy:g}): {e}"
+                return f"{name} (--duration {duration:g}, --scale {scale:g}, {_bg_option(heavy)}): {e}"
     return None
 
 
@@ -147,13 +162,24 @@ def _queue_series(sq: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[["t", "name", "value"]]
 
 
-def run_one(job: tuple[str, int, float, float, float]) -> dict[str, Any]:
+def _scenario(name: str, trial: int, duration: float, scale: float, heavy: float | None) -> dict[str, Any]:
+    """A run's scenario: ``heavy`` the heavy load of ``--background load``, None for ``study``."""
+    if heavy is None:
+        return icnp26.scenario(name, trial=trial, duration=duration, scale=scale, background="study")
+    return icnp26.scenario(name, trial=trial, duration=duration, scale=scale, heavy_load=heavy)
+
+
+def _bg_option(heavy: float | None) -> str:
+    return "--background study" if heavy is None else f"--heavy-load {heavy:g}"
+
+
+def run_one(job: tuple[str, int, float, float, float | None]) -> dict[str, Any]:
     """Run one (scenario, trial) and keep what the report needs (small, picklable)."""
     import l4sim
 
     name, trial, duration, scale, heavy = job
     t0 = time.time()
-    r = l4sim.run(icnp26.scenario(name, trial=trial, duration=duration, scale=scale, heavy_load=heavy))
+    r = l4sim.run(_scenario(name, trial, duration, scale, heavy))
     bott = icnp26.bottleneck_egresses(name)
     q = r.qdiscs
     cl = r.classes
@@ -509,10 +535,12 @@ def _narrative(mean: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _comparable(trials: int, duration: float, scale: float, heavy_load: float) -> list[str]:
-    """A warning when the run's settings are not those of the table in docs/icnp26.md."""
+def _comparable(trials: int, duration: float, scale: float, heavy_load: float | None) -> list[str]:
+    """A warning when the run's settings are not those of the table in docs/icnp26.md (``heavy_load``
+    None: ``--background study``, which has a table of its own there)."""
     docs = {"duration": (FULL["duration"], duration), "scale": (FULL["scale"], scale)}
-    docs["heavy load"] = (icnp26.HEAVY_LOAD, heavy_load)
+    if heavy_load is not None:
+        docs["heavy load"] = (icnp26.HEAVY_LOAD, heavy_load)
     differ = {k: ab for k, ab in docs.items() if ab[0] != ab[1]}
     if not differ:
         return []
@@ -536,7 +564,7 @@ def write_report(
     *,
     duration: float,
     scale: float,
-    heavy_load: float = icnp26.HEAVY_LOAD,
+    heavy_load: float | None = icnp26.HEAVY_LOAD,
     wall_s: float = 0.0,
 ) -> Path:
     """Write OUT/summary.csv, OUT/queues.csv, OUT/figures/*.png and OUT/report.md."""
@@ -587,7 +615,12 @@ def write_report(
         "",
         f"{_plural(len(summ), 'run')}: {_plural(summ['scenario'].nunique(), 'scenario')} x "
         f"{_plural(trials, 'trial')} x {duration:g} s, core/peering/sender-access rates x {scale:g}, "
-        f"background at the bottleneck {heavy_load:g} x its rate (docs/icnp26.md); {wall_s:.0f} s wall.",
+        + (
+            "the study's own background process (`--background study`)"
+            if heavy_load is None
+            else f"background at the bottleneck {heavy_load:g} x its rate"
+        )
+        + f" (docs/icnp26.md); {wall_s:.0f} s wall.",
         "",
         *_comparable(trials, duration, scale, heavy_load),
         "## What each scenario is and shows",
