@@ -11,7 +11,9 @@ Scenarios (dumbbell, 10 ms base RTT, 2 x BDP buffer, 60 s):
 the IETF-106 traffic mix (``ietf106_dualpi2``: ``examples/ietf106_ultra_low_delay.toml``,
 120 Mbit/s DualPI2, two long flows and 600 new web connections per second), and the multi-AS
 study's S3a at full rate (``icnp26_s3a``: ``l4sim.icnp26``, 4 Gbit/s core links, 40 flows with
-the background traffic; its packets are those of the busiest link, the 4 Gbit/s core).
+the background traffic; its packets are those of the busiest link, the 4 Gbit/s core), and the
+same with the study's own MGEN background process (``icnp26_s3a_study``: sessions of 4.8 s, one
+connection each, instead of batches of messages on new connections; docs/icnp26.md).
 
 For each: packets through the bottleneck per wall-clock second, engine events per second,
 completed connections per wall-second (the web mix) and the speed-up over real time (simulated
@@ -92,6 +94,10 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any] | Path | str]] = {
         "multi-AS S3a, full rate: 4 Gbit/s core link, 40 flows",
         "S3a",
     ),
+    "icnp26_s3a_study": (
+        "multi-AS S3a, full rate, the study's own MGEN background process",
+        "S3a:study",
+    ),
 }
 
 
@@ -134,7 +140,9 @@ def scenario_of(key: str, duration: float) -> l4sim.Scenario:
     if isinstance(spec, str):
         from l4sim import icnp26
 
-        return l4sim.Scenario.from_dict(icnp26.scenario(spec, duration=duration, scale=1.0)).validate()
+        name, _, background = spec.partition(":")
+        kw = {"background": background} if background else {}
+        return l4sim.Scenario.from_dict(icnp26.scenario(name, duration=duration, scale=1.0, **kw)).validate()
     return l4sim.Scenario.from_dict(scenario_from_factors(**spec, duration=duration, seed=1)).validate()
 
 

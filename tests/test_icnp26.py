@@ -339,6 +339,12 @@ def test_report_at_the_docs_settings_has_no_comparability_warning(report, tmp_pa
 
     icnp26_report.write_report(report[1], tmp_path, duration=120.0, scale=0.1)
     assert "Not comparable" not in (tmp_path / "report.md").read_text()
+    # --background study: its table is at the study's rates (scale 1)
+    icnp26_report.write_report(report[1], tmp_path, duration=120.0, scale=1.0, heavy_load=None)
+    rep = (tmp_path / "report.md").read_text()
+    assert "Not comparable" not in rep and "the study's own background process (`--background study`)" in rep
+    icnp26_report.write_report(report[1], tmp_path, duration=120.0, scale=0.1, heavy_load=None)
+    assert "run's scale 0.1 against the table's scale 1 " in (tmp_path / "report.md").read_text()
 
 
 def test_reproduce_quick_writes_its_report(tmp_path: Path):

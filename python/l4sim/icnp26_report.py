@@ -538,7 +538,8 @@ def _narrative(mean: pd.DataFrame) -> list[str]:
 def _comparable(trials: int, duration: float, scale: float, heavy_load: float | None) -> list[str]:
     """A warning when the run's settings are not those of the table in docs/icnp26.md (``heavy_load``
     None: ``--background study``, which has a table of its own there)."""
-    docs = {"duration": (FULL["duration"], duration), "scale": (FULL["scale"], scale)}
+    # The study background's table is at the study's rates (scale 1).
+    docs = {"duration": (FULL["duration"], duration), "scale": (1.0 if heavy_load is None else FULL["scale"], scale)}
     if heavy_load is not None:
         docs["heavy load"] = (icnp26.HEAVY_LOAD, heavy_load)
     differ = {k: ab for k, ab in docs.items() if ab[0] != ab[1]}
