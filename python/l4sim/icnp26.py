@@ -344,69 +344,66 @@ def background_flows(
     return _load_background(scenario, duration, scale, heavy_load)
 
 
-def _load_background(scenario: str, duration: float, scale: float, heavy_load: float) -> list[dict[str, Any]]:
-    """``background="load"``: per pair 4 long flows of 58 x 65,000 B/s
-    (30 Mbit/s) and Poisson batches of 1..10 messages of 65,000 B on new connections (10
-    batches/s, 28.6 Mbit/s); at the scenario's bottleneck the batches are made heavy (offered
-    ``heavy_load`` x its rate), standing in for the study's eight burst processes there."""
-    heavy = HEAVY_PAIR.get(scenario[:2])
-    stop = round(duration * 115 / 120, 4)
-    out: list[dict[str, Any]] = []
-    mean_batch_bits = 5.5 * MSG * 8
-    for pair in ("eps_to_k", "s_to_m", "m_to_f", "f_to_g"):
-        src, dst = {
-            "eps_to_k": ("e-{i}-5", "node_k"),
-            "s_to_m": ("node_s", "node_m"),
-            "m_to_f": ("node_m", "node_f"),
-            "f_to_g": ("node_f", "node_g"),
-        }[pair]
-        for j in range(4):
-            out.append(
-                {
-                    "name": f"bg_{pair}_long_{j}",
-                    "from": src.format(i=j % 3),
-                    "to": dst,
-                    "cc": {"name": "cubic"},
-                    "start": 0.5 * j,
-                    "source": {
-                        "kind": "messages",
-                        "rate": 58 * scale,
-                        "poisson": False,
-                        "batch_min": 1,
-                        "batch_max": 1,
-                        "message_size": MSG,
-                        "persistent": True,
-                        "stop": stop,
-                    },
-                }
-            )
-        if pair == heavy:
-            send, core = scaled_rates(scale)
-            bott = send if pair == "eps_to_k" else core
-            offered = heavy_load * bott - 4 * 58 * MSG * 8 / 1e6 * scale
-            rate = max(offered, 0.0) * 1e6 / mean_batch_bits
-        else:
-            rate = 10.0 * scale
-        if round(rate, 3) == 0:  # nothing left to offer (heavy_load 0, a tiny scale): no source
-            continue
+# The background pairs: sending host (eps_to_k: the three sender endpoints) and receiving host.
+BG_PAIRS = {
+    "eps_to_k": ("e-{i}-5", "node_k"),
+    "s_to_m": ("node_s", "node_m"),
+    "m_to_f": ("node_m", "node_f"),
+    "f_to_g": ("node_f", "node_g"),
+}
+
+
+def _pair_flows(
+    pair: str, long_rate: float, bursts: dict[str, Any] | None, start: float, stop: float
+) -> list[dict[str, Any]]:
+    """A background pair's flows: 4 long flows of ``long_rate`` 65,000 B messages a second on
+    persistent connections (from 0, 0.5, 1, 1.5 s), and its ``bursts`` (a ``messages`` source's
+    own fields) from ``start``; all stop at ``stop``."""
+    src, dst = BG_PAIRS[pair]
+    msgs = {"kind": "messages", "message_size": MSG, "stop": stop}
+    out = [
+        {
+            "name": f"bg_{pair}_long_{j}",
+            "from": src.format(i=j % 3),
+            "to": dst,
+            "cc": {"name": "cubic"},
+            "start": 0.5 * j,
+            "source": {**msgs, "rate": long_rate, "poisson": False, "persistent": True},
+        }
+        for j in range(4)
+    ]
+    if bursts is not None:
         out.append(
             {
                 "name": f"bg_{pair}_bursts",
                 "from": src.format(i=0),
                 "to": dst,
                 "cc": {"name": "cubic"},
-                "start": 5.0 * duration / 120,
-                "source": {
-                    "kind": "messages",
-                    "rate": round(rate, 3),
-                    "poisson": True,
-                    "batch_min": 1,
-                    "batch_max": 10,
-                    "message_size": MSG,
-                    "stop": stop,
-                },
+                "start": start,
+                "source": {**msgs, "poisson": True, **bursts},
             }
         )
+    return out
+
+
+def _load_background(scenario: str, duration: float, scale: float, heavy_load: float) -> list[dict[str, Any]]:
+    """``background="load"``: per pair 4 long flows of 58 x 65,000 B/s (30 Mbit/s) and Poisson
+    batches of 1..10 messages of 65,000 B on new connections (10 batches/s, 28.6 Mbit/s); at the
+    scenario's bottleneck the batches are made heavy (offered ``heavy_load`` x its rate),
+    standing in for the study's eight burst processes there."""
+    heavy = HEAVY_PAIR.get(scenario[:2])
+    out: list[dict[str, Any]] = []
+    for pair in BG_PAIRS:
+        if pair == heavy:
+            send, core = scaled_rates(scale)
+            bott = send if pair == "eps_to_k" else core
+            offered = heavy_load * bott - 4 * 58 * MSG * 8 / 1e6 * scale
+            rate = max(offered, 0.0) * 1e6 / (5.5 * MSG * 8)
+        else:
+            rate = 10.0 * scale
+        # nothing left to offer (heavy_load 0, a tiny scale): no burst source
+        bursts = {"rate": round(rate, 3), "batch_min": 1, "batch_max": 10} if round(rate, 3) else None
+        out += _pair_flows(pair, 58 * scale, bursts, 5.0 * duration / 120, round(duration * 115 / 120, 4))
     return out
 
 
@@ -428,58 +425,21 @@ def _study_background(scenario: str, duration: float, scale: float) -> list[dict
     send, core = scaled_rates(scale)
     t = lambda x: round(x * duration / 120, 4)  # noqa: E731 - the study's times, compressed
     out: list[dict[str, Any]] = []
-    for pair in ("eps_to_k", "s_to_m", "m_to_f", "f_to_g"):
-        src, dst = {
-            "eps_to_k": ("e-{i}-5", "node_k"),
-            "s_to_m": ("node_s", "node_m"),
-            "m_to_f": ("node_m", "node_f"),
-            "f_to_g": ("node_f", "node_g"),
-        }[pair]
+    for pair in BG_PAIRS:
         prof = PROFILES[HEAVY_PROFILE[pair] if pair == heavy else "light"]
         f = send / SEND_ACCESS_MBPS if pair == "eps_to_k" else core / CORE_MBPS
-        for j in range(4):
-            out.append(
-                {
-                    "name": f"bg_{pair}_long_{j}",
-                    "from": src.format(i=j % 3),
-                    "to": dst,
-                    "cc": {"name": "cubic"},
-                    "start": 0.5 * j,
-                    "source": {
-                        "kind": "messages",
-                        "rate": round(per_second(prof["long_mbps"]) * f, 4),
-                        "poisson": False,
-                        "message_size": MSG,
-                        "persistent": True,
-                        "stop": t(115),
-                    },
-                }
-            )
-        rate = prof["event_rate"] * f
-        out.append(
-            {
-                "name": f"bg_{pair}_bursts",
-                "from": src.format(i=0),
-                "to": dst,
-                "cc": {"name": "cubic"},
-                "start": t(5),
-                "source": {
-                    "kind": "messages",
-                    "rate": round(rate, 4),
-                    "poisson": True,
-                    "batch_mean": prof["batch_mean"],
-                    "batch_max": prof["batch_max"],
-                    "jitter": BATCH_JITTER_S,
-                    "message_size": MSG,
-                    "stop": t(115),
-                    "session": {
-                        "duration": prof["size_mb"] * 8 / prof["burst_mbps"],
-                        "rate": per_second(prof["burst_mbps"]),
-                        "poisson_fraction": POISSON_FRACTION,
-                    },
-                },
-            }
-        )
+        bursts = {
+            "rate": round(prof["event_rate"] * f, 4),
+            "batch_mean": prof["batch_mean"],
+            "batch_max": prof["batch_max"],
+            "jitter": BATCH_JITTER_S,
+            "session": {
+                "duration": prof["size_mb"] * 8 / prof["burst_mbps"],
+                "rate": per_second(prof["burst_mbps"]),
+                "poisson_fraction": POISSON_FRACTION,
+            },
+        }
+        out += _pair_flows(pair, round(per_second(prof["long_mbps"]) * f, 4), bursts, t(5), t(115))
     return out
 
 
