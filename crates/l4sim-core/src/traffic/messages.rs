@@ -66,6 +66,9 @@ pub struct SessionSpec {
     pub poisson_fraction: f64,
 }
 
+/// The largest `batch_mean` the Poisson sampler draws exactly.
+pub const MAX_BATCH_MEAN: f64 = 500.0;
+
 fn one() -> u32 {
     1
 }
@@ -101,14 +104,11 @@ impl MessagesSpec {
         }
         if let Some(mean) = self.batch_mean {
             super::positive("batch_mean", mean)?;
-            // Knuth's sampler takes one uniform per unit: a batch is at most MAX_STREAMS anyway.
-            if mean > crate::scenario::MAX_STREAMS as f64 {
+            // Knuth's sampler multiplies uniforms down to e^-mean, which a double holds to ~700.
+            if mean > MAX_BATCH_MEAN {
                 return Err((
                     "batch_mean".into(),
-                    format!(
-                        "{mean} messages in one batch is beyond what a run can hold (at most {})",
-                        crate::scenario::MAX_STREAMS
-                    ),
+                    format!("must be at most {MAX_BATCH_MEAN} messages, got {mean}"),
                 ));
             }
         }
@@ -305,6 +305,34 @@ mod tests {
         let t = starts(&few, 0.0, 100.0);
         let per_batch = t.len() as f64 / 99.0;
         assert!((per_batch - 3.0).abs() < 0.02, "{per_batch}");
+    }
+
+    #[test]
+    fn bad_batch_means_jitters_and_poisson_fractions_name_their_field() {
+        let bad = |f: &dyn Fn(&mut MessagesSpec)| {
+            let mut s = spec(1.0, true);
+            f(&mut s);
+            s.validate().unwrap_err().0
+        };
+        assert_eq!(bad(&|s| s.batch_mean = Some(0.0)), "batch_mean");
+        assert_eq!(bad(&|s| s.batch_mean = Some(501.0)), "batch_mean");
+        assert_eq!(bad(&|s| s.jitter = -0.1), "jitter");
+        assert_eq!(bad(&|s| s.jitter = f64::NAN), "jitter");
+        let session = |p| {
+            Some(SessionSpec {
+                duration: 1.0,
+                rate: 1.0,
+                poisson_fraction: p,
+            })
+        };
+        assert_eq!(
+            bad(&|s| s.session = session(1.5)),
+            "session.poisson_fraction"
+        );
+        let mut ok = spec(1.0, true);
+        ok.batch_mean = Some(MAX_BATCH_MEAN);
+        ok.session = session(1.0);
+        assert!(ok.validate().is_ok());
     }
 
     #[test]
