@@ -3,6 +3,7 @@
 mod common;
 
 use common::{bdp_bytes, dumbbell, run, two_hops};
+use l4sim_core::metrics::results::RunResult;
 use l4sim_core::net::shaper::{default_burst, Shaper};
 use l4sim_core::scenario::Scenario;
 use l4sim_core::sim::World;
@@ -322,6 +323,15 @@ fn chunks_and_messages_on_persistent_connections_record_every_transfer() {
     }
 }
 
+/// A flow's message start times (its transfers' records), per connection.
+fn message_starts(r: &RunResult, flow: &str) -> std::collections::BTreeMap<u64, Vec<f64>> {
+    let mut per_conn = std::collections::BTreeMap::<u64, Vec<f64>>::new();
+    for c in r.connections.iter().filter(|c| c.flow == flow) {
+        per_conn.entry(c.id).or_default().push(c.start_s);
+    }
+    per_conn
+}
+
 #[test]
 fn message_sessions_write_on_their_own_connection_for_their_duration_then_close() {
     // MGEN-like: two sessions a second (periodic), each writing a 20 KB message at once and
@@ -343,10 +353,7 @@ fn message_sessions_write_on_their_own_connection_for_their_duration_then_close(
     let r = run(&sc);
     for name in ["periodic", "poisson"] {
         let recs: Vec<_> = r.connections.iter().filter(|c| c.flow == name).collect();
-        let mut per_conn = std::collections::BTreeMap::<u64, Vec<f64>>::new();
-        for c in &recs {
-            per_conn.entry(c.id).or_default().push(c.start_s);
-        }
+        let per_conn = message_starts(&r, name);
         // Sessions open at 0.5, 1.0, ... 7.5 s (the source stops at 8 s): 15.
         assert_eq!(per_conn.len(), 15, "{name}");
         assert_eq!(
@@ -397,10 +404,7 @@ fn a_poisson_fraction_of_sessions_writes_at_exponential_gaps_the_rest_periodical
         ],
     );
     let r = run(&sc);
-    let mut per_conn = std::collections::BTreeMap::<u64, Vec<f64>>::new();
-    for c in r.connections.iter().filter(|c| c.flow == "m") {
-        per_conn.entry(c.id).or_default().push(c.start_s);
-    }
+    let per_conn = message_starts(&r, "m");
     assert_eq!(per_conn.len(), 199);
     let periodic = |v: &Vec<f64>| v.windows(2).all(|w| (w[1] - w[0] - 0.1).abs() < 1e-6);
     let poisson = per_conn.values().filter(|v| !periodic(v)).count();
