@@ -347,6 +347,17 @@ def test_report_at_the_docs_settings_has_no_comparability_warning(report, tmp_pa
     assert "run's scale 0.1 against the table's scale 1 " in (tmp_path / "report.md").read_text()
 
 
+def test_comparability_warning_names_the_trials_only_where_they_differ():
+    """It said "(8 trials against 8)" for a run with the table's trials."""
+    from l4sim import icnp26_report
+
+    full = icnp26_report.FULL
+    same = icnp26_report._comparable(int(full["trials"]), 12.0, full["scale"], icnp26.HEAVY_LOAD)[0]
+    assert f"({int(full['trials'])} trials, as there)" in same and "trials against" not in same
+    fewer = icnp26_report._comparable(1, 12.0, full["scale"], icnp26.HEAVY_LOAD)[0]
+    assert f"(1 trial against {full['trials']:g})" in fewer
+
+
 def test_reproduce_quick_writes_its_report(tmp_path: Path):
     out = tmp_path / "icnp"
     p = subprocess.run(

@@ -547,12 +547,13 @@ def _comparable(trials: int, duration: float, scale: float, heavy_load: float | 
         return []
     unit = {"duration": " s", "scale": "", "heavy load": ""}
     quick = (trials, duration, scale) == (QUICK["trials"], QUICK["duration"], QUICK["scale"])
+    trials_note = ", as there" if trials == FULL["trials"] else f" against {FULL['trials']:g}"
     return [
         f"**Not comparable with the table in docs/icnp26.md**: this {'`--quick` ' if quick else ''}run's "
         + ", ".join(f"{k} {b:g}{unit[k]}" for k, (_, b) in differ.items())
         + " against the table's "
         + ", ".join(f"{k} {a:g}{unit[k]}" for k, (a, _) in differ.items())
-        + f" ({_plural(trials, 'trial')} against {FULL['trials']:g}). The traffic's times compress with the "
+        + f" ({_plural(trials, 'trial')}{trials_note}). The traffic's times compress with the "
         "duration (fewer transfers finish, the background runs for less) and the background scales with "
         "the rates, so its numbers differ from the table's.",
         "",
