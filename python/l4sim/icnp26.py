@@ -14,9 +14,15 @@ What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-I
   pairs of ``Experiment_Data/main-results/exp-data-all-scenarios/*/bg_*_to_*_p*.mgn``:
   ``eps_to_k`` (the sender endpoints to node_k: the sender access uplink), ``s_to_m`` (across
   AS4's core), ``m_to_f`` (across AS3's core), ``f_to_g`` (across the AS2-AS6 peering link).
-- Paths: the notebook's path verification (NIC byte counters) and ``utils/srv6_policy.py``: with
-  path separation L4S (DSCP 10) takes the core1 planes via AS1 (AS5-AS4-AS1-AS2-AS6), classic
-  traffic the core2 planes via AS3 (AS5-AS4-AS3-AS2-AS6).
+- Paths: the notebook's path verification (NIC byte counters), its ``SCENARIOS`` table
+  (``assumes_srv6``, ``assumes_bgp_community``), ``utils/srv6_policy.py`` and the OSPF costs of
+  ``utils/configure_node_routing.py``/``utils/no_bgp.py`` (cost 20 on every interface facing a
+  core1 router). Without SRv6 (S1, S3a, S4a, S4b) both classes take the core2 planes via AS3
+  (AS5-AS4-AS3-AS2-AS6). With SRv6 (S2a, S2b, S3b) the access and edge routers send ECT(1)
+  traffic (DSCP 10) over the core1 routers and the rest over the core2 routers: with the BGP
+  community (S3b) L4S goes via AS1 (AS5-AS4-AS1-AS2-AS6), without it (S2a, S2b) by the same
+  ASes as classic. So in S2 only L4S and ``eps_to_k`` (a static route via ``r-core1-5``) reach
+  the sender access bottleneck; classic leaves AS5 by ``r-core2-5``.
 - Queues: the routers' tc configuration as the study's brief lists it (``docs/icnp26.md``,
   "Queues") (receiver access DualPI2 at 100 Mbit/s, sender access FIFO at 1 Gbit/s, core and peering
   FIFOs at 4 Gbit/s, the "priority capped" prio/tbf/PIE tree).
@@ -32,7 +38,8 @@ load at the scenario's bottleneck is set as a fraction of its rate (``heavy_load
 buffers, the tbf caps (floor 120 Mbit/s) and the background (with ``"study"``, its message and
 session arrival rates with the rates of the links each pair loads); the receiver access and the
 study traffic keep their real rates; the classic long flows run to the end (the study: to
-115 s).
+115 s); policy routes match DSCP, so a classic connection's ECN set-up SYN (ECE|CWR, which the
+study's ip6tables rule also sends over core1) takes the classic path.
 """
 
 from __future__ import annotations
@@ -42,8 +49,8 @@ from typing import Any
 
 SCENARIOS: dict[str, str] = {
     "S1": "access only (reference): DualPI2 at the receiver access is the only bottleneck",
-    "S2a": "sender access bottleneck, shared FIFO",
-    "S2b": "sender access bottleneck, rate-capped priority queue for L4S",
+    "S2a": "sender access bottleneck (L4S's egress under SRv6), FIFO",
+    "S2b": "sender access bottleneck (L4S's egress under SRv6), rate-capped priority queue for L4S",
     "S3a": "AS4 core bottleneck, shared FIFO",
     "S3b": "AS4 core bottleneck, SRv6 path separation (L4S via AS1 on the core1 planes)",
     "S4a": "AS2-AS6 peering bottleneck, shared FIFO",
@@ -64,26 +71,27 @@ LINE_MBPS = 10000.0  # unshaped links: never the bottleneck
 CORE4 = ("r-core2-4", "r-4-3")  # AS4 core toward AS3 (classic/shared path)
 CORE3 = ("r-core2-3", "r-3-2")  # AS3 core toward AS2
 PEER = ("r-2-6", "r-6-2")  # AS2 -> AS6 peering link
-SEND5 = [("r-access-5", "r-core1-5"), ("r-access-5", "r-core2-5")]
+SEND5 = ("r-access-5", "r-core1-5")  # the sender access egress the study shapes (core1's)
 RECV6 = ("r-access-6", "lan-6")
 
 # The bottleneck egress per scenario family and the background pair crossing it.
-BOTTLENECK = {"S1": RECV6, "S2": SEND5[0], "S3": CORE4, "S4": PEER}
+BOTTLENECK = {"S1": RECV6, "S2": SEND5, "S3": CORE4, "S4": PEER}
 HEAVY_PAIR = {"S2": "eps_to_k", "S3": "s_to_m", "S4": "f_to_g"}
 
-# Shared path (no separation) and the two separated paths, router by router.
-_SHARED = (
-    "lan-5 r-access-5 r-core1-5 r-5-4 r-4-5 r-core2-4 r-4-3 r-3-4 r-core2-3 "
-    "r-3-2 r-2-3 r-core2-2 r-2-6 r-6-2 r-core2-6 r-access-6 lan-6"
-).split()
-_L4S_SEP = (
-    "lan-5 r-access-5 r-core1-5 r-5-4 r-4-5 r-core1-4 r-4-1 r-1-4 r-core1-1 "
-    "r-1-2 r-2-1 r-core1-2 r-2-6 r-6-2 r-core1-6 r-access-6 lan-6"
-).split()
-_CLASSIC_SEP = (
+# The paths, router by router: classic traffic (and L4S without SRv6) on the core2 planes via
+# AS3; L4S under SRv6 on the core1 planes, via AS1 with the BGP community, else via AS3.
+_CLASSIC = (
     "lan-5 r-access-5 r-core2-5 r-5-4 r-4-5 r-core2-4 r-4-3 r-3-4 r-core2-3 "
     "r-3-2 r-2-3 r-core2-2 r-2-6 r-6-2 r-core2-6 r-access-6 lan-6"
 ).split()
+_L4S_CORE1 = [r.replace("core2", "core1") for r in _CLASSIC]
+_L4S_VIA_AS1 = (
+    "lan-5 r-access-5 r-core1-5 r-5-4 r-4-5 r-core1-4 r-4-1 r-1-4 r-core1-1 "
+    "r-1-2 r-2-1 r-core1-2 r-2-6 r-6-2 r-core1-6 r-access-6 lan-6"
+).split()
+# The notebook's SCENARIOS: SRv6 path separation on (and the BGP community on) per scenario.
+SRV6 = {"S2a", "S2b", "S3b"}
+BGP_COMMUNITY = {"S3b"}
 _BG_PATHS = {
     "eps_to_k": ["r-access-5", "r-core1-5", "node_k"],
     "s_to_m": ["node_s", "r-4-5", "r-core2-4", "r-4-3", "node_m"],
@@ -232,20 +240,17 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
     shape(*RECV6, RECV_ACCESS_MBPS, _dualpi2(), burst=1600)
     send, core = scaled_rates(scale)
     prio_s2 = fam == "S2" and variant == "b"
-    for src, dst in SEND5:
-        shape(src, dst, send, _priority(send, cap_rate(200, scale)) if prio_s2 else _bfifo(send))
+    shape(*SEND5, send, _priority(send, cap_rate(200, scale)) if prio_s2 else _bfifo(send))
     shape(*CORE4, core, _bfifo(core))
     shape(*CORE3, core, _bfifo(core))
     shape(*PEER, core, _priority(core, cap_rate(1000, scale)) if scenario == "S4b" else _bfifo(core))
 
     routes: list[dict[str, Any]] = []
-    sep = scenario == "S3b"
+    l4s = _CLASSIC if scenario not in SRV6 else _L4S_VIA_AS1 if scenario in BGP_COMMUNITY else _L4S_CORE1
     for i in range(3):
         src, dst = f"e-{i}-5", f"e-{i}-6"
-        l4s = _L4S_SEP if sep else _SHARED
-        classic = _CLASSIC_SEP if sep else _SHARED
         routes.append({"dscp": L4S_DSCP, "path": [src, *l4s, dst]})
-        routes.append({"dscp": 0, "path": [src, *classic, dst]})
+        routes.append({"dscp": 0, "path": [src, *_CLASSIC, dst]})
     for i in range(3):  # eps_to_k leaves from every sender endpoint
         routes.append({"dscp": 0, "path": [f"e-{i}-5", "lan-5", *_BG_PATHS["eps_to_k"]]})
     for pair in ("s_to_m", "m_to_f", "f_to_g"):
@@ -490,8 +495,6 @@ def bottleneck_egresses(name: str) -> list[str]:
     check_scenario(name)
     fam = name[:2]
     out = ["->".join(RECV6)]
-    if fam == "S2":
-        out += ["->".join(e) for e in SEND5]
-    elif fam in BOTTLENECK and fam != "S1":
+    if fam != "S1":
         out.append("->".join(BOTTLENECK[fam]))
     return out
