@@ -214,8 +214,8 @@ def test_study_background_sessions_write_their_messages_for_4_8_s_on_one_connect
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    """The report of four short runs: S1, a FIFO (S2a: no L4S transfer done in 16 s), a priority
-    queue (S2b: one done) and path separation (S3b: no L4S at the bottleneck)."""
+    """The report of four short runs: S1 and a FIFO (S2a), neither with an L4S transfer done in
+    16 s, a priority queue (S2b: one done) and path separation (S3b: no L4S at the bottleneck)."""
     from l4sim import icnp26_report
 
     out = tmp_path_factory.mktemp("icnp")
@@ -254,12 +254,12 @@ def _labels_at(ax) -> dict[str, str]:
 
 
 def test_side_by_side_marks_a_transfer_none_finished(report, tmp_path, monkeypatch):
-    """No L4S 10 MiB transfer finished in S2a: its cell had no bar, which read as
+    """No L4S 10 MiB transfer finished in S1 and S2a: their cells had no bar, which read as
     0 s, the fastest."""
     _, res = report
     ax = next(a for t, a in _side_by_side(res, tmp_path, monkeypatch).items() if t.startswith("L4S 10 MiB"))
-    assert _labels_at(ax) == {"S2a": "none done"}
-    assert len(ax.containers[0]) == 3  # S1's, S2b's and S3b's bars
+    assert _labels_at(ax) == {"S1": "none done", "S2a": "none done"}
+    assert len(ax.containers[0]) == 2  # S2b's and S3b's bars
 
 
 def test_side_by_side_shows_the_bottleneck_sojourn_per_class(report, tmp_path, monkeypatch):

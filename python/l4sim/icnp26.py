@@ -31,8 +31,8 @@ What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-I
   (``bg_mgen_script``) and its profiles (``PROFILES``): per pair long periodic flows and Poisson
   batches of 4.8-5 s MGEN sessions, the scenario's heavy pair with its heavy profile.
 
-Departures (also in ``docs/icnp26.md``): no netem jitter; each host link carries 7.5 ms one way
-so every pair's base RTT is 30 ms; by default (``background="load"``) the background's offered
+Departures (also in ``docs/icnp26.md``): the testbed's ~1 ms of forwarding latency is 0.25 ms
+on each host link each way (the study pairs: 31 ms with the receivers' netem); by default (``background="load"``) the background's offered
 load at the scenario's bottleneck is set as a fraction of its rate (``heavy_load``, default
 0.8); ``scale`` < 1 scales the core, peering and sender-access rates (floor 250 Mbit/s), their
 buffers, the tbf caps (floor 120 Mbit/s) and the background (with ``"study"``, its message and
@@ -59,8 +59,14 @@ SCENARIOS: dict[str, str] = {
 
 AS_EDGES = [(1, 2), (1, 4), (2, 3), (2, 6), (3, 4), (4, 5)]
 L4S_DSCP = 10
-BASE_RTT_MS = 30.0
-HOST_DELAY_MS = BASE_RTT_MS / 4  # each host link, one way: host-to-host RTT 30 ms
+BASE_RTT_MS = 30.0  # the study pairs' netem delay, and the RTT its 2 x BDP buffers are sized for
+# The notebook's "A3+A5" cell: `netem delay 30ms limit 60000` on the receivers' egress only (the
+# ACK direction), nothing on the background hosts, whose RTT it puts at about 1 ms ("4
+# concurrent longs on 4 Gbps @ 1 ms bg RTT"): the virtual machines' forwarding. Modelled as
+# that 1 ms spread over the host links, a quarter each way, so every host pair's base RTT
+# is 1 ms, plus the receivers' 30 ms for the study pairs.
+RECEIVER_NETEM = {"kind": "netem", "delay_ms": BASE_RTT_MS, "limit": 60000}
+HOST_DELAY_MS = 0.25
 
 RECV_ACCESS_MBPS = 100.0
 SEND_ACCESS_MBPS = 1000.0
@@ -236,6 +242,8 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
             return
         raise KeyError(f"no link {a} - {b}")
 
+    for i in range(3):
+        shape(f"e-{i}-6", "lan-6", LINE_MBPS, dict(RECEIVER_NETEM))
     # Receiver access: HTB 100 Mbit/s -> DualPI2 (every scenario).
     shape(*RECV6, RECV_ACCESS_MBPS, _dualpi2(), burst=1600)
     send, core = scaled_rates(scale)
