@@ -12,7 +12,7 @@ What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-I
 - Background hosts: the notebook's extra nodes (``node_k`` on ``r-core1-5``, ``node_s`` on
   ``r-4-5``, ``node_m`` on ``r-4-3``, ``node_f`` on ``r-2-3``, ``node_g`` on ``r-6-2``) and the
   pairs of ``Experiment_Data/main-results/exp-data-all-scenarios/*/bg_*_to_*_p*.mgn``:
-  ``eps_to_k`` (the sender endpoints to node_k: the sender access uplink), ``s_to_m`` (across
+  ``eps_to_k`` (``e-2-5`` to node_k: the sender access uplink), ``s_to_m`` (across
   AS4's core), ``m_to_f`` (across AS3's core), ``f_to_g`` (across the AS2-AS6 peering link).
 - Paths: the notebook's path verification (NIC byte counters), its ``SCENARIOS`` table
   (``assumes_srv6``, ``assumes_bgp_community``), ``utils/srv6_policy.py`` and the OSPF costs of
@@ -32,9 +32,9 @@ What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-I
   batches of 4.8-5 s MGEN sessions, the scenario's heavy pair with its heavy profile.
 
 Departures (also in ``docs/icnp26.md``): the testbed's ~1 ms of forwarding latency is 0.25 ms
-on each host link each way (the study pairs: 31 ms with the receivers' netem); by default (``background="load"``) the background's offered
-load at the scenario's bottleneck is set as a fraction of its rate (``heavy_load``, default
-0.8); ``scale`` < 1 scales the core, peering and sender-access rates (floor 250 Mbit/s), their
+on each host link each way (the study pairs: 31 ms with the receivers' netem); by default
+(``background="load"``) the background's offered load at the scenario's bottleneck is set as a
+fraction of its rate (``heavy_load``, default 0.8); ``scale`` < 1 scales the core, peering and sender-access rates (floor 250 Mbit/s), their
 buffers, the tbf caps (floor 120 Mbit/s) and the background (with ``"study"``, its message and
 session arrival rates with the rates of the links each pair loads); the receiver access and the
 study traffic keep their real rates; the classic long flows run to the end (the study: to
@@ -259,7 +259,7 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
         src, dst = f"e-{i}-5", f"e-{i}-6"
         routes.append({"dscp": L4S_DSCP, "path": [src, *l4s, dst]})
         routes.append({"dscp": 0, "path": [src, *_CLASSIC, dst]})
-    for i in range(3):  # eps_to_k leaves from every sender endpoint
+    for i in range(3):  # the static route to node_k, for every sender endpoint (eps_to_k: e-2-5)
         routes.append({"dscp": 0, "path": [f"e-{i}-5", "lan-5", *_BG_PATHS["eps_to_k"]]})
     for pair in ("s_to_m", "m_to_f", "f_to_g"):
         routes.append({"dscp": 0, "path": _BG_PATHS[pair]})
@@ -281,8 +281,16 @@ def _prague(**kw: Any) -> dict[str, Any]:
     }
 
 
+# The study's hosts (the notebook's addresses and generators): L4S e-0-5 -> e-0-6, classic
+# e-1-5 -> e-1-6, the eps_to_k background from e-2-5.
+L4S_HOSTS = {"from": "e-0-5", "to": "e-0-6"}
+CLASSIC_HOSTS = {"from": "e-1-5", "to": "e-1-6"}
+
+
 def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
-    """The study traffic of one trial, times compressed to ``duration`` (120 s: the study's)."""
+    """The study traffic of one trial, times compressed to ``duration`` (120 s: the study's): L4S
+    from ``e-0-5`` to ``e-0-6``, classic from ``e-1-5`` to ``e-1-6``, as the notebook's
+    generators send them."""
     k = duration / 120.0
     t = lambda s: round(s * k, 4)  # noqa: E731
     flows: list[dict[str, Any]] = []
@@ -290,7 +298,7 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
         flows.append(
             _prague(
                 name=f"l4s_stream_{j}",
-                **{"from": f"e-{j}-5", "to": f"e-{j}-6"},
+                **L4S_HOSTS,
                 start=t(start),
                 source={"kind": "chunks", "rate_mbps": 10.0, "period": 2.0},
             )
@@ -299,8 +307,7 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
         flows.append(
             {
                 "name": f"l4s_call_{j}",
-                "from": f"e-{j % 3}-5",
-                "to": f"e-{j % 3}-6",
+                **L4S_HOSTS,
                 "dscp": L4S_DSCP,
                 "start": t(start),
                 "source": {"kind": "udp_prague", "max_rate_mbps": 5.0, "packet_size": 1200, "stop": t(stop)},
@@ -310,7 +317,7 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
         flows.append(
             _prague(
                 name=f"l4s_xfer_{j}",
-                **{"from": f"e-{j % 3}-5", "to": f"e-{j % 3}-6"},
+                **L4S_HOSTS,
                 start=t(25 + 10 * j),
                 size=10 * 2**20,
             )
@@ -319,8 +326,7 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
         flows.append(
             {
                 "name": f"classic_long_{j}",
-                "from": f"e-{j}-5",
-                "to": f"e-{j}-6",
+                **CLASSIC_HOSTS,
                 "cc": {"name": "cubic"},
                 "start": t(start),
                 "stop": t(115),
@@ -330,8 +336,7 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
         flows.append(
             {
                 "name": f"classic_xfer_{j}",
-                "from": f"e-{j % 3}-5",
-                "to": f"e-{j % 3}-6",
+                **CLASSIC_HOSTS,
                 "cc": {"name": "cubic"},
                 "start": t(rng.uniform(20, 90)),
                 "size": 5 * 2**20,
@@ -357,9 +362,9 @@ def background_flows(
     return _load_background(scenario, duration, scale, heavy_load)
 
 
-# The background pairs: sending host (eps_to_k: the three sender endpoints) and receiving host.
+# The background pairs: sending host and receiving host.
 BG_PAIRS = {
-    "eps_to_k": ("e-{i}-5", "node_k"),
+    "eps_to_k": ("e-2-5", "node_k"),
     "s_to_m": ("node_s", "node_m"),
     "m_to_f": ("node_m", "node_f"),
     "f_to_g": ("node_f", "node_g"),
@@ -377,7 +382,7 @@ def _pair_flows(
     out = [
         {
             "name": f"bg_{pair}_long_{j}",
-            "from": src.format(i=j % 3),
+            "from": src,
             "to": dst,
             "cc": {"name": "cubic"},
             "start": 0.5 * j,
@@ -389,7 +394,7 @@ def _pair_flows(
         out.append(
             {
                 "name": f"bg_{pair}_bursts",
-                "from": src.format(i=0),
+                "from": src,
                 "to": dst,
                 "cc": {"name": "cubic"},
                 "start": start,
