@@ -119,6 +119,23 @@ def test_s2_under_srv6_sends_only_l4s_through_the_sender_access_bottleneck():
     assert (r.flows[r.flows["name"].str.startswith("classic_long")]["bytes_delivered"] > 0).all()
 
 
+def test_delays_and_hosts_are_the_studys():
+    """The notebook's netem (30 ms on the receivers' egress only; ~1 ms for the background) and its
+    hosts (L4S e-0 pair, classic e-1 pair, eps_to_k from e-2-5): every host link had 7.5 ms and
+    each class was spread over the three pairs."""
+    sc = icnp26.scenario("S1", duration=6.0, scale=0.05)
+    netems = [(ln["b"], ln["ba"]["qdisc"]) for ln in sc["topology"]["links"] if "ba" in ln and ln["a"] == "lan-6"]
+    assert netems == [(f"e-{i}-6", {"kind": "netem", "delay_ms": 30.0, "limit": 60000}) for i in range(3)]
+    hosts = {f["name"]: (f["from"], f["to"]) for f in sc["flows"]}
+    assert {h for n, h in hosts.items() if n.startswith("l4s_")} == {("e-0-5", "e-0-6")}
+    assert {h for n, h in hosts.items() if n.startswith("classic_")} == {("e-1-5", "e-1-6")}
+    assert {h for n, h in hosts.items() if n.startswith("bg_eps_to_k")} == {("e-2-5", "node_k")}
+    r = l4sim.run(sc)
+    assert 31.0 <= r.udp["rtt_ms"].min() < 31.5  # 30 ms netem + 4 x 0.25 ms
+    bg = r.flows[r.flows["name"].str.startswith("bg_s_to_m_long")]
+    assert (bg["mean_srtt_ms"] < 5).all(), bg["mean_srtt_ms"].tolist()
+
+
 @pytest.mark.parametrize(
     "args,msg",
     [
