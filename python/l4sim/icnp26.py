@@ -38,8 +38,9 @@ fraction of its rate (``heavy_load``, default 0.8); ``scale`` < 1 scales the cor
 buffers, the tbf caps (floor 120 Mbit/s) and the background (with ``"study"``, its message and
 session arrival rates with the rates of the links each pair loads); the receiver access and the
 study traffic keep their real rates; the classic long flows run to the end (the study: to
-115 s); policy routes match DSCP, so a classic connection's ECN set-up SYN (ECE|CWR, which the
-study's ip6tables rule also sends over core1) takes the classic path.
+115 s); policy routes match DSCP, so the TCP segments that the study's ip6tables rules also send over
+core1 (those with ECE or CWR: a classic ECN set-up SYN, a classic sender's CWR after an ECN
+response, the ACKs that echo CE) take the classic path here (docs/icnp26.md).
 """
 
 from __future__ import annotations
