@@ -173,6 +173,22 @@ pub mod skb {
     /// freed when the line has sent it, when it is dropped, or when a delaying netem orphans
     /// it (`skb_orphan_partial`). Copies (`skb_clone`) are not charged.
     pub const WFREE: u8 = 4;
+    /// A UDP datagram (no TCP header: the TCP flags a UDP source uses for its own feedback
+    /// are not seen by matches on the TCP header, such as ip6tables' `--ecn-tcp-ece`).
+    pub const UDP: u8 = 8;
+}
+
+/// The tests of ip6tables' `-m ecn` match (net/netfilter/xt_ecn.c) as bits, for policy routes
+/// by ECN ([`Packet::ecn_tests`]): `--ecn-ip-ect N` is bit N (the IP-ECN field's value: 0
+/// Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE), `-p tcp --ecn-tcp-ece` / `--ecn-tcp-cwr` a TCP segment
+/// with ECE / CWR set.
+pub mod ecn_test {
+    pub const NOT_ECT: u8 = 1 << 0;
+    pub const ECT1: u8 = 1 << 1;
+    pub const ECT0: u8 = 1 << 2;
+    pub const CE: u8 = 1 << 3;
+    pub const TCP_ECE: u8 = 1 << 4;
+    pub const TCP_CWR: u8 = 1 << 5;
 }
 
 impl Packet {
@@ -219,6 +235,17 @@ impl Packet {
     }
     pub fn has(&self, f: u8) -> bool {
         self.flags & f != 0
+    }
+    /// The [`ecn_test`]s this packet passes: its IP-ECN field's, and for a TCP segment those
+    /// of its ECE and CWR flags.
+    #[inline]
+    pub fn ecn_tests(&self) -> u8 {
+        let tcp = if self.skb & skb::UDP == 0 {
+            (self.flags & (flags::ECE | flags::CWR)) >> 2
+        } else {
+            0
+        };
+        1 << self.ecn.bits() | tcp
     }
     pub fn is_data(&self) -> bool {
         self.payload > 0
@@ -267,6 +294,29 @@ mod tests {
             assert!(e.set_ce());
             assert_eq!(e, Ecn::Ce);
         }
+    }
+
+    #[test]
+    fn ecn_tests_are_xt_ecns_ip_and_tcp_matches() {
+        let mut p = Packet::full_segment();
+        for (ecn, bit) in [
+            (Ecn::NotEct, ecn_test::NOT_ECT),
+            (Ecn::Ect1, ecn_test::ECT1),
+            (Ecn::Ect0, ecn_test::ECT0),
+            (Ecn::Ce, ecn_test::CE),
+        ] {
+            p.ecn = ecn;
+            assert_eq!(p.ecn_tests(), bit, "{ecn:?}");
+        }
+        p.ecn = Ecn::Ect0;
+        p.flags = flags::ACK | flags::CWR;
+        assert_eq!(p.ecn_tests(), ecn_test::ECT0 | ecn_test::TCP_CWR);
+        p.flags = flags::SYN | flags::ECE | flags::CWR | flags::AE;
+        let both = ecn_test::TCP_ECE | ecn_test::TCP_CWR;
+        assert_eq!(p.ecn_tests(), ecn_test::ECT0 | both);
+        // `-p tcp`: a UDP datagram's flags (UDP Prague's own feedback) are not TCP's.
+        p.skb = skb::UDP;
+        assert_eq!(p.ecn_tests(), ecn_test::ECT0);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The general topology: the dumbbell's and the tree's graphs written out give the builders'
-//! results byte for byte; policy routes pin a DSCP to a path.
+//! results byte for byte; policy routes pin a DSCP, a source or an ECN class to a path.
 
 mod common;
 
@@ -108,6 +108,86 @@ fn a_policy_route_selects_by_source_by_dscp_or_both_and_the_first_that_matches_w
     assert!(classic.mean_srtt_ms > 28.0, "{}", classic.mean_srtt_ms);
 }
 
+/// The diamond with a DualPI2 at 40 Mbit/s on r4 -> h2, a Prague flow with AccECN (ECT(1),
+/// "l4s") and a CUBIC flow with RFC 3168 ECN (ECT(0), "classic"), both from h1.
+fn diamond_ecn(routes: Value) -> Value {
+    let mut sc = diamond(routes);
+    sc["topology"]["links"][5]["ab"] =
+        json!({"rate": 40, "qdisc": {"kind": "dualpi2", "limit": 1000}});
+    let ecn = |cc: &str, ecn: &str| {
+        json!({"cc": {"name": cc}, "tcp": {"ecn": ecn},
+               "receiver": {"cc": {"name": cc}, "tcp": {"ecn": ecn}}})
+    };
+    for (f, (cc, mode)) in [("prague", "accecn"), ("cubic", "classic")]
+        .iter()
+        .enumerate()
+    {
+        for (k, v) in ecn(cc, mode).as_object().unwrap() {
+            sc["flows"][f][k] = v.clone();
+        }
+        sc["flows"][f].as_object_mut().unwrap().remove("dscp");
+    }
+    sc
+}
+
+#[test]
+fn a_policy_route_by_ecn_takes_what_the_studys_ip6tables_rules_mark() {
+    // The multi-AS study's SRv6 rule (`-m ecn`: ECT(1), CE, TCP ECE, TCP CWR -> fwmark ->
+    // table 100): the Prague flow's packets all take r3, the classic flow's data takes the
+    // shortest path over r2, except its ECN set-up SYN (ECE|CWR) and the segment with CWR
+    // after each of its ECN responses.
+    let r = run(&diamond_ecn(json!([
+        {"ecn": ["ect1", "ce", "tcp_ece", "tcp_cwr"], "path": ["h1", "r1", "r3", "r4", "h2"]}])));
+    let per_flow = |q: &str, flow: &str| {
+        r.classes
+            .iter()
+            .find(|c| c.qdisc == q && c.kind == "flow" && c.name == flow)
+            .map_or(0, |c| c.deq_pkts)
+    };
+    let flow = |n: &str| r.flows.iter().find(|f| f.name == n).unwrap();
+    assert!(per_flow("r1->r3", "l4s") > 1000);
+    assert_eq!(per_flow("r1->r2", "l4s"), 0);
+    let classic = flow("classic");
+    assert!(classic.cwr_count > 0, "the DualPI2 marks the classic flow");
+    assert!(per_flow("r1->r2", "classic") > 1000);
+    // A segment with CWR follows each cwnd reduction of an RFC 3168 sender
+    // (`tcp_init_cwnd_reduction` and `tcp_enter_loss` queue one): the ECN responses, and the
+    // recoveries begun outside one (here the CWR segments' own detour reorders them).
+    let (cwr_sent, c) = (per_flow("r1->r3", "classic"), classic);
+    let most = 1 + c.cwr_count + c.fast_recoveries + c.rto_count;
+    assert!(
+        (1 + c.cwr_count..=most).contains(&cwr_sent),
+        "{cwr_sent} {} {} {}",
+        c.cwr_count,
+        c.fast_recoveries,
+        c.rto_count
+    );
+    // The base RTT is that of the route the data's codepoint takes: over r3 for ECT(1).
+    assert!(
+        (flow("l4s").base_rtt_ms - 28.0).abs() < 1e-9,
+        "{}",
+        flow("l4s").base_rtt_ms
+    );
+    assert!(
+        (classic.base_rtt_ms - 12.0).abs() < 1e-9,
+        "{}",
+        classic.base_rtt_ms
+    );
+    // A route by ECT(0) takes the classic data.
+    let r = run(&diamond_ecn(json!([
+        {"ecn": ["ect0"], "path": ["h1", "r1", "r3", "r4", "h2"]}])));
+    let on = |q: &str, flow: &str| {
+        r.classes
+            .iter()
+            .find(|c| c.qdisc == q && c.kind == "flow" && c.name == flow)
+            .map_or(0, |c| c.deq_pkts)
+    };
+    assert!(on("r1->r3", "classic") > 1000 && on("r1->r2", "classic") < 20);
+    // Of the Prague flow only its SYN, ECT(0) as `tcp_ecn_send_syn` sends it for a CC that
+    // needs ECN.
+    assert_eq!(on("r1->r3", "l4s"), 1);
+}
+
 #[test]
 fn bad_graphs_name_the_field() {
     use l4sim_core::scenario::Scenario;
@@ -146,6 +226,27 @@ fn bad_graphs_name_the_field() {
         ),
         "topology.routes[1].path",
     );
+    // An ECN test list names at least one test, each a known one.
+    check(
+        diamond(json!([{"ecn": [], "path": ["h1", "r1", "r3", "r4", "h2"]}])),
+        "topology.routes[0].ecn",
+    );
+    let e = Scenario::from_json(
+        &diamond(json!([{"ecn": ["ect2"], "path": ["h1", "r1", "r3", "r4", "h2"]}])).to_string(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("ect2"), "{e}");
+    // Routes that test the ECN differently are different routes.
+    check(
+        diamond(
+            json!([{"ecn": ["ect1"], "path": ["h1", "r1", "r3", "r4", "h2"]},
+                       {"ecn": ["ect1"], "path": ["h1", "r1", "r2", "r4", "h2"]}]),
+        ),
+        "topology.routes[1].path",
+    );
+    let ecn_apart = json!([{"ecn": ["ect1"], "path": ["h1", "r1", "r3", "r4", "h2"]},
+                           {"ecn": ["ce"], "path": ["h1", "r1", "r2", "r4", "h2"]}]);
+    assert!(Scenario::from_json(&diamond(ecn_apart).to_string()).is_ok());
     let agree = json!([{"dscp": 10, "path": ["h1", "r1", "r3", "r4", "h2"]},
                        {"dscp": 10, "path": ["r2", "r1", "r3", "r4", "h2"]},
                        {"dscp": 12, "path": ["h1", "r1", "r2", "r4", "h2"]}]);

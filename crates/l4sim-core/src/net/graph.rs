@@ -14,8 +14,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::topology::{shaped, Built};
-use super::{EgressCfg, NetBuilder, Network, NodeKind, Selector};
-use crate::packet::hdr;
+use super::{probe, EgressCfg, NetBuilder, Network, NodeKind, Selector};
+use crate::packet::{hdr, Ecn, Packet};
 use crate::qdisc::QueueDisc;
 use crate::scenario::{BottleneckSpec, FlowSpec, ScenarioError};
 use crate::time::{millis, Rate, SimDuration};
@@ -137,8 +137,10 @@ impl LinkSpec {
 }
 
 /// Packets toward the last node of `path` (a host) follow it: those with `dscp`, those from
-/// host `from`, or those with both (Linux policy routing: `ip rule ... dsfield` / `from`, a
-/// table per path); neither: every packet toward that host (a static route).
+/// host `from`, those passing any of the `ecn` tests, or those meeting several of these
+/// (Linux policy routing: `ip rule ... dsfield` / `from` / `fwmark`, a table per path, the
+/// fwmark set by ip6tables `-m ecn` rules); none: every packet toward that host (a static
+/// route).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyRoute {
@@ -146,18 +148,74 @@ pub struct PolicyRoute {
     pub dscp: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<Vec<EcnTest>>,
     pub path: Vec<String>,
 }
 
-impl PolicyRoute {
-    /// The packets it takes, in words: `DSCP 10 from "h1"`, `every packet`.
-    fn selects(&self) -> String {
-        match (self.dscp, &self.from) {
-            (Some(d), Some(f)) => format!("DSCP {d} from {f:?}"),
-            (Some(d), None) => format!("DSCP {d}"),
-            (None, Some(f)) => format!("packets from {f:?}"),
-            (None, None) => "every packet".into(),
+/// A test of ip6tables' `-m ecn` match (net/netfilter/xt_ecn.c): the IP-ECN field is this
+/// codepoint (`--ecn-ip-ect 0..3`), or a TCP segment has ECE / CWR set (`-p tcp
+/// --ecn-tcp-ece` / `--ecn-tcp-cwr`; a UDP datagram never does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnTest {
+    NotEct,
+    Ect1,
+    Ect0,
+    Ce,
+    TcpEce,
+    TcpCwr,
+}
+
+impl EcnTest {
+    fn bit(self) -> u8 {
+        use crate::packet::ecn_test as t;
+        match self {
+            EcnTest::NotEct => t::NOT_ECT,
+            EcnTest::Ect1 => t::ECT1,
+            EcnTest::Ect0 => t::ECT0,
+            EcnTest::Ce => t::CE,
+            EcnTest::TcpEce => t::TCP_ECE,
+            EcnTest::TcpCwr => t::TCP_CWR,
         }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            EcnTest::NotEct => "not_ect",
+            EcnTest::Ect1 => "ect1",
+            EcnTest::Ect0 => "ect0",
+            EcnTest::Ce => "ce",
+            EcnTest::TcpEce => "tcp_ece",
+            EcnTest::TcpCwr => "tcp_cwr",
+        }
+    }
+}
+
+impl PolicyRoute {
+    /// The `ecn` tests as the selector's bits (0: none).
+    fn ecn_bits(&self) -> u8 {
+        self.ecn.iter().flatten().fold(0, |m, t| m | t.bit())
+    }
+    /// The packets it takes, in words: `DSCP 10 from "h1"`, `ECN ect1|ce`, `every packet`.
+    fn selects(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(d) = self.dscp {
+            parts.push(format!("DSCP {d}"));
+        }
+        if let Some(f) = &self.from {
+            parts.push(format!("from {f:?}"));
+        }
+        if let Some(ts) = &self.ecn {
+            let names: Vec<&str> = ts.iter().map(|t| t.name()).collect();
+            parts.push(format!("ECN {}", names.join("|")));
+        }
+        if parts.is_empty() {
+            return "every packet".into();
+        }
+        if self.dscp.is_none() && self.ecn.is_none() {
+            return format!("packets {}", parts[0]);
+        }
+        parts.join(" ")
     }
 }
 
@@ -279,7 +337,7 @@ impl GraphSpec {
         // A router keeps one next hop per selector and destination: a path through a node
         // twice cannot be followed, and a later route that sends the same packets elsewhere
         // would never be (the first one wins).
-        type Key<'a> = (Option<u8>, Option<&'a str>, &'a str, &'a str);
+        type Key<'a> = (Option<u8>, Option<&'a str>, u8, &'a str, &'a str);
         let mut hops: std::collections::HashMap<Key, (&str, usize)> =
             std::collections::HashMap::new();
         for (i, r) in self.routes.iter().enumerate() {
@@ -288,6 +346,12 @@ impl GraphSpec {
                 return Err(err(
                     format!("{p}.dscp"),
                     format!("a DSCP is 0..63, got {d}"),
+                ));
+            }
+            if r.ecn.as_ref().is_some_and(|ts| ts.is_empty()) {
+                return Err(err(
+                    format!("{p}.ecn"),
+                    "lists at least one test (not_ect, ect0, ect1, ce, tcp_ece, tcp_cwr)",
                 ));
             }
             if let Some(f) = &r.from {
@@ -330,7 +394,13 @@ impl GraphSpec {
                 ));
             }
             for w in r.path.windows(2) {
-                let key = (r.dscp, r.from.as_deref(), last.as_str(), w[0].as_str());
+                let key = (
+                    r.dscp,
+                    r.from.as_deref(),
+                    r.ecn_bits(),
+                    last.as_str(),
+                    w[0].as_str(),
+                );
                 let (prev, j) = *hops.entry(key).or_insert((w[1].as_str(), i));
                 if prev != w[1] {
                     return Err(err(
@@ -409,7 +479,11 @@ pub fn network(g: &GraphSpec, seed: u64, first_stream: u64) -> Network {
     for r in &g.routes {
         let dst = g.node(r.path.last().unwrap()).unwrap() as u32;
         let src = r.from.as_ref().map(|f| g.node(f).unwrap() as u32);
-        let sel = Selector { dscp: r.dscp, src };
+        let sel = Selector {
+            dscp: r.dscp,
+            src,
+            ecn: r.ecn_bits(),
+        };
         for w in r.path.windows(2) {
             let (from, to) = (g.node(&w[0]).unwrap() as u32, g.node(&w[1]).unwrap() as u32);
             net.add_policy(from, sel, dst, to);
@@ -419,7 +493,9 @@ pub fn network(g: &GraphSpec, seed: u64, first_stream: u64) -> Network {
 }
 
 /// `flows` between their (sender, receiver) node ids of `net`: their base RTT is the
-/// propagation delay of the routes there (with the flow's DSCP) and back.
+/// propagation delay of the routes there (with the flow's DSCP, Not-ECT: where routes test
+/// the ECN field, the results take the route of the codepoint the data carried, see
+/// [`base_rtt`]) and back.
 pub fn attach(
     net: Network,
     g: &GraphSpec,
@@ -430,13 +506,13 @@ pub fn attach(
     for (i, (&(s, r), f)) in hosts.iter().zip(flows).enumerate() {
         let p = format!("flows[{i}]");
         let name = |n: u32| &g.nodes[n as usize].name;
-        let fwd = path_delay(&net, s, r, f.dscp).ok_or_else(|| {
+        let fwd = path_delay(&net, &probe(s, r, f.dscp)).ok_or_else(|| {
             err(
                 format!("{p}.to"),
                 format!("no route from {} to {}", name(s), name(r)),
             )
         })?;
-        let rev = path_delay(&net, r, s, 0).ok_or_else(|| {
+        let rev = path_delay(&net, &probe(r, s, 0)).ok_or_else(|| {
             err(
                 format!("{p}.from"),
                 format!("no route back from {} to {}", name(r), name(s)),
@@ -478,9 +554,18 @@ pub fn datagram_fits(
     Ok(())
 }
 
-/// Propagation delay from `src` to `dst` along the routes a packet with `dscp` takes; None if
-/// there is no route (or it loops).
-pub fn path_delay(net: &Network, src: u32, dst: u32, dscp: u8) -> Option<SimDuration> {
-    let pipes = net.route(src, dst, dscp)?;
+/// Propagation delay along the routes `pkt` takes from its source host to its destination;
+/// None if there is no route (or it loops).
+pub fn path_delay(net: &Network, pkt: &Packet) -> Option<SimDuration> {
+    let pipes = net.route(pkt)?;
     Some(pipes.iter().map(|&p| net.pipes[p as usize].delay()).sum())
+}
+
+/// The base RTT of a flow from `s` to `r` whose data packets carry `dscp` and `ecn`: the
+/// propagation delay of their route and of the route back of a pure ACK (DSCP 0, Not-ECT,
+/// neither ECE nor CWR); None without a route either way.
+pub fn base_rtt(net: &Network, s: u32, r: u32, dscp: u8, ecn: Ecn) -> Option<SimDuration> {
+    let mut data = probe(s, r, dscp);
+    data.ecn = ecn;
+    Some(path_delay(net, &data)? + path_delay(net, &probe(r, s, 0))?)
 }

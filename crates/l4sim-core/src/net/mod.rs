@@ -11,7 +11,7 @@ pub mod topology;
 
 use std::collections::VecDeque;
 
-use crate::packet::hdr;
+use crate::packet::{flags, hdr, Dir, Ecn, Packet};
 use crate::qdisc::Qdisc;
 use crate::time::{SimTime, NEVER};
 use pipe::Pipe;
@@ -45,19 +45,32 @@ pub struct Node {
     pub policy: Vec<Vec<(Selector, Egress)>>,
 }
 
-/// The packets a policy route takes, as an `ip rule`'s `dsfield` and `from` select them:
-/// those with this DSCP and from this source host (None: any).
+/// The packets a policy route takes, as an `ip rule`'s `dsfield` and `from` select them, and
+/// an `fwmark` set by ip6tables' `-m ecn` rules: those with this DSCP, from this source host
+/// (None: any), and passing any of the `ecn` tests (bits of
+/// [`crate::packet::ecn_test`]; 0: no test).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Selector {
     pub dscp: Option<u8>,
     pub src: Option<u32>,
+    pub ecn: u8,
 }
 
 impl Selector {
     #[inline]
-    fn matches(&self, src: u32, dscp: u8) -> bool {
-        self.dscp.is_none_or(|d| d == dscp) && self.src.is_none_or(|s| s == src)
+    fn matches(&self, pkt: &Packet) -> bool {
+        self.dscp.is_none_or(|d| d == pkt.dscp)
+            && self.src.is_none_or(|s| s == pkt.src)
+            && (self.ecn == 0 || self.ecn & pkt.ecn_tests() != 0)
     }
+}
+
+/// A packet from host `src` to `dst` with `dscp`, Not-ECT and without TCP flags, to find
+/// its route.
+pub fn probe(src: u32, dst: u32, dscp: u8) -> Packet {
+    let mut p = Packet::new(0, Dir::Fwd, src, dst);
+    p.dscp = dscp;
+    p
 }
 
 /// A shaped egress: HTB class + child qdisc, transmitting into `line`.
@@ -289,12 +302,13 @@ impl Network {
             .expect("every port is some node's egress")
     }
 
-    /// Where `node` sends a packet from host `src` with `dscp` toward `dst`.
+    /// Where `node` sends `pkt` (toward its `dst`).
     #[inline]
-    pub fn next_hop(&self, node: u32, src: u32, dst: u32, dscp: u8) -> Option<Egress> {
+    pub fn next_hop(&self, node: u32, pkt: &Packet) -> Option<Egress> {
         let n = &self.nodes[node as usize];
+        let dst = pkt.dst;
         if let Some(rules) = n.policy.get(dst as usize) {
-            if let Some(&(_, e)) = rules.iter().find(|p| p.0.matches(src, dscp)) {
+            if let Some(&(_, e)) = rules.iter().find(|p| p.0.matches(pkt)) {
                 return Some(e);
             }
         }
@@ -304,16 +318,23 @@ impl Network {
         }
     }
 
-    /// The pipes (lines) a packet with `dscp` crosses from host `src` to `dst`, in order; None
-    /// if there is no route (or it loops).
-    pub fn route(&self, src: u32, dst: u32, dscp: u8) -> Option<Vec<u32>> {
+    /// Whether some policy route tests the ECN field or the TCP flags.
+    pub fn routes_by_ecn(&self) -> bool {
+        let mut rules = self.nodes.iter().flat_map(|n| n.policy.iter().flatten());
+        rules.any(|(sel, _)| sel.ecn != 0)
+    }
+
+    /// The pipes (lines) `pkt` crosses from its host `src` to `dst`, in order; None if there is
+    /// no route (or it loops).
+    pub fn route(&self, pkt: &Packet) -> Option<Vec<u32>> {
+        let (src, dst) = (pkt.src, pkt.dst);
         let mut at = src;
         let mut pipes = Vec::new();
         for _ in 0..=self.nodes.len() {
             if at == dst {
                 return Some(pipes);
             }
-            let pipe = match self.next_hop(at, src, dst, dscp)? {
+            let pipe = match self.next_hop(at, pkt)? {
                 Egress::Pipe(p) => p,
                 Egress::Port(q) => self.ports[q as usize].line,
             };
@@ -329,17 +350,31 @@ impl Network {
     /// headers with timestamps. The discovery itself (a first oversize segment dropped with
     /// ICMP "fragmentation needed") is not modelled: connections start with the result.
     pub fn path_mss(&self, src: u32, dst: u32, dscp: u8) -> u32 {
-        let back = self.route(dst, src, 0).unwrap_or_default();
+        let back = self.route(&probe(dst, src, 0)).unwrap_or_default();
         let advertised = back
             .first()
             .map_or(hdr::MTU, |&p| self.pipes[p as usize].mtu);
         self.path_mtu(src, dst, dscp).min(advertised) - hdr::IP - hdr::TCP_TS
     }
 
-    /// The smallest IP MTU on the route from `src` to `dst` (1500 without a route).
+    /// The smallest IP MTU on the route from `src` to `dst` of packets with `dscp` (1500
+    /// without a route); where policy routes test the ECN field or the TCP flags, the smallest
+    /// over the routes of every ECN codepoint with and without ECE or CWR.
     pub fn path_mtu(&self, src: u32, dst: u32, dscp: u8) -> u32 {
-        let fwd = self.route(src, dst, dscp).unwrap_or_default();
-        fwd.iter()
+        let mut probes = vec![probe(src, dst, dscp)];
+        if self.routes_by_ecn() {
+            for ecn in Ecn::ALL {
+                for f in [0, flags::ECE, flags::CWR] {
+                    let mut p = probe(src, dst, dscp);
+                    (p.ecn, p.flags) = (ecn, f);
+                    probes.push(p);
+                }
+            }
+        }
+        let routes = probes.iter().map(|p| self.route(p).unwrap_or_default());
+        let pipes: Vec<u32> = routes.flatten().collect();
+        pipes
+            .iter()
             .map(|&p| self.pipes[p as usize].mtu)
             .min()
             .unwrap_or(hdr::MTU)
@@ -408,7 +443,7 @@ mod tests {
                     }
                 }
                 for (u, want) in want.into_iter().enumerate() {
-                    let got = net.next_hop(u as u32, u as u32, d as u32, 0);
+                    let got = net.next_hop(u as u32, &probe(u as u32, d as u32, 0));
                     let host = net.nodes[u].default;
                     defaults += host.is_some() as u32;
                     match (want, host) {
@@ -462,8 +497,8 @@ mod tests {
         for u in 0..n {
             for d in 0..n {
                 assert_eq!(
-                    a.next_hop(u, u, d, 0),
-                    b.next_hop(u, u, d, 0),
+                    a.next_hop(u, &probe(u, d, 0)),
+                    b.next_hop(u, &probe(u, d, 0)),
                     "route from {u} to {d}"
                 );
             }

@@ -17,7 +17,7 @@ use crate::engine::{Event, Scheduler};
 use crate::metrics::results::{ConnRecord, FlowSeries, QdiscSeries, RunResult};
 use crate::net::shaper::{default_burst, Shaper};
 use crate::net::{topology, Egress, Network, NodeKind};
-use crate::packet::{flags, hdr, skb, Dir, Packet};
+use crate::packet::{flags, hdr, skb, Dir, Ecn, Packet};
 use crate::qdisc::{self, Class, QueueDisc};
 use crate::rng::{stream, Rng};
 use crate::scenario::{FlowSpec, Scenario, ScenarioError, TopologySpec};
@@ -482,10 +482,10 @@ impl World {
         // TSQ: at a plain device queue emit reports each data segment's transmit completion;
         // behind a qdisc, the port does as it sends the segment (or frees it).
         sender.tsq.set_device(
-            match self
-                .net
-                .next_hop(params.sender, params.sender, params.receiver, params.dscp)
-            {
+            match self.net.next_hop(
+                params.sender,
+                &crate::net::probe(params.sender, params.receiver, params.dscp),
+            ) {
                 Some(Egress::Pipe(p)) if !self.net.pipes[p as usize].is_instant() => {
                     Some(tsq::Device::Queue(p))
                 }
@@ -1092,7 +1092,7 @@ impl World {
         loop {
             let eg = self
                 .net
-                .next_hop(node, pkt.src, pkt.dst, pkt.dscp)
+                .next_hop(node, &pkt)
                 .unwrap_or_else(|| panic!("no route from node {node} to {}", pkt.dst));
             match eg {
                 Egress::Pipe(p) => {
@@ -1517,15 +1517,14 @@ impl World {
                         field: e.field.trim_start_matches('.').to_string(),
                         message: e.message,
                     })?;
-                let fwd = crate::net::graph::path_delay(&self.net, s, r, f.dscp);
-                let rev = crate::net::graph::path_delay(&self.net, r, s, 0);
-                let (Some(fwd), Some(rev)) = (fwd, rev) else {
+                let rtt = crate::net::graph::base_rtt(&self.net, s, r, f.dscp, Ecn::NotEct);
+                let Some(rtt) = rtt else {
                     return Err(ScenarioError {
                         field: "to".into(),
                         message: format!("no route between {:?} and {:?}", f.from, f.to),
                     });
                 };
-                ((s, r), fwd + rev)
+                ((s, r), rtt)
             }
             TopologySpec::Tree { .. } => {
                 let pair = f.pair.unwrap_or(0);

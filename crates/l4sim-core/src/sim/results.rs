@@ -135,6 +135,7 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
     let mut udp_records = BTreeMap::new();
     // the goodputs of the flows that were active for a while, for Jain's index
     let mut goodputs = Vec::new();
+    let by_ecn = w.net.routes_by_ecn();
     for f in &w.flows {
         let spec = &f.spec;
         let end = f.removed_at.map_or(dur, to_secs);
@@ -186,7 +187,15 @@ pub(super) fn collect(w: &World, name: &str, wall: f64) -> RunResult {
         } else {
             f.rtt_samples.iter().sum::<f64>() / f.rtt_samples.len() as f64
         };
-        let base = f.base_rtt as f64 / 1e6;
+        // Where routes test the ECN field, the data's route is that of the codepoint it
+        // carried (known once a connection has negotiated ECN).
+        let codepoint = Ecn::ALL.into_iter().find(|e| e.name() == data_ecn);
+        let base_rtt = match codepoint.filter(|_| by_ecn) {
+            Some(e) => crate::net::graph::base_rtt(&w.net, f.hosts.0, f.hosts.1, spec.dscp, e)
+                .unwrap_or(f.base_rtt),
+            None => f.base_rtt,
+        };
+        let base = base_rtt as f64 / 1e6;
         // a UDP flow's rate is its source's (UDP Prague's own controller), not the flow's `cc`
         let cc = if spec.source.is_tcp() {
             spec.cc.name().to_string()

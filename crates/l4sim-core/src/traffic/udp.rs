@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{positive, stop_time};
-use crate::packet::{hdr, Dir, Ecn, Packet};
+use crate::packet::{hdr, skb, Dir, Ecn, Packet};
 use crate::time::{secs, SimTime, NEVER};
 
 /// UDP header bytes.
@@ -181,6 +181,7 @@ impl UdpSender {
             pkt.group = self.p.group;
             pkt.dscp = self.p.dscp;
             pkt.seq = self.seq;
+            pkt.skb = skb::UDP;
             pkt.ts_val = self.next;
             out.push(pkt);
             self.seq = self.seq.wrapping_add(1);

@@ -70,7 +70,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::packet::{flags, hdr, Dir, Ecn, Packet};
+use crate::packet::{flags, hdr, skb, Dir, Ecn, Packet};
 use crate::time::{SimDuration, SimTime, MS, NEVER, SEC, US};
 
 /// libprague's constants (`prague_cc.h`, `prague_cc.cpp`, `pkt_format.h`).
@@ -747,6 +747,7 @@ impl UdpPragueSender {
             pkt.group = self.p.group;
             pkt.dscp = self.p.dscp;
             pkt.ecn = ecn;
+            pkt.skb = skb::UDP;
             pkt.seq = self.seqnr as u32;
             pkt.ts_val = ts;
             pkt.ts_ecr = echoed;
@@ -1023,6 +1024,7 @@ impl UdpPragueReceiver {
         ack.group = self.p.group;
         ack.ecn = Ecn::Ect1;
         ack.seq = pkt.seq;
+        ack.skb = skb::UDP;
         ack.ts_val = now;
         ack.ts_ecr = match self.ts_remote {
             Some(r) => (now as i128 - r).max(0) as SimTime,
