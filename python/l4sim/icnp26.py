@@ -18,11 +18,15 @@ What each piece follows in the study's artifacts (github.com/fatihsarpkaya/L4S-I
   (``assumes_srv6``, ``assumes_bgp_community``), ``utils/srv6_policy.py`` and the OSPF costs of
   ``utils/configure_node_routing.py``/``utils/no_bgp.py`` (cost 20 on every interface facing a
   core1 router). Without SRv6 (S1, S3a, S4a, S4b) both classes take the core2 planes via AS3
-  (AS5-AS4-AS3-AS2-AS6). With SRv6 (S2a, S2b, S3b) the access and edge routers send ECT(1)
-  traffic (DSCP 10) over the core1 routers and the rest over the core2 routers: with the BGP
-  community (S3b) L4S goes via AS1 (AS5-AS4-AS1-AS2-AS6), without it (S2a, S2b) by the same
-  ASes as classic. So in S2 only L4S and ``eps_to_k`` (a static route via ``r-core1-5``) reach
-  the sender access bottleneck; classic leaves AS5 by ``r-core2-5``.
+  (AS5-AS4-AS3-AS2-AS6). With SRv6 (S2a, S2b, S3b) the access and edge routers send ECT(1) and
+  CE packets and TCP segments with ECE or CWR over the core1 routers (a policy route by those
+  ECN tests) and the rest over the core2 routers: with the BGP community (S3b) L4S goes via
+  AS1 (AS5-AS4-AS1-AS2-AS6), without it (S2a, S2b) by the same ASes as classic. So in S2 L4S,
+  ``eps_to_k`` (a static route via ``r-core1-5``) and of classic only its segments with CWR
+  (and ECN set-up SYNs) reach the sender access bottleneck; the rest of classic leaves AS5 by
+  ``r-core2-5``.
+- ECN: the notebook's ``tcp_ecn`` per host: AccECN with Prague on the L4S pair, RFC 3168 with
+  CUBIC on every other host (classic flows and background).
 - Queues: the routers' tc configuration as the study's brief lists it (``docs/icnp26.md``,
   "Queues") (receiver access DualPI2 at 100 Mbit/s, sender access FIFO at 1 Gbit/s, core and peering
   FIFOs at 4 Gbit/s, the "priority capped" prio/tbf/PIE tree).
@@ -38,9 +42,8 @@ fraction of its rate (``heavy_load``, default 0.8); ``scale`` < 1 scales the cor
 buffers, the tbf caps (floor 120 Mbit/s) and the background (with ``"study"``, its message and
 session arrival rates with the rates of the links each pair loads); the receiver access and the
 study traffic keep their real rates; the classic long flows run to the end (the study: to
-115 s); policy routes match DSCP, so the TCP segments that the study's ip6tables rules also send over
-core1 (those with ECE or CWR: a classic ECN set-up SYN, a classic sender's CWR after an ECN
-response, the ACKs that echo CE) take the classic path here (docs/icnp26.md).
+115 s); SRv6 is a policy route by the study's ECN tests (ECT(1), CE, TCP ECE or CWR), so a classic
+sender's ECN set-up SYN and its segments with CWR take core1 too, as in the study.
 """
 
 from __future__ import annotations
@@ -98,6 +101,9 @@ _L4S_VIA_AS1 = (
 ).split()
 # The notebook's SCENARIOS: SRv6 path separation on (and the BGP community on) per scenario.
 SRV6 = {"S2a", "S2b", "S3b"}
+# What its access and edge routers send over core1 (`utils/srv6_policy.py`: ip6tables `-m ecn`
+# rules that set the fwmark of table 100): ECT(1) and CE packets, TCP segments with ECE or CWR.
+SRV6_ECN_TESTS = ("ect1", "ce", "tcp_ece", "tcp_cwr")
 BGP_COMMUNITY = {"S3b"}
 _BG_PATHS = {
     "eps_to_k": ["r-access-5", "r-core1-5", "node_k"],
@@ -255,11 +261,12 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
     shape(*PEER, core, _priority(core, cap_rate(1000, scale)) if scenario == "S4b" else _bfifo(core))
 
     routes: list[dict[str, Any]] = []
-    l4s = _CLASSIC if scenario not in SRV6 else _L4S_VIA_AS1 if scenario in BGP_COMMUNITY else _L4S_CORE1
     for i in range(3):
         src, dst = f"e-{i}-5", f"e-{i}-6"
-        routes.append({"dscp": L4S_DSCP, "path": [src, *l4s, dst]})
-        routes.append({"dscp": 0, "path": [src, *_CLASSIC, dst]})
+        if scenario in SRV6:
+            l4s = _L4S_VIA_AS1 if scenario in BGP_COMMUNITY else _L4S_CORE1
+            routes.append({"ecn": list(SRV6_ECN_TESTS), "path": [src, *l4s, dst]})
+        routes.append({"path": [src, *_CLASSIC, dst]})
     for i in range(3):  # the static route to node_k, for every sender endpoint (eps_to_k: e-2-5)
         routes.append({"dscp": 0, "path": [f"e-{i}-5", "lan-5", *_BG_PATHS["eps_to_k"]]})
     for pair in ("s_to_m", "m_to_f", "f_to_g"):
@@ -270,6 +277,18 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
 def check_scenario(name: str) -> None:
     if name not in SCENARIOS:
         raise ValueError(f"unknown ICNP'26 scenario {name!r}; one of {', '.join(SCENARIOS)}")
+
+
+# The notebook's cell "A2" (and `_set_per_trial_cc_ecn` before every trial): `tcp_ecn=3` with
+# Prague on the L4S pair, `tcp_ecn=1` with CUBIC on every other host, so the classic flows and
+# the background negotiate RFC 3168 ECN (the stored DualPI2 counters and iperf3 reports agree:
+# window cuts without retransmissions).
+def _cubic() -> dict[str, Any]:
+    return {
+        "cc": {"name": "cubic"},
+        "tcp": {"ecn": "classic"},
+        "receiver": {"cc": {"name": "cubic"}, "tcp": {"ecn": "classic"}},
+    }
 
 
 def _prague(**kw: Any) -> dict[str, Any]:
@@ -328,7 +347,7 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
             {
                 "name": f"classic_long_{j}",
                 **CLASSIC_HOSTS,
-                "cc": {"name": "cubic"},
+                **_cubic(),
                 "start": t(start),
                 "stop": t(115),
             }
@@ -338,7 +357,7 @@ def study_flows(duration: float, rng: random.Random) -> list[dict[str, Any]]:
             {
                 "name": f"classic_xfer_{j}",
                 **CLASSIC_HOSTS,
-                "cc": {"name": "cubic"},
+                **_cubic(),
                 "start": t(rng.uniform(20, 90)),
                 "size": 5 * 2**20,
             }
@@ -385,7 +404,7 @@ def _pair_flows(
             "name": f"bg_{pair}_long_{j}",
             "from": src,
             "to": dst,
-            "cc": {"name": "cubic"},
+            **_cubic(),
             "start": 0.5 * j,
             "source": {**msgs, "rate": long_rate, "poisson": False, "persistent": True},
         }
@@ -397,7 +416,7 @@ def _pair_flows(
                 "name": f"bg_{pair}_bursts",
                 "from": src,
                 "to": dst,
-                "cc": {"name": "cubic"},
+                **_cubic(),
                 "start": start,
                 "source": {**msgs, "poisson": True, **bursts},
             }

@@ -479,9 +479,9 @@ WHAT = {
     "bottleneck, with light background everywhere; L4S and classic share one path (the core2 planes).",
     "S2a": "The sender access `r-access-5->r-core1-5` is the bottleneck: a 2 x BDP FIFO that the heavy "
     "`eps_to_k` background loads. SRv6 is on, as in the study: L4S leaves AS5 through it, classic by "
-    "`r-core2-5`.",
+    "`r-core2-5` except its ECN set-up SYNs and CWR segments, which the study's ECN rules send with L4S.",
     "S2b": "S2a with a priority queue at the sender access: L4S (DSCP 10) in the first band, capped by a "
-    "tbf, with a 1 ms PIE; the background in the second band (PIE, 15 ms).",
+    "tbf, with a 1 ms PIE; the background (and classic's CWR segments) in the second band (PIE, 15 ms).",
     "S3a": "The AS4 core `r-core2-4->r-4-3` is the bottleneck: a 2 x BDP FIFO that the heavy `s_to_m` "
     "background loads; L4S and classic share it.",
     "S3b": "S3a with SRv6 path separation: L4S goes AS5-AS4-AS1-AS2-AS6 on the core1 planes, around the "
