@@ -63,6 +63,19 @@ impl Selector {
             && self.src.is_none_or(|s| s == pkt.src)
             && (self.ecn == 0 || self.ecn & pkt.ecn_tests() != 0)
     }
+    /// Every packet (a static route).
+    #[inline]
+    fn is_any(&self) -> bool {
+        self.dscp.is_none() && self.src.is_none() && self.ecn == 0
+    }
+}
+
+/// The first of `rules` that selects `pkt`. Out of line, so that the forwarding loop does
+/// not compute a packet's ECN tests (LLVM hoisted them out of the loop, into every
+/// forwarding: 1.2 % more instructions for the CUBIC dumbbell, which has no policy route).
+#[inline(never)]
+fn policy_hop(rules: &[(Selector, Egress)], pkt: &Packet) -> Option<Egress> {
+    rules.iter().find(|r| r.0.matches(pkt)).map(|r| r.1)
 }
 
 /// A packet from host `src` to `dst` with `dscp`, Not-ECT and without TCP flags, to find
@@ -307,8 +320,12 @@ impl Network {
     pub fn next_hop(&self, node: u32, pkt: &Packet) -> Option<Egress> {
         let n = &self.nodes[node as usize];
         let dst = pkt.dst;
-        if let Some(rules) = n.policy.get(dst as usize) {
-            if let Some(&(_, e)) = rules.iter().find(|p| p.0.matches(pkt)) {
+        if let Some(rules) = n.policy.get(dst as usize).filter(|r| !r.is_empty()) {
+            // A static route first needs nothing of the packet.
+            if rules[0].0.is_any() {
+                return Some(rules[0].1);
+            }
+            if let Some(e) = policy_hop(rules, pkt) {
                 return Some(e);
             }
         }
