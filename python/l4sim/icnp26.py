@@ -268,9 +268,9 @@ def topology(scenario: str = "S1", *, scale: float = 1.0) -> dict[str, Any]:
             routes.append({"ecn": list(SRV6_ECN_TESTS), "path": [src, *l4s, dst]})
         routes.append({"path": [src, *_CLASSIC, dst]})
     for i in range(3):  # the static route to node_k, for every sender endpoint (eps_to_k: e-2-5)
-        routes.append({"dscp": 0, "path": [f"e-{i}-5", "lan-5", *_BG_PATHS["eps_to_k"]]})
+        routes.append({"path": [f"e-{i}-5", "lan-5", *_BG_PATHS["eps_to_k"]]})
     for pair in ("s_to_m", "m_to_f", "f_to_g"):
-        routes.append({"dscp": 0, "path": _BG_PATHS[pair]})
+        routes.append({"path": _BG_PATHS[pair]})
     return {"kind": "graph", "nodes": nodes, "links": links, "routes": routes}
 
 
