@@ -2,8 +2,9 @@
 //! rate and a one-way propagation delay, each direction optionally shaped (an HTB class at a
 //! rate with any qdisc tree as its child, as `tc` configures a router's egress), static
 //! shortest-hop routes, and policy routes that pin the packets toward one host that have a
-//! DSCP, come from a source host, or both, to a path (Linux policy routing, `ip rule` by
-//! `dsfield` and `from`; SRv6 path separation as the multi-AS study uses it).
+//! DSCP, come from a source host, or pass an ECN test (the IP-ECN field, TCP's ECE and CWR),
+//! or several of these, to a path (Linux policy routing, `ip rule` by `dsfield`, `from` and an
+//! ip6tables `-m ecn` fwmark; SRv6 path separation as the multi-AS study uses it).
 //!
 //! The egress from `a` toward `b` is named `"a->b"` unless the link names it (`name_ab`,
 //! `name_ba`): that is the name in the results and in `Simulation.set_link`. The dumbbell and
