@@ -130,6 +130,14 @@ fn diamond_ecn(routes: Value) -> Value {
     sc
 }
 
+/// Packets of `flow` that qdisc `q` sent.
+fn deq_of_flow(r: &l4sim_core::metrics::results::RunResult, q: &str, flow: &str) -> u64 {
+    r.classes
+        .iter()
+        .find(|c| c.qdisc == q && c.kind == "flow" && c.name == flow)
+        .map_or(0, |c| c.deq_pkts)
+}
+
 #[test]
 fn a_policy_route_by_ecn_takes_what_the_studys_ip6tables_rules_mark() {
     // The multi-AS study's SRv6 rule (`-m ecn`: ECT(1), CE, TCP ECE, TCP CWR -> fwmark ->
@@ -138,12 +146,7 @@ fn a_policy_route_by_ecn_takes_what_the_studys_ip6tables_rules_mark() {
     // after each of its ECN responses.
     let r = run(&diamond_ecn(json!([
         {"ecn": ["ect1", "ce", "tcp_ece", "tcp_cwr"], "path": ["h1", "r1", "r3", "r4", "h2"]}])));
-    let per_flow = |q: &str, flow: &str| {
-        r.classes
-            .iter()
-            .find(|c| c.qdisc == q && c.kind == "flow" && c.name == flow)
-            .map_or(0, |c| c.deq_pkts)
-    };
+    let per_flow = |q: &str, flow: &str| deq_of_flow(&r, q, flow);
     let flow = |n: &str| r.flows.iter().find(|f| f.name == n).unwrap();
     assert!(per_flow("r1->r3", "l4s") > 1000);
     assert_eq!(per_flow("r1->r2", "l4s"), 0);
@@ -176,12 +179,7 @@ fn a_policy_route_by_ecn_takes_what_the_studys_ip6tables_rules_mark() {
     // A route by ECT(0) takes the classic data.
     let r = run(&diamond_ecn(json!([
         {"ecn": ["ect0"], "path": ["h1", "r1", "r3", "r4", "h2"]}])));
-    let on = |q: &str, flow: &str| {
-        r.classes
-            .iter()
-            .find(|c| c.qdisc == q && c.kind == "flow" && c.name == flow)
-            .map_or(0, |c| c.deq_pkts)
-    };
+    let on = |q: &str, flow: &str| deq_of_flow(&r, q, flow);
     assert!(on("r1->r3", "classic") > 1000 && on("r1->r2", "classic") < 20);
     // Of the Prague flow only its SYN, ECT(0) as `tcp_ecn_send_syn` sends it for a CC that
     // needs ECN.
